@@ -1,0 +1,11 @@
+// The GPU entry points of a build configured with CNNRT_ENABLE_CUDA=OFF: the CPU backend is all there is.
+#include "runtime/device.hpp"
+
+namespace cnnrt::runtime {
+
+bool cuda_device_available(std::string* why) {
+  if (why) *why = "this build of cnnrt has no CUDA support (configured with CNNRT_ENABLE_CUDA=OFF)";
+  return false;
+}
+
+}  // namespace cnnrt::runtime

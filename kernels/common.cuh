@@ -1,0 +1,23 @@
+// Conventions shared by all kernels.
+//
+// Every kernel has a host entry point `launch_<op>(..., cudaStream_t)` in its .cuh that launches on the
+// given stream and returns: no allocation, no synchronisation, no error checking. Callers (the planner)
+// check eligibility before launching; the runtime checks cudaGetLastError() after each planned step and
+// names the step in the error. Tensors are float32, row-major (NCHW), given as raw device pointers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace cnnrt::kernels {
+
+constexpr int kMaxRank = 8;  // N-D kernels (broadcast, transpose, slice, pad) handle up to this rank
+
+inline unsigned blocks_for(int64_t work, int threads_per_block, int64_t max_blocks = 65535LL * 32) {
+  int64_t blocks = (work + threads_per_block - 1) / threads_per_block;
+  if (blocks < 1) blocks = 1;
+  return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
+}
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,76 @@
+// Helpers for GPU test cases: device buffers, poisoned outputs, random inputs, error norms.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#define GPU_CHECK(call)                                                                      \
+  do {                                                                                       \
+    cudaError_t err_ = (call);                                                               \
+    REQUIRE_MESSAGE(err_ == cudaSuccess, #call " failed: " << cudaGetErrorString(err_));     \
+  } while (0)
+
+namespace cnnrt::testing {
+
+// A float32 device buffer. Freshly allocated buffers are poisoned (all bytes 0xFF: a NaN pattern), so an
+// element the kernel forgot to write shows up as NaN in the comparison.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t count) : count_(count) {
+    GPU_CHECK(cudaMalloc(&data_, bytes()));
+    poison();
+  }
+  explicit DeviceBuffer(const std::vector<float>& host) : DeviceBuffer(host.size()) { upload(host); }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  float* get() const { return data_; }
+  size_t size() const { return count_; }
+  size_t bytes() const { return count_ * sizeof(float) > 0 ? count_ * sizeof(float) : 4; }
+  void poison() { GPU_CHECK(cudaMemset(data_, 0xFF, bytes())); }
+  void upload(const std::vector<float>& host) {
+    REQUIRE(host.size() == count_);
+    GPU_CHECK(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  std::vector<float> download() const {
+    GPU_CHECK(cudaDeviceSynchronize());
+    std::vector<float> host(count_);
+    GPU_CHECK(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// Uniform values in [lo, hi): never zeros, so unwritten outputs and wrong indexing cannot hide.
+inline std::vector<float> random_floats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// ||got - want|| / ||want|| over all elements; infinity when any element is NaN or the sizes differ.
+inline double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(want[i])) return INFINITY;
+    if (std::isnan(got[i])) continue;
+    const double d = double(got[i]) - double(want[i]);
+    num += d * d;
+    den += double(want[i]) * double(want[i]);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace cnnrt::testing
