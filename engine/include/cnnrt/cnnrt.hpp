@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct CUstream_st;  // the CUDA runtime's stream type, so that this header needs no CUDA headers
@@ -99,6 +100,15 @@ struct StepTiming {
   std::vector<int64_t> output_shape;
   double median_ms = 0;
 };
+
+// What the engine knows: the ONNX ops it runs, and its graph passes (name, one-line description).
+std::vector<std::string> supported_ops();
+std::vector<std::pair<std::string, std::string>> graph_passes();
+
+// Serialized ONNX TensorProto files (the ONNX test-data layout's input_0.pb / output_0.pb). Integer
+// tensors are converted to float32. Throws Io or InvalidInput naming the file.
+Tensor read_tensor_file(const std::string& path, std::string* name = nullptr);
+void write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name);
 
 namespace detail {
 struct ModelImpl;

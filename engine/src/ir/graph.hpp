@@ -50,7 +50,9 @@ struct Value {
   std::string name;
   DType dtype = DType::Undefined;
   std::optional<Shape> shape;           // known once inferred (graph inputs: once bound)
-  std::vector<std::string> dim_params;  // graph inputs: symbolic name per dim ("" = fixed)
+  std::vector<std::string> dim_params;  // graph inputs/outputs: symbolic name per dim ("" = fixed)
+  std::optional<Shape> declared;        // graph inputs/outputs: dims as the file declares them, -1 where
+                                        // symbolic or unknown; nullopt when the file gives no shape
   std::shared_ptr<const HostTensor> constant;  // initializers, Constant outputs, folded values
   int producer = -1;                    // index of the node that writes it; -1 for inputs and initializers
 

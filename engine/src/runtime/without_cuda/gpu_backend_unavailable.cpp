@@ -9,3 +9,15 @@ bool cuda_device_available(std::string* why) {
 }
 
 }  // namespace cnnrt::runtime
+
+#include "core/error.hpp"
+#include "runtime/gpu_model.hpp"
+
+namespace cnnrt::runtime {
+
+std::shared_ptr<GpuModel> GpuModel::create(const Options&) {
+  fail(ErrorCode::DeviceUnavailable, "this build of cnnrt has no CUDA support (configured with "
+       "CNNRT_ENABLE_CUDA=OFF)");
+}
+
+}  // namespace cnnrt::runtime

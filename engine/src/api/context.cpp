@@ -1,0 +1,133 @@
+#include <fmt/format.h>
+
+#include <map>
+
+#include "api/model_impl.hpp"
+#include "core/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/gpu_model.hpp"
+
+namespace cnnrt {
+
+namespace detail {
+
+struct ContextImpl {
+  std::shared_ptr<ModelImpl> model;
+  Stream stream = nullptr;
+  bool own_stream = false;
+  std::map<std::vector<ir::Shape>, std::unique_ptr<runtime::Executor>> executors;
+
+  ~ContextImpl() {
+    executors.clear();
+    if (own_stream) model->gpu->destroy_stream(stream);
+  }
+
+  runtime::Executor& executor_for(const std::vector<ir::Shape>& shapes) {
+    auto it = executors.find(shapes);
+    if (it != executors.end()) return *it->second;
+    auto prepared = model->prepare(shapes);
+    std::unique_ptr<runtime::Executor> executor = model->device == Device::Gpu
+                                                      ? model->gpu->make_executor(prepared, stream)
+                                                      : runtime::make_cpu_executor(prepared);
+    return *executors.emplace(shapes, std::move(executor)).first->second;
+  }
+
+  std::vector<ir::Shape> shapes_of(const std::vector<Tensor>& inputs) const {
+    CNNRT_CHECK(inputs.size() == model->inputs.size(), ErrorCode::InvalidInput,
+                "'{}' takes {} input{}, got {}", model->graph.model_name, model->inputs.size(),
+                model->inputs.size() == 1 ? "" : "s", inputs.size());
+    std::vector<ir::Shape> shapes;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      int64_t count = 1;
+      for (int64_t d : t.shape) {
+        CNNRT_CHECK(d >= 0, ErrorCode::InvalidInput, "input '{}' has a negative dimension in shape {}",
+                    model->inputs[i].name, fmt::join(t.shape, "x"));
+        count *= d;
+      }
+      CNNRT_CHECK(static_cast<size_t>(count) == t.data.size(), ErrorCode::InvalidInput,
+                  "input '{}': shape {} needs {} values, the tensor holds {}", model->inputs[i].name,
+                  fmt::join(t.shape, "x"), count, t.data.size());
+      shapes.push_back(t.shape);
+    }
+    return shapes;
+  }
+};
+
+}  // namespace detail
+
+Context::Context(const Model& model, Stream stream) : impl_(std::make_unique<detail::ContextImpl>()) {
+  impl_->model = model.impl_;
+  impl_->stream = stream;
+  if (impl_->model->device == Device::Gpu && stream == nullptr) {
+    impl_->stream = impl_->model->gpu->create_stream();
+    impl_->own_stream = true;
+  }
+}
+
+Context::~Context() = default;
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+
+std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
+  const std::vector<ir::Shape> shapes = impl_->shapes_of(inputs);
+  runtime::Executor& executor = impl_->executor_for(shapes);
+  const auto& output_shapes = impl_->model->prepare(shapes)->output_shapes;
+  std::vector<Tensor> outputs(output_shapes.size());
+  std::vector<const float*> in_ptrs;
+  std::vector<float*> out_ptrs;
+  for (const Tensor& t : inputs) in_ptrs.push_back(t.data.data());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].shape = output_shapes[i];
+    outputs[i].data.resize(static_cast<size_t>(ir::numel(output_shapes[i])));
+    out_ptrs.push_back(outputs[i].data.data());
+  }
+  executor.run_host(in_ptrs.data(), out_ptrs.data());
+  return outputs;
+}
+
+void Context::run(const float* const* inputs, float* const* outputs, int64_t batch) {
+  CNNRT_CHECK(inputs != nullptr && outputs != nullptr, ErrorCode::Usage, "Context::run: null buffer array");
+  for (size_t i = 0; i < impl_->model->inputs.size(); ++i) {
+    CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "Context::run: input {} ('{}') is null", i,
+                impl_->model->inputs[i].name);
+  }
+  for (size_t i = 0; i < impl_->model->outputs.size(); ++i) {
+    CNNRT_CHECK(outputs[i] != nullptr, ErrorCode::Usage, "Context::run: output {} ('{}') is null", i,
+                impl_->model->outputs[i].name);
+  }
+  impl_->executor_for(impl_->model->shapes_for_batch(batch)).run_host(inputs, outputs);
+}
+
+void Context::enqueue(const float* const* device_inputs, float* const* device_outputs, int64_t batch) {
+  CNNRT_CHECK(impl_->model->device == Device::Gpu, ErrorCode::Usage,
+              "Context::enqueue takes device buffers, but this model runs on the CPU; use Context::run");
+  CNNRT_CHECK(device_inputs != nullptr && device_outputs != nullptr, ErrorCode::Usage,
+              "Context::enqueue: null buffer array");
+  impl_->executor_for(impl_->model->shapes_for_batch(batch)).enqueue_device(device_inputs, device_outputs);
+}
+
+void Context::synchronize() {
+  for (auto& [shapes, executor] : impl_->executors) executor->synchronize();
+}
+
+Stream Context::stream() const { return impl_->stream; }
+
+void Context::set_stream(Stream stream) {
+  CNNRT_CHECK(impl_->model->device == Device::Gpu, ErrorCode::Usage, "set_stream: this model runs on the CPU");
+  synchronize();
+  if (impl_->own_stream) impl_->model->gpu->destroy_stream(impl_->stream);
+  impl_->own_stream = stream == nullptr;
+  impl_->stream = stream ? stream : impl_->model->gpu->create_stream();
+  for (auto& [shapes, executor] : impl_->executors) executor->set_stream(impl_->stream);
+}
+
+std::vector<StepTiming> Context::profile(const std::vector<Tensor>& inputs, int repetitions) {
+  CNNRT_CHECK(repetitions >= 1, ErrorCode::Usage, "profile: repetitions must be at least 1");
+  const std::vector<ir::Shape> shapes = impl_->shapes_of(inputs);
+  std::vector<const float*> in_ptrs;
+  for (const Tensor& t : inputs) in_ptrs.push_back(t.data.data());
+  return impl_->executor_for(shapes).profile(in_ptrs.data(), repetitions);
+}
+
+}  // namespace cnnrt

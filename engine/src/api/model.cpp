@@ -1,0 +1,141 @@
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "api/model_impl.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "onnx/loader.hpp"
+#include "passes/bind_shapes.hpp"
+#include "passes/pipeline.hpp"
+#include "plan/describe.hpp"
+#include "runtime/device.hpp"
+#include "runtime/gpu_model.hpp"
+
+namespace cnnrt {
+
+using detail::ModelImpl;
+
+namespace {
+
+TensorDesc describe_value(const ir::Value& v) {
+  TensorDesc d;
+  d.name = v.name;
+  if (v.declared) d.shape = *v.declared;
+  else if (v.shape) d.shape = *v.shape;
+  d.dim_names = v.dim_params;
+  d.dim_names.resize(d.shape.size());
+  return d;
+}
+
+Device choose_device(Device requested) {
+  std::string why;
+  if (requested == Device::Cpu) return Device::Cpu;
+  if (runtime::cuda_device_available(&why)) return Device::Gpu;
+  if (requested == Device::Gpu) {
+    fail(ErrorCode::DeviceUnavailable, "a GPU was requested but none is usable: {}", why);
+  }
+  log().warn("no usable CUDA device ({}); running on the CPU reference backend", why);
+  return Device::Cpu;
+}
+
+std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) {
+  auto impl = std::make_shared<ModelImpl>();
+  impl->options = options;
+  impl->graph = std::move(graph);
+  for (int id : impl->graph.inputs) impl->inputs.push_back(describe_value(impl->graph.values[id]));
+  for (int id : impl->graph.outputs) impl->outputs.push_back(describe_value(impl->graph.values[id]));
+  impl->device = choose_device(options.device);
+  if (impl->device == Device::Gpu) impl->gpu = runtime::GpuModel::create(options);
+
+  // Bind the batch sizes asked for; with none, bind batch 1 when only leading dims are symbolic, so that
+  // shape errors surface at load time rather than at the first run.
+  std::vector<int64_t> batches = options.batch_sizes;
+  if (batches.empty()) {
+    bool only_batch_symbolic = true;
+    for (const TensorDesc& in : impl->inputs) {
+      for (size_t d = 1; d < in.shape.size(); ++d) only_batch_symbolic = only_batch_symbolic && in.shape[d] >= 0;
+      only_batch_symbolic = only_batch_symbolic && !in.shape.empty();
+    }
+    if (only_batch_symbolic) batches.push_back(1);
+  }
+  for (int64_t batch : batches) impl->prepare(impl->shapes_for_batch(batch));
+  return impl;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<ir::Shape> ModelImpl::shapes_for_batch(int64_t batch) const {
+  CNNRT_CHECK(batch >= 1, ErrorCode::Usage, "batch size must be at least 1, got {}", batch);
+  std::vector<ir::Shape> shapes;
+  for (const TensorDesc& in : inputs) {
+    CNNRT_CHECK(!in.shape.empty(), ErrorCode::Usage,
+                "'{}': input '{}' has no declared shape, so a batch size alone cannot shape it; pass full "
+                "tensors instead", graph.model_name, in.name);
+    ir::Shape s = in.shape;
+    CNNRT_CHECK(s[0] < 0 || s[0] == batch, ErrorCode::InvalidInput,
+                "'{}': input '{}' has a fixed batch dimension of {}; it cannot run batch {}", graph.model_name,
+                in.name, s[0], batch);
+    s[0] = batch;
+    for (size_t d = 1; d < s.size(); ++d) {
+      CNNRT_CHECK(s[d] >= 0, ErrorCode::Usage,
+                  "'{}': input '{}' dimension {} ('{}') is symbolic; give full input shapes, not just a batch size",
+                  graph.model_name, in.name, d, in.dim_names[d]);
+    }
+    shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+std::shared_ptr<const plan::Prepared> ModelImpl::prepare(const std::vector<ir::Shape>& input_shapes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = prepared_.find(input_shapes);
+  if (it != prepared_.end()) return it->second;
+
+  auto prepared = std::make_shared<plan::Prepared>();
+  prepared->input_shapes = input_shapes;
+  prepared->graph = graph;
+  try {
+    passes::bind_shapes(prepared->graph, input_shapes);
+    prepared->pass_log = passes::run_passes(prepared->graph, options.disabled_passes);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Usage) throw;
+    rethrow_with_prefix(e, fmt::format("'{}'", graph.model_name));
+  }
+  for (int id : prepared->graph.outputs) prepared->output_shapes.push_back(prepared->graph.shape_of(id));
+  if (device == Device::Gpu) prepared->gpu_plan = gpu->plan(*prepared);
+  prepared_.emplace(input_shapes, prepared);
+  return prepared;
+}
+
+}  // namespace detail
+
+Model::Model(std::shared_ptr<ModelImpl> impl) : impl_(std::move(impl)) {}
+
+Model Model::load(const std::string& path, const Options& options) {
+  return Model(finish_load(onnx_io::load_model_file(path, options.limits), options));
+}
+
+Model Model::load_from_memory(const void* data, std::size_t size, const Options& options, const std::string& name) {
+  CNNRT_CHECK(data != nullptr || size == 0, ErrorCode::Usage, "load_from_memory: data is null");
+  return Model(finish_load(onnx_io::load_model_bytes(data, size, name, "", options.limits), options));
+}
+
+const std::string& Model::name() const { return impl_->graph.model_name; }
+const std::vector<TensorDesc>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorDesc>& Model::outputs() const { return impl_->outputs; }
+const std::map<std::string, std::string>& Model::metadata() const { return impl_->graph.metadata; }
+Device Model::device() const { return impl_->device; }
+
+std::vector<std::vector<int64_t>> Model::output_shapes(int64_t batch) const {
+  return impl_->prepare(impl_->shapes_for_batch(batch))->output_shapes;
+}
+
+std::string Model::describe_plan(int64_t batch, bool explain) const {
+  auto prepared = impl_->prepare(impl_->shapes_for_batch(batch));
+  return plan::describe(*prepared, impl_->device, explain);
+}
+
+}  // namespace cnnrt

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "plan/prepared.hpp"
+#include "cnnrt/cnnrt.hpp"
+#include "ir/graph.hpp"
+
+namespace cnnrt::runtime {
+class GpuModel;
+}
+
+namespace cnnrt::detail {
+
+struct ModelImpl {
+  Options options;
+  ir::Graph graph;  // as loaded: symbolic dims unbound
+  std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> outputs;
+  Device device = Device::Cpu;
+  std::shared_ptr<runtime::GpuModel> gpu;  // device state shared by all contexts (GPU models only)
+
+  // Input shapes for a batch size: each input's declared dims with the first one set to `batch`.
+  std::vector<ir::Shape> shapes_for_batch(int64_t batch) const;
+  // Bound + optimized (+ planned, on the GPU) graph for these input shapes; cached, thread-safe.
+  std::shared_ptr<const plan::Prepared> prepare(const std::vector<ir::Shape>& input_shapes) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<ir::Shape>, std::shared_ptr<const plan::Prepared>> prepared_;
+};
+
+}  // namespace cnnrt::detail

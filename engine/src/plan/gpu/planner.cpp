@@ -1,0 +1,209 @@
+#include "plan/gpu/planner.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "plan/memory_plan.hpp"
+
+namespace cnnrt::plan {
+
+namespace {
+
+int64_t float_bytes(const ir::Shape& shape) { return ir::numel(shape) * static_cast<int64_t>(sizeof(float)); }
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void unite(int a, int b) { parent[find(a)] = find(b); }
+};
+
+LaunchFn device_copy(int64_t bytes) {
+  return [bytes](const float* const* in, float* const* out, Stream stream) {
+    cudaMemcpyAsync(out[0], in[0], static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream);
+  };
+}
+
+}  // namespace
+
+bool is_view_op(const ir::Node& node) {
+  static const char* const kViews[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Cast"};
+  return std::find_if(std::begin(kViews), std::end(kViews), [&](const char* op) { return node.op == op; }) !=
+         std::end(kViews);
+}
+
+int LowerContext::slot(int value) {
+  CNNRT_CHECK(value >= 0, ErrorCode::Internal, "lowering asked for an omitted input");
+  int& s = value_slots_[value];
+  if (s >= 0) return s;
+  const ir::Value& v = graph.values[value];
+  Slot slot;
+  slot.name = v.name;
+  if (v.is_constant()) {
+    slot.kind = SlotKind::Weight;
+    slot.weight = context.weights.upload(*v.constant);
+    slot.bytes = v.constant->numel() * static_cast<int64_t>(sizeof(float));
+  } else {
+    slot.kind = SlotKind::Arena;
+    slot.bytes = float_bytes(graph.shape_of(value));
+  }
+  plan_.slots.push_back(std::move(slot));
+  return s = static_cast<int>(plan_.slots.size()) - 1;
+}
+
+const float* LowerContext::weight(int value) {
+  CNNRT_CHECK(value >= 0 && graph.values[value].is_constant(), ErrorCode::Internal, "'{}' is not a constant",
+              value >= 0 ? graph.values[value].name : "(omitted)");
+  return plan_.slots[slot(value)].weight;
+}
+
+int LowerContext::workspace(int64_t bytes, const std::string& name) {
+  Slot slot;
+  slot.kind = SlotKind::Arena;
+  slot.bytes = bytes;
+  slot.name = name;
+  plan_.slots.push_back(std::move(slot));
+  return static_cast<int>(plan_.slots.size()) - 1;
+}
+
+Step& LowerContext::add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
+                             std::vector<int> outputs, LaunchFn launch) {
+  Step step;
+  step.label = fmt::format("{}", fmt::join(node.covers, "+"));
+  step.nodes = node.covers;
+  step.op = node.op;
+  step.kernel = std::move(kernel);
+  step.config = std::move(config);
+  step.inputs = std::move(inputs);
+  step.outputs = std::move(outputs);
+  if (!node.outputs.empty() && node.outputs[0] >= 0 && graph.values[node.outputs[0]].shape) {
+    step.output_shape = graph.shape_of(node.outputs[0]);
+  }
+  step.launch = std::move(launch);
+  plan_.steps.push_back(std::move(step));
+  return plan_.steps.back();
+}
+
+std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context) {
+  const ir::Graph& g = prepared.graph;
+  auto plan = std::make_shared<GpuPlan>();
+  const size_t n_values = g.values.size();
+
+  // 1. Views share storage with their source.
+  UnionFind groups(n_values);
+  std::vector<std::string> views;
+  for (const ir::Node& node : g.nodes) {
+    if (is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant()) {
+      groups.unite(node.outputs[0], node.input(0));
+      views.push_back(ir::node_short_name(node));
+    }
+  }
+
+  // 2. Graph inputs and outputs get their own slot kinds; the rest of a group shares its slot.
+  std::vector<int> group_slot(n_values, -1);
+  std::vector<int> value_slots(n_values, -1);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    Slot s;
+    s.kind = SlotKind::Input;
+    s.io_index = static_cast<int>(i);
+    s.bytes = float_bytes(prepared.input_shapes[i]);
+    s.name = g.values[g.inputs[i]].name;
+    plan->slots.push_back(s);
+    group_slot[groups.find(g.inputs[i])] = static_cast<int>(plan->slots.size()) - 1;
+    plan->input_slots.push_back(static_cast<int>(plan->slots.size()) - 1);
+  }
+  struct OutputCopy {
+    int from_value;
+    int to_slot;
+  };
+  std::vector<OutputCopy> output_copies;
+  for (size_t j = 0; j < g.outputs.size(); ++j) {
+    const int v = g.outputs[j];
+    Slot s;
+    s.kind = SlotKind::Output;
+    s.io_index = static_cast<int>(j);
+    s.bytes = float_bytes(prepared.output_shapes[j]);
+    s.name = g.values[v].name;
+    plan->slots.push_back(s);
+    const int slot_id = static_cast<int>(plan->slots.size()) - 1;
+    plan->output_slots.push_back(slot_id);
+    const int root = groups.find(v);
+    if (!g.values[v].is_constant() && group_slot[root] < 0) {
+      group_slot[root] = slot_id;  // the producing kernel writes straight into the output buffer
+    } else {
+      output_copies.push_back({v, slot_id});  // a constant, an input, or a second output of one group
+    }
+  }
+  for (size_t v = 0; v < n_values; ++v) {
+    const int root = groups.find(static_cast<int>(v));
+    if (group_slot[root] >= 0 && !g.values[v].is_constant()) value_slots[v] = group_slot[root];
+  }
+  // Remaining groups get one arena slot, created on first use and shared by the group's members.
+  LowerContext lower(g, context, *plan, value_slots);
+  for (size_t v = 0; v < n_values; ++v) {
+    const int root = groups.find(static_cast<int>(v));
+    if (value_slots[v] < 0 && !g.values[v].is_constant() && g.values[v].shape && root != static_cast<int>(v)) {
+      value_slots[v] = lower.slot(root);
+    }
+  }
+
+  // 3. Lower every node that is not a view.
+  for (const ir::Node& node : g.nodes) {
+    if (is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant()) continue;
+    const LowerFn fn = find_lowering(node.op);
+    CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
+                ir::node_label(node), node.op);
+    try {
+      fn(node, lower);
+    } catch (const Error& e) {
+      rethrow_with_prefix(e, ir::node_label(node));
+    }
+  }
+  for (const OutputCopy& copy : output_copies) {
+    ir::Node node;
+    node.op = "Copy";
+    node.covers = {fmt::format("output '{}'", g.values[copy.from_value].name)};
+    const int from = lower.slot(copy.from_value);
+    lower.add_step(node, "device_copy", "cudaMemcpyAsync", {from}, {copy.to_slot},
+                   device_copy(plan->slots[copy.to_slot].bytes));
+  }
+
+  // 4. Lifetimes of arena slots -> offsets.
+  std::vector<int> arena_ids;
+  std::vector<BufferLifetime> lifetimes;
+  std::vector<int> first(plan->slots.size(), INT_MAX), last(plan->slots.size(), -1);
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    for (const auto* list : {&plan->steps[i].inputs, &plan->steps[i].outputs}) {
+      for (int s : *list) {
+        first[s] = std::min(first[s], static_cast<int>(i));
+        last[s] = std::max(last[s], static_cast<int>(i));
+      }
+    }
+  }
+  for (size_t s = 0; s < plan->slots.size(); ++s) {
+    if (plan->slots[s].kind != SlotKind::Arena || last[s] < 0) continue;
+    arena_ids.push_back(static_cast<int>(s));
+    lifetimes.push_back({plan->slots[s].bytes, first[s], last[s]});
+  }
+  const ArenaPlan arena = plan_arena(lifetimes);
+  for (size_t k = 0; k < arena_ids.size(); ++k) plan->slots[arena_ids[k]].offset = arena.offsets[k];
+  plan->arena_bytes = arena.arena_bytes;
+  plan->activation_bytes = arena.sum_bytes;
+  CNNRT_CHECK(plan->arena_bytes <= context.options.limits.max_activation_bytes, ErrorCode::LimitExceeded,
+              "'{}' needs a {}-byte activation arena for input shapes [{}], over the limit of {} bytes "
+              "(Limits::max_activation_bytes; raise it with --max-activation-bytes or use a smaller batch)",
+              g.model_name, plan->arena_bytes, fmt::join(prepared.input_shapes.empty() ? std::vector<int64_t>{}
+                                                                                       : prepared.input_shapes[0], "x"),
+              context.options.limits.max_activation_bytes);
+  for (const Slot& s : plan->slots) plan->weight_bytes += s.kind == SlotKind::Weight ? s.bytes : 0;
+  if (!views.empty()) plan->notes.push_back(fmt::format("views (no copy): {}", fmt::join(views, ", ")));
+  return plan;
+}
+
+}  // namespace cnnrt::plan

@@ -1,0 +1,60 @@
+// The GPU planner: lowers a prepared graph to steps (kernel + launch configuration per node, measured
+// where there is a choice), assigns every tensor a slot (views share their source's), plans the arena.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+#include "gpu/device_info.hpp"
+#include "gpu/weight_store.hpp"
+#include "plan/gpu_plan.hpp"
+#include "plan/prepared.hpp"
+
+namespace cnnrt::plan {
+
+class Tuner;
+
+struct PlanContext {
+  const gpu::DeviceInfo& device;
+  gpu::WeightStore& weights;
+  const Options& options;
+  Tuner* tuner = nullptr;  // measures candidate kernels; nullptr: heuristic choice
+};
+
+std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context);
+
+// Ops that become views: the output shares the input's storage; no step runs.
+bool is_view_op(const ir::Node& node);
+
+// What lowering functions get: slots for the node's values, weights, and a way to add steps.
+class LowerContext {
+ public:
+  LowerContext(const ir::Graph& graph, PlanContext& context, GpuPlan& plan, std::vector<int>& value_slots)
+      : graph(graph), context(context), plan_(plan), value_slots_(value_slots) {}
+
+  // The slot holding IR value `value` (constants become weight slots, uploaded on first use).
+  int slot(int value);
+  // Device pointer of a constant input.
+  const float* weight(int value);
+  // A scratch arena slot live only during the steps of the node being lowered.
+  int workspace(int64_t bytes, const std::string& name);
+  // Appends a step covering `node`.
+  Step& add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
+                 std::vector<int> outputs, LaunchFn launch);
+
+  const ir::Graph& graph;
+  PlanContext& context;
+
+ private:
+  GpuPlan& plan_;
+  std::vector<int>& value_slots_;
+};
+
+using LowerFn = void (*)(const ir::Node& node, LowerContext& lower);
+// nullptr when no GPU kernel exists for the op (the planner then reports Unsupported, naming the node).
+LowerFn find_lowering(std::string_view op);
+
+}  // namespace cnnrt::plan

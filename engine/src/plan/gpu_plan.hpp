@@ -1,0 +1,66 @@
+// The GPU plan: an ordered list of steps, each a kernel launch with its configuration, over tensor slots
+// that the executor resolves to device pointers (arena offsets, uploaded weights, or the caller's buffers).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+#include "ir/graph.hpp"
+
+namespace cnnrt::plan {
+
+enum class SlotKind {
+  Arena,   // an activation (or workspace) at `offset` in the context's arena
+  Weight,  // a constant uploaded once per model (`weight`)
+  Input,   // graph input `io_index`: the caller's device buffer, or the context's copy of a host buffer
+  Output,  // graph output `io_index`: likewise
+};
+
+struct Slot {
+  SlotKind kind = SlotKind::Arena;
+  int64_t offset = 0;              // Arena: bytes from the arena base
+  const float* weight = nullptr;   // Weight: device pointer owned by the model
+  int io_index = -1;               // Input/Output
+  int64_t bytes = 0;
+  std::string name;                // the IR value, for plans and errors
+};
+
+// Launches one step on `stream`. `in`/`out` hold the resolved device pointers of Step::inputs/outputs.
+using LaunchFn = std::function<void(const float* const* in, float* const* out, Stream stream)>;
+
+struct Candidate {
+  std::string kernel;
+  double median_us = 0;  // measured on the real shapes; < 0 when it failed its check and was dropped
+};
+
+struct Step {
+  std::string label;               // "conv1+relu1+pool1"
+  std::vector<std::string> nodes;  // the ONNX nodes it covers
+  std::string op;                  // IR op it lowers
+  std::string kernel;              // the kernel that runs it
+  std::string config;              // launch configuration, for `cnnrt plan`
+  std::vector<int> inputs;         // slot ids, in the order `launch` expects
+  std::vector<int> outputs;
+  ir::Shape output_shape;
+  double flops = 0;                // useful floating-point operations (multiply-add = 2)
+  double min_bytes = 0;            // bytes a perfect kernel moves: inputs read once, outputs written once
+  std::vector<Candidate> candidates;  // tuning results, fastest first (cnnrt plan --explain)
+  LaunchFn launch;
+};
+
+struct GpuPlan {
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<int> input_slots;   // per graph input
+  std::vector<int> output_slots;  // per graph output
+  int64_t arena_bytes = 0;        // the activation arena one context allocates
+  int64_t activation_bytes = 0;   // what one buffer per activation would take
+  int64_t weight_bytes = 0;       // uploaded constants this plan reads
+  std::vector<std::string> notes; // planner decisions worth showing (tuning cache hits, fallbacks)
+};
+
+std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain);
+
+}  // namespace cnnrt::plan

@@ -1,0 +1,299 @@
+// The GPU executor.
+//
+// A run resolves every slot of the plan to a device pointer (arena base + offset, an uploaded weight, or
+// the input/output buffer of this run), then launches the steps in order on the stream. With CUDA graphs
+// on, the launches are captured once per binding of input/output pointers and replayed; a new binding
+// re-captures and updates the instantiated graph in place. Nothing here allocates after construction,
+// except the first capture for a binding and the events of a profiling run.
+#include "runtime/gpu_executor.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_memory.hpp"
+#include "plan/gpu_plan.hpp"
+
+namespace cnnrt::runtime {
+
+namespace {
+
+using plan::SlotKind;
+
+// CNNRT_SYNC_STEPS=1: no graphs, and a synchronisation after every step, so that an asynchronous
+// device error names the step that caused it.
+bool sync_every_step() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNNRT_SYNC_STEPS");
+    return v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+class GpuExecutor final : public Executor {
+ public:
+  GpuExecutor(std::shared_ptr<const plan::Prepared> prepared, Stream stream, bool use_graphs)
+      : prepared_(std::move(prepared)),
+        plan_(*prepared_->gpu_plan),
+        stream_(stream),
+        use_graphs_(use_graphs && !sync_every_step()),
+        arena_(static_cast<size_t>(plan_.arena_bytes)) {
+    for (int s : plan_.input_slots) {
+      own_inputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
+      staged_inputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
+    }
+    for (int s : plan_.output_slots) {
+      own_outputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
+      staged_outputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
+    }
+    slot_ptrs_.assign(plan_.slots.size(), nullptr);
+    step_inputs_.resize(plan_.steps.size());
+    step_outputs_.resize(plan_.steps.size());
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      step_inputs_[i].assign(plan_.steps[i].inputs.size(), nullptr);
+      step_outputs_[i].assign(plan_.steps[i].outputs.size(), nullptr);
+    }
+    bound_inputs_.assign(plan_.input_slots.size(), nullptr);
+    bound_outputs_.assign(plan_.output_slots.size(), nullptr);
+  }
+
+  ~GpuExecutor() override {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  void run_host(const float* const* inputs, float* const* outputs) override {
+    bind_own_buffers();
+    for (size_t i = 0; i < own_inputs_.size(); ++i) {
+      std::memcpy(staged_inputs_[i].floats(), inputs[i], staged_inputs_[i].bytes());
+      CNNRT_CUDA_CHECK(cudaMemcpyAsync(own_inputs_[i].get(), staged_inputs_[i].floats(), own_inputs_[i].bytes(),
+                                       cudaMemcpyHostToDevice, stream_));
+    }
+    launch();
+    for (size_t i = 0; i < own_outputs_.size(); ++i) {
+      CNNRT_CUDA_CHECK(cudaMemcpyAsync(staged_outputs_[i].floats(), own_outputs_[i].get(), own_outputs_[i].bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+    }
+    synchronize();
+    for (size_t i = 0; i < own_outputs_.size(); ++i) {
+      std::memcpy(outputs[i], staged_outputs_[i].floats(), staged_outputs_[i].bytes());
+    }
+  }
+
+  void enqueue_device(const float* const* inputs, float* const* outputs) override {
+    for (size_t i = 0; i < plan_.input_slots.size(); ++i) {
+      CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "enqueue: device input {} is null", i);
+      check_device_pointer(inputs[i], "input", i);
+    }
+    for (size_t i = 0; i < plan_.output_slots.size(); ++i) {
+      CNNRT_CHECK(outputs[i] != nullptr, ErrorCode::Usage, "enqueue: device output {} is null", i);
+      check_device_pointer(outputs[i], "output", i);
+    }
+    bind(inputs, outputs);
+    launch();
+  }
+
+  void synchronize() override {
+    const cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess) {
+      gpu::throw_cuda_error(err, "cudaStreamSynchronize", __FILE__, __LINE__,
+                            fmt::format("running '{}' ({} steps; set CNNRT_SYNC_STEPS=1 to find the failing step)",
+                                        prepared_->graph.model_name, plan_.steps.size()));
+    }
+  }
+
+  void set_stream(Stream stream) override {
+    synchronize();
+    stream_ = stream;  // graphs are launched on whatever stream is current; the exec stays valid
+  }
+  Stream stream() const override { return stream_; }
+
+  std::vector<StepTiming> profile(const float* const* inputs, int repetitions) override {
+    bind_own_buffers();
+    for (size_t i = 0; i < own_inputs_.size(); ++i) {
+      CNNRT_CUDA_CHECK(cudaMemcpyAsync(own_inputs_[i].get(), inputs[i], own_inputs_[i].bytes(),
+                                       cudaMemcpyHostToDevice, stream_));
+    }
+    const size_t n = plan_.steps.size();
+    if (events_.size() != n + 1) {
+      for (cudaEvent_t e : events_) cudaEventDestroy(e);
+      events_.assign(n + 1, nullptr);
+      for (cudaEvent_t& e : events_) CNNRT_CUDA_CHECK(cudaEventCreate(&e));
+    }
+    launch_steps();  // warm-up
+    synchronize();
+    std::vector<std::vector<float>> times(n);
+    for (int r = 0; r < repetitions; ++r) {
+      CNNRT_CUDA_CHECK(cudaEventRecord(events_[0], stream_));
+      for (size_t i = 0; i < n; ++i) {
+        launch_step(i);
+        CNNRT_CUDA_CHECK(cudaEventRecord(events_[i + 1], stream_));
+      }
+      synchronize();
+      for (size_t i = 0; i < n; ++i) {
+        float ms = 0;
+        CNNRT_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+        times[i].push_back(ms);
+      }
+    }
+    std::vector<StepTiming> result(n);
+    for (size_t i = 0; i < n; ++i) {
+      const plan::Step& s = plan_.steps[i];
+      std::sort(times[i].begin(), times[i].end());
+      result[i].step = s.label;
+      result[i].nodes = s.nodes;
+      result[i].kernel = s.kernel;
+      result[i].output_shape = s.output_shape;
+      result[i].median_ms = times[i][times[i].size() / 2];
+    }
+    return result;
+  }
+
+ private:
+  // A host pointer passed where device memory belongs is a common mistake; CUDA can tell us.
+  static void check_device_pointer(const void* ptr, const char* what, size_t index) {
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    CNNRT_CHECK(attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged, ErrorCode::InvalidInput,
+                "enqueue: {} {} is not device memory (it is {} memory); pass device buffers, or use run() with "
+                "host buffers", what, index, attr.type == cudaMemoryTypeHost ? "pinned host" : "pageable host");
+  }
+
+  void bind_own_buffers() {
+    std::vector<const float*>& in = scratch_in_;
+    std::vector<float*>& out = scratch_out_;
+    in.resize(own_inputs_.size());
+    out.resize(own_outputs_.size());
+    for (size_t i = 0; i < own_inputs_.size(); ++i) in[i] = own_inputs_[i].floats();
+    for (size_t i = 0; i < own_outputs_.size(); ++i) out[i] = own_outputs_[i].floats();
+    bind(in.data(), out.data());
+  }
+
+  // Resolves every slot for this set of input/output pointers. A different set than last time
+  // invalidates the captured graph.
+  void bind(const float* const* inputs, float* const* outputs) {
+    bool same = bound_once_;
+    for (size_t i = 0; i < bound_inputs_.size(); ++i) same = same && bound_inputs_[i] == inputs[i];
+    for (size_t i = 0; i < bound_outputs_.size(); ++i) same = same && bound_outputs_[i] == outputs[i];
+    if (same) return;
+    bound_once_ = true;
+    std::copy(inputs, inputs + bound_inputs_.size(), bound_inputs_.begin());
+    std::copy(outputs, outputs + bound_outputs_.size(), bound_outputs_.begin());
+    char* base = static_cast<char*>(arena_.get());
+    for (size_t s = 0; s < plan_.slots.size(); ++s) {
+      const plan::Slot& slot = plan_.slots[s];
+      switch (slot.kind) {
+        case SlotKind::Arena: slot_ptrs_[s] = reinterpret_cast<float*>(base + slot.offset); break;
+        case SlotKind::Weight: slot_ptrs_[s] = const_cast<float*>(slot.weight); break;
+        case SlotKind::Input: slot_ptrs_[s] = const_cast<float*>(inputs[slot.io_index]); break;
+        case SlotKind::Output: slot_ptrs_[s] = outputs[slot.io_index]; break;
+      }
+    }
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const plan::Step& step = plan_.steps[i];
+      for (size_t k = 0; k < step.inputs.size(); ++k) step_inputs_[i][k] = slot_ptrs_[step.inputs[k]];
+      for (size_t k = 0; k < step.outputs.size(); ++k) step_outputs_[i][k] = slot_ptrs_[step.outputs[k]];
+    }
+    graph_stale_ = true;
+  }
+
+  void launch_step(size_t i) {
+    const plan::Step& step = plan_.steps[i];
+    step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+      gpu::throw_cuda_error(err, step.kernel.c_str(), __FILE__, __LINE__,
+                            fmt::format("step {} '{}' (ONNX nodes {}) of '{}'", i, step.label,
+                                        fmt::join(step.nodes, ", "), prepared_->graph.model_name));
+    }
+    if (sync_every_step()) {
+      const cudaError_t sync_err = cudaStreamSynchronize(stream_);
+      if (sync_err != cudaSuccess) {
+        gpu::throw_cuda_error(sync_err, step.kernel.c_str(), __FILE__, __LINE__,
+                              fmt::format("step {} '{}' (ONNX nodes {}) of '{}'", i, step.label,
+                                          fmt::join(step.nodes, ", "), prepared_->graph.model_name));
+      }
+    }
+  }
+
+  void launch_steps() {
+    for (size_t i = 0; i < plan_.steps.size(); ++i) launch_step(i);
+  }
+
+  void launch() {
+    if (!use_graphs_) {
+      launch_steps();
+      return;
+    }
+    if (graph_stale_ || !graph_exec_) capture();
+    CNNRT_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+  }
+
+  void capture() {
+    cudaGraph_t graph = nullptr;
+    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      launch_steps();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    bool updated = false;
+    if (graph_exec_) {
+      cudaGraphExecUpdateResultInfo info{};
+      updated = cudaGraphExecUpdate(graph_exec_, graph, &info) == cudaSuccess;
+      if (!updated) {
+        cudaGetLastError();
+        cudaGraphExecDestroy(graph_exec_);
+        graph_exec_ = nullptr;
+      }
+    }
+    if (!updated) {
+      const cudaError_t err = cudaGraphInstantiate(&graph_exec_, graph, 0);
+      cudaGraphDestroy(graph);
+      CNNRT_CUDA_CHECK(err);
+    } else {
+      cudaGraphDestroy(graph);
+    }
+    graph_stale_ = false;
+  }
+
+  std::shared_ptr<const plan::Prepared> prepared_;
+  const plan::GpuPlan& plan_;
+  cudaStream_t stream_;
+  bool use_graphs_;
+  gpu::DeviceAllocation arena_;
+  std::vector<gpu::DeviceAllocation> own_inputs_, own_outputs_;
+  std::vector<gpu::PinnedAllocation> staged_inputs_, staged_outputs_;
+  std::vector<float*> slot_ptrs_;
+  std::vector<std::vector<const float*>> step_inputs_;
+  std::vector<std::vector<float*>> step_outputs_;
+  std::vector<const float*> bound_inputs_;
+  std::vector<float*> bound_outputs_;
+  std::vector<const float*> scratch_in_;
+  std::vector<float*> scratch_out_;
+  bool bound_once_ = false;
+  bool graph_stale_ = true;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_gpu_executor(std::shared_ptr<const plan::Prepared> prepared, Stream stream,
+                                            bool use_graphs) {
+  return std::make_unique<GpuExecutor>(std::move(prepared), stream, use_graphs);
+}
+
+}  // namespace cnnrt::runtime

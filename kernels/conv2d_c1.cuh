@@ -1,0 +1,50 @@
+// Convolution with one input channel (image processing, the first layer of grayscale CNNs), after
+// Algorithm 1 of Chen et al., DAC 2017 (shared/seeds/000).
+//
+// A thread block owns a TW x TH tile of output pixels for all F filters (F <= 32). It stages the input
+// tile with its halo in shared memory once. Each thread owns 4 adjacent output columns (n = 4: one
+// float4 store per row and filter, 16-byte accesses that match the 4-byte banks) over ROWS consecutive
+// rows: it keeps the K x (3*S + K) input window in registers and slides it down, reading only the S new
+// rows per output row from shared memory as float4s (vertical reuse in registers, horizontal reuse
+// through shared memory). Filters and bias are a kernel parameter block passed by value
+// (__grid_constant__), i.e. they live in the constant bank and the whole warp reads each weight at once;
+// with F <= FMAX known at compile time every weight address is an immediate operand of its FFMA.
+//
+// Epilogue: bias, optional residual, activation, optional pooling (conv tile -> shared memory -> pooled
+// tile), so a fused conv+ReLU+max-pool never writes its full-resolution output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels {
+
+constexpr int kC1MaxFilters = 32;   // F per launch
+constexpr int kC1MaxTaps = 121;     // KH * KW (11 x 11)
+
+// Filters by value: [F][KH][KW] then bias [F]. 15.9 KB at most, inside the 32 KB parameter limit.
+struct C1Filters {
+  float w[kC1MaxFilters * kC1MaxTaps];
+  float bias[kC1MaxFilters];
+};
+
+// Packs host weights [F][1][KH][KW] and bias [F] (nullptr: zeros) into the parameter block.
+void pack_c1_filters(const float* weights, const float* bias, int F, int KH, int KW, C1Filters* out);
+
+// One instantiated configuration of the kernel.
+struct C1Variant {
+  std::string name;  // e.g. "c1_k5s1_f8_t128x32r8_relu"
+  void (*launch)(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& f,
+                 cudaStream_t stream);
+};
+
+// True when the kernel family can run this layer: C == 1, groups == 1, F <= 32, KH, KW <= 11,
+// stride 1 or 2 (equal in both directions), dilation 1, and no residual together with pooling.
+bool conv2d_c1_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
+
+// The instantiated configurations that can run this layer, in heuristic order (best guess first).
+std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue& e);
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,65 @@
+// Device helpers shared by the single-plane convolution kernels (conv2d_c1, conv2d_depthwise): staging an
+// input tile with its halo in shared memory, and loading register-window rows as float4s.
+#pragma once
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels {
+
+// Copies rows [iy0, iy0 + rows) x columns [ix0, ix0 + pitch) of one H x W plane into `tile` (row pitch
+// `pitch`), writing zeros outside the plane: the convolution's padding. Warp-per-row, lanes along the
+// row: coalesced reads. Block size must be a multiple of 32.
+__device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
+                                                 int iy0, int ix0, int block_threads) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = warp; r < rows; r += block_threads / 32) {
+    const int iy = iy0 + r;
+    const bool row_in = iy >= 0 && iy < H;
+    const float* src = plane + static_cast<int64_t>(iy) * W;
+    for (int c = lane; c < pitch; c += 32) {
+      const int ix = ix0 + c;
+      tile[r * pitch + c] = (row_in && ix >= 0 && ix < W) ? __ldg(src + ix) : 0.0f;
+    }
+  }
+}
+
+// One window row of N floats (N a multiple of 4) from 16-byte aligned shared memory.
+template <int N>
+__device__ __forceinline__ void load_window_row(float (&dst)[N], const float* src) {
+  const float4* src4 = reinterpret_cast<const float4*>(src);
+#pragma unroll
+  for (int q = 0; q < N / 4; ++q) {
+    const float4 v = src4[q];
+    dst[4 * q + 0] = v.x;
+    dst[4 * q + 1] = v.y;
+    dst[4 * q + 2] = v.z;
+    dst[4 * q + 3] = v.w;
+  }
+}
+
+// Residual, activation and store of 4 adjacent outputs of row `oy` starting at column `ox` of the plane
+// `out` (row length OW): one float4 store when aligned and inside, else bounds-checked scalars.
+template <Act ACT>
+__device__ __forceinline__ void store_four(float (&acc)[4], float* out, const float* residual, int oy, int ox, int OH,
+                                          int OW, const Epilogue& e) {
+  if (oy < 0 || oy >= OH) return;
+  const int64_t row = static_cast<int64_t>(oy) * OW;
+  if (residual) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (ox + j >= 0 && ox + j < OW) acc[j] += __ldg(residual + row + ox + j);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) acc[j] = activate<ACT>(acc[j], e);
+  if (OW % 4 == 0 && ox >= 0 && ox + 3 < OW) {
+    *reinterpret_cast<float4*>(out + row + ox) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (ox + j >= 0 && ox + j < OW) out[row + ox + j] = acc[j];
+    }
+  }
+}
+
+}  // namespace cnnrt::kernels
