@@ -124,6 +124,14 @@ struct OneNode {
     passes::bind_shapes(g, shapes);
     return g;
   }
+  // The constant the node folded into (all its inputs constant, or a shape-only op).
+  ir::HostTensor folded() const {
+    const ir::Graph g = bound();
+    CHECK(g.nodes.empty());
+    const ir::Value& out = g.values[g.outputs.at(0)];
+    REQUIRE(out.is_constant());
+    return *out.constant;
+  }
   ir::HostTensor run() const {
     std::vector<ir::HostTensor> inputs;
     for (const auto& entry : runtime) inputs.push_back(entry.second);

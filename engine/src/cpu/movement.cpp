@@ -126,7 +126,14 @@ int64_t pad_source(int64_t i, int64_t pad_begin, int64_t extent, PadMode mode) {
   switch (mode) {
     case PadMode::Constant: return -1;
     case PadMode::Edge: return p < 0 ? 0 : extent - 1;
-    case PadMode::Reflect: return p < 0 ? -p : 2 * (extent - 1) - p;  // mirrored without repeating the edge
+    case PadMode::Reflect: {
+      // Mirrored without repeating the edge, as numpy does: periodic with period 2 * (extent - 1), so pads
+      // larger than the axis keep reflecting.
+      if (extent == 1) return 0;
+      const int64_t period = 2 * (extent - 1);
+      const int64_t phase = ((p % period) + period) % period;
+      return phase < extent ? phase : period - phase;
+    }
   }
   return -1;
 }
