@@ -165,7 +165,7 @@ inline void check_close(const ir::HostTensor& got, const ir::Shape& shape, const
 inline void check_ints(const ir::HostTensor& got, const ir::Shape& shape, const std::vector<int64_t>& expected) {
   REQUIRE(got.dtype() == ir::DType::Int64);
   CHECK(ir::shape_str(got.shape()) == ir::shape_str(shape));
-  CHECK(got.int_values() == expected);
+  CHECK(fmt::format("{}", fmt::join(got.int_values(), ", ")) == fmt::format("{}", fmt::join(expected, ", ")));
 }
 
 // The error code of `fn`'s cnnrt::Error (fails the test when it does not throw one).
