@@ -48,9 +48,7 @@ void infer_unary(Node& node, Graph& graph, int64_t opset) {
 // ---- Clip --------------------------------------------------------------------------------------------
 
 void check_clip(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "min", problems);
-  check_not_graph_input(node, graph, 2, "max", problems);
+  check_constant_inputs(node, graph, problems, {{1, "min"}, {2, "max"}});
 }
 
 void infer_clip(Node& node, Graph& graph, int64_t opset) {
@@ -112,8 +110,7 @@ void infer_prelu(Node& node, Graph& graph, int64_t opset) {
 constexpr const char* kBatchNormParams[] = {"", "scale", "bias", "mean", "variance"};  // by input slot
 
 void check_batch_norm(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  for (size_t i = 1; i < 5; ++i) check_not_graph_input(node, graph, i, kBatchNormParams[i], problems);
+  check_constant_inputs(node, graph, problems, {{1, "scale"}, {2, "bias"}, {3, "mean"}, {4, "variance"}});
   if (node.attrs.get_int("spatial", 1) != 1) {
     problems.push_back("spatial=0 is not supported (one scale per channel only)");
   }

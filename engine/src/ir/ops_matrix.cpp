@@ -148,15 +148,11 @@ SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
 }
 
 void check_slice(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  const char* names[] = {"", "starts", "ends", "axes", "steps"};
-  for (size_t i = 1; i < 5; ++i) check_not_graph_input(node, graph, i, names[i], problems);
+  check_constant_inputs(node, graph, problems, {{1, "starts"}, {2, "ends"}, {3, "axes"}, {4, "steps"}});
 }
 
 void infer_slice(Node& node, Graph& graph, int64_t opset) {
-  const DType dtype = input_dtype(node, graph, 0);
-  CNNRT_CHECK(dtype_supported(dtype), ErrorCode::Unsupported, "input '{}' has type {}; Slice takes float32 or int64",
-              input_value(node, graph, 0).name, dtype_name(dtype));
+  const DType dtype = numeric_input(node, graph, 0).dtype;
   const Shape& x = input_shape(node, graph, 0);
   const int64_t rank = static_cast<int64_t>(x.size());
   // Opset < 10: starts/ends/axes attributes; later, inputs 1..4.
@@ -195,14 +191,11 @@ void infer_slice(Node& node, Graph& graph, int64_t opset) {
 // ---- Gather ------------------------------------------------------------------------------------------
 
 void check_gather(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "indices", problems);
+  check_constant_inputs(node, graph, problems, {{1, "indices"}});
 }
 
 void infer_gather(Node& node, Graph& graph, int64_t opset) {
-  const Value& data = input_value(node, graph, 0);
-  CNNRT_CHECK(dtype_supported(data.dtype), ErrorCode::Unsupported, "input '{}' has type {}; Gather takes float32 "
-              "or int64 data", data.name, dtype_name(data.dtype));
+  const Value& data = numeric_input(node, graph, 0);
   const Shape& x = *data.shape;
   const int64_t axis = normalize_axis(node.attrs.get_int("axis", 0), static_cast<int64_t>(x.size()), "axis");
   const HostTensor& indices = require_constant_input(node, graph, 1, "indices");
@@ -228,10 +221,7 @@ void infer_gather(Node& node, Graph& graph, int64_t opset) {
 bool pad_mode_supported(const std::string& mode) { return mode == "constant" || mode == "edge" || mode == "reflect"; }
 
 void check_pad(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "pads", problems);
-  check_not_graph_input(node, graph, 2, "constant value", problems);
-  check_not_graph_input(node, graph, 3, "axes", problems);
+  check_constant_inputs(node, graph, problems, {{1, "pads"}, {2, "constant value"}, {3, "axes"}});
   const std::string mode = node.attrs.get_string("mode", "constant");
   if (!pad_mode_supported(mode)) {
     problems.push_back(fmt::format("mode '{}' is not supported (constant, edge, reflect are)", mode));
@@ -239,9 +229,7 @@ void check_pad(const Node& node, const Graph& graph, int64_t opset, std::vector<
 }
 
 void infer_pad(Node& node, Graph& graph, int64_t opset) {
-  const Value& data = input_value(node, graph, 0);
-  CNNRT_CHECK(dtype_supported(data.dtype), ErrorCode::Unsupported, "input '{}' has type {}; Pad takes float32 or "
-              "int64", data.name, dtype_name(data.dtype));
+  const Value& data = numeric_input(node, graph, 0);
   const Shape& x = *data.shape;
   const int64_t rank = static_cast<int64_t>(x.size());
   const std::string mode = node.attrs.get_string("mode", "constant");
@@ -287,14 +275,11 @@ void infer_pad(Node& node, Graph& graph, int64_t opset) {
 // ---- Expand ------------------------------------------------------------------------------------------
 
 void check_expand(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "target shape", problems);
+  check_constant_inputs(node, graph, problems, {{1, "target shape"}});
 }
 
 void infer_expand(Node& node, Graph& graph, int64_t opset) {
-  const Value& data = input_value(node, graph, 0);
-  CNNRT_CHECK(dtype_supported(data.dtype), ErrorCode::Unsupported, "input '{}' has type {}; Expand takes float32 "
-              "or int64", data.name, dtype_name(data.dtype));
+  const Value& data = numeric_input(node, graph, 0);
   const auto target = ints_from_input_or_attr(node, graph, 1, "shape", "target shape");
   CNNRT_CHECK(target.has_value(), ErrorCode::InvalidModel, "the target shape is missing (input 1)");
   numel(*target);  // rejects negative dims

@@ -140,6 +140,15 @@ void require_float_input(const Node& node, const Graph& graph, size_t i) {
   }
 }
 
+const Value& numeric_input(const Node& node, const Graph& graph, size_t i) {
+  const Value& value = input_value(node, graph, i);
+  if (!dtype_supported(value.dtype)) {
+    fail(ErrorCode::Unsupported, "input '{}' has type {}; {} takes float32 or int64", value.name,
+         dtype_name(value.dtype), node.op);
+  }
+  return value;
+}
+
 DType common_numeric_dtype(const Node& node, const Graph& graph) {
   DType common = DType::Undefined;
   std::string first_name;
@@ -174,11 +183,16 @@ void check_input_dtypes(const Node& node, const Graph& graph, std::vector<std::s
   }
 }
 
-void check_not_graph_input(const Node& node, const Graph& graph, size_t i, const char* what,
-                           std::vector<std::string>& problems) {
-  if (node.has_input(i) && is_graph_input(graph, node.input(i))) {
-    problems.push_back(fmt::format("the {} comes from the model input '{}'; cnnrt needs it constant", what,
-                                   graph.values[node.input(i)].name));
+void check_constant_inputs(const Node& node, const Graph& graph, std::vector<std::string>& problems,
+                           std::initializer_list<ConstantSlot> slots) {
+  std::vector<size_t> read_as_values;  // a bool there (Dropout's training_mode) is a value cnnrt reads, fine
+  for (const ConstantSlot& slot : slots) read_as_values.push_back(slot.slot);
+  check_input_dtypes(node, graph, problems, read_as_values);
+  for (const ConstantSlot& slot : slots) {
+    if (node.has_input(slot.slot) && is_graph_input(graph, node.input(slot.slot))) {
+      problems.push_back(fmt::format("the {} comes from the model input '{}'; cnnrt needs it constant", slot.what,
+                                     graph.values[node.input(slot.slot)].name));
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // checks most ops make. Internal to engine/src/ir; the public face of the table is ir/ops.hpp.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,8 @@ int64_t add_dims(int64_t a, int64_t b);
 
 // Unsupported unless input `i` is float32: for ops that only compute on activations.
 void require_float_input(const Node& node, const Graph& graph, size_t i);
+// Input `i` after checking that it is float32 or int64 (data movement handles both); Unsupported otherwise.
+const Value& numeric_input(const Node& node, const Graph& graph, size_t i);
 // Unsupported unless every present input is float32 or int64, and all of them share one type.
 DType common_numeric_dtype(const Node& node, const Graph& graph);
 
@@ -76,9 +79,15 @@ DType common_numeric_dtype(const Node& node, const Graph& graph);
 // `bool_ok` lists input slots where a bool is fine too (Where's condition).
 void check_input_dtypes(const Node& node, const Graph& graph, std::vector<std::string>& problems,
                         const std::vector<size_t>& bool_ok = {});
-// One problem when input `i` is a run-time graph input although cnnrt needs the value at load time.
-void check_not_graph_input(const Node& node, const Graph& graph, size_t i, const char* what,
-                           std::vector<std::string>& problems);
+// An input slot whose value cnnrt needs at load time (weights, shapes, axes), named for messages.
+struct ConstantSlot {
+  size_t slot;
+  const char* what;  // "target shape", "weight", ...
+};
+// check_input_dtypes (bools allowed in the listed slots), plus one problem per listed slot that a run-time
+// model input feeds.
+void check_constant_inputs(const Node& node, const Graph& graph, std::vector<std::string>& problems,
+                           std::initializer_list<ConstantSlot> slots);
 // One problem when output `i` exists and is used (an optional output cnnrt does not compute).
 void check_output_unused(const Node& node, const Graph& graph, size_t i, const char* what,
                          std::vector<std::string>& problems);

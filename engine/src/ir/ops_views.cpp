@@ -24,8 +24,7 @@ void infer_identity(Node& node, Graph& graph, int64_t opset) {
 constexpr size_t kDropoutTrainingMode = 2;  // input slot (opset >= 12)
 
 void check_dropout(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems, {kDropoutTrainingMode});
-  check_not_graph_input(node, graph, kDropoutTrainingMode, "training_mode", problems);
+  check_constant_inputs(node, graph, problems, {{kDropoutTrainingMode, "training_mode"}});
   const HostTensor* mode = input_constant(node, graph, kDropoutTrainingMode);
   if (mode != nullptr && mode->numel() == 1 && mode->value_at(0) != 0) {
     problems.push_back("training_mode=1 is not supported (inference only)");
@@ -85,8 +84,7 @@ Shape reshape_target(const Shape& input, const std::vector<int64_t>& target, boo
 }
 
 void check_reshape(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "target shape", problems);
+  check_constant_inputs(node, graph, problems, {{1, "target shape"}});
 }
 
 void infer_reshape(Node& node, Graph& graph, int64_t opset) {
@@ -121,8 +119,7 @@ void infer_flatten(Node& node, Graph& graph, int64_t opset) {
 // ---- Squeeze / Unsqueeze -----------------------------------------------------------------------------
 
 void check_axes_input(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "axes", problems);
+  check_constant_inputs(node, graph, problems, {{1, "axes"}});
 }
 
 void infer_squeeze(Node& node, Graph& graph, int64_t opset) {

@@ -70,9 +70,7 @@ Shape write_window_attrs(Node& node, const std::vector<WindowAxis>& axes) {
 // ---- Conv --------------------------------------------------------------------------------------------
 
 void check_conv(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "weight", problems);
-  check_not_graph_input(node, graph, 2, "bias", problems);
+  check_constant_inputs(node, graph, problems, {{1, "weight"}, {2, "bias"}});
   check_spatial_rank(node, graph, problems);
 }
 
@@ -180,8 +178,7 @@ void infer_global_pool(Node& node, Graph& graph, int64_t opset) {
 // ---- Reduce* -----------------------------------------------------------------------------------------
 
 void check_reduce(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_input_dtypes(node, graph, problems);
-  check_not_graph_input(node, graph, 1, "axes", problems);
+  check_constant_inputs(node, graph, problems, {{1, "axes"}});
 }
 
 void infer_reduce(Node& node, Graph& graph, int64_t opset) {
