@@ -1,5 +1,7 @@
 // Conv, pooling, reductions and softmax: shapes, canonical attributes and values against hand-computed
 // results (numpy-checked), through bind_shapes and the CPU executor.
+#include <limits>
+
 #include "ir/ops.hpp"
 #include "op_test_util.hpp"
 
@@ -234,4 +236,25 @@ TEST_CASE("Softmax opset 11 normalizes over all axes from `axis`; opset 13 over 
   const float log_sum = float(std::log(1 + std::exp(1.0)));
   check_close(default_axis.run(), {2, 2}, {-log_sum, 1 - log_sum, -float(std::log(2.0)), -float(std::log(2.0))});
   CHECK(default_axis.bound().nodes.at(0).attrs.get_int("axis", -1) == 1);
+}
+
+TEST_CASE("hostile window attributes neither hang nor overflow") {
+  // A 2^30-wide window with 2^30 padding on a 4-pixel input: two windows, each solved in closed form. The
+  // first lies wholly in the padding (-inf, the identity of max); the second covers the input.
+  const int64_t huge = int64_t{1} << 30;
+  OneNode pool("MaxPool", attrs({{"kernel_shape", ints{huge}}, {"strides", ints{huge}}, {"pads", ints{huge, huge}}}));
+  pool.runtime = {{"x", ramp({1, 1, 4})}};
+  pool.order = {"x"};
+  check_close(pool.run(), {1, 1, 2}, {-INFINITY, 3});
+
+  pool.attributes.set("pads", ints{std::numeric_limits<int64_t>::max(), 0});
+  auto [code, message] = error_of([&] { pool.bound(); });
+  CHECK(code == ErrorCode::InvalidModel);
+  CHECK(message.find("pads value 9223372036854775807 is out of range") != std::string::npos);
+
+  OneNode conv("Conv", attrs({{"group", std::numeric_limits<int64_t>::max()}}));
+  conv.runtime = {{"x", ramp({1, 2, 3, 3})}};
+  conv.constants = {{"w", ones({1, 2, 1, 1})}};
+  conv.order = {"x", "w"};
+  CHECK(error_of([&] { conv.bound(); }).first == ErrorCode::InvalidModel);
 }

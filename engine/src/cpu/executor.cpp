@@ -1,7 +1,9 @@
 #include "cpu/executor.hpp"
 
 #include <cstdint>
+#include <new>
 #include <optional>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "cpu/ops.hpp"
@@ -91,6 +93,10 @@ std::vector<HostTensor> run_graph(const Graph& graph, const std::vector<HostTens
       kernel(node, in, out);
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
+    } catch (const std::bad_alloc&) {
+      fail(ErrorCode::LimitExceeded, "{}: out of host memory for its outputs", ir::node_label(node));
+    } catch (const std::length_error&) {
+      fail(ErrorCode::LimitExceeded, "{}: outputs too large for host memory", ir::node_label(node));
     }
     // Free what no later node reads: inputs read for the last time and outputs nobody reads.
     for (int id : node.inputs) {

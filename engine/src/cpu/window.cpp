@@ -59,12 +59,21 @@ struct TapRange {
   int64_t count() const { return end - first; }
 };
 
+// Rounding divisions by a positive divisor, for negative numerators too.
+int64_t ceil_div(int64_t numerator, int64_t divisor) {
+  return numerator >= 0 ? (numerator + divisor - 1) / divisor : -(-numerator / divisor);
+}
+int64_t floor_div(int64_t numerator, int64_t divisor) {
+  return numerator >= 0 ? numerator / divisor : -((-numerator + divisor - 1) / divisor);
+}
+
+// Solves low <= tap_position(k) < high for k in closed form (no scan over a hostile kernel size).
 TapRange taps_within(const WindowAxis& axis, int64_t o, int64_t low, int64_t high) {
+  const int64_t start = tap_position(axis, o, 0);
   TapRange range;
-  range.first = 0;
-  while (range.first < axis.kernel && tap_position(axis, o, range.first) < low) ++range.first;
-  range.end = axis.kernel;
-  while (range.end > range.first && tap_position(axis, o, range.end - 1) >= high) --range.end;
+  range.first = std::max<int64_t>(0, ceil_div(low - start, axis.dilation));
+  range.end = std::min(axis.kernel, floor_div(high - 1 - start, axis.dilation) + 1);
+  range.end = std::max(range.end, range.first);
   return range;
 }
 

@@ -45,6 +45,22 @@ Shape spatial_extents(const Node& node, const Shape& x) {
   return Shape(x.begin() + 2, x.end());
 }
 
+// Resolves the window after bounding its attributes: 2^31 pixels is far beyond any image, and the bound keeps
+// the window arithmetic (extent + pads, (kernel - 1) * dilation) inside int64.
+std::vector<WindowAxis> bounded_window(const Node& node, const Shape& spatial, const Shape& kernel, bool ceil_mode) {
+  constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
+  for (const char* name : {"kernel_shape", "strides", "dilations", "pads"}) {
+    for (int64_t value : node.attrs.get_ints(name)) {
+      CNNRT_CHECK(value >= -kMaxWindowValue && value <= kMaxWindowValue, ErrorCode::InvalidModel,
+                  "{} value {} is out of range", name, value);
+    }
+  }
+  for (int64_t extent : spatial) {
+    CNNRT_CHECK(extent <= kMaxWindowValue, ErrorCode::LimitExceeded, "spatial extent {} exceeds 2^31", extent);
+  }
+  return resolve_window(node.attrs, spatial, kernel, ceil_mode);
+}
+
 // Writes the resolved window as explicit attributes and returns the output's spatial extents.
 Shape write_window_attrs(Node& node, const std::vector<WindowAxis>& axes) {
   std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end;
@@ -93,7 +109,7 @@ void infer_conv(Node& node, Graph& graph, int64_t opset) {
   const int64_t in_channels = x[1];
   const int64_t out_channels = w[0];
   CNNRT_CHECK(group >= 1, ErrorCode::InvalidModel, "group {} must be positive", group);
-  CNNRT_CHECK(in_channels % group == 0 && w[1] * group == in_channels, ErrorCode::InvalidModel,
+  CNNRT_CHECK(in_channels % group == 0 && in_channels / group == w[1], ErrorCode::InvalidModel,
               "weight {} takes {} input channels per group ({} groups) but input {} has {} channels", shape_str(w),
               w[1], group, shape_str(x), in_channels);
   CNNRT_CHECK(out_channels % group == 0, ErrorCode::InvalidModel, "{} output channels (weight {}) do not split into "
@@ -109,7 +125,7 @@ void infer_conv(Node& node, Graph& graph, int64_t opset) {
     CNNRT_CHECK(declared == kernel, ErrorCode::InvalidModel, "kernel_shape [{}] does not match weight {}",
                 fmt::join(declared, ", "), shape_str(w));
   }
-  const std::vector<WindowAxis> axes = resolve_window(node.attrs, spatial, kernel, false);
+  const std::vector<WindowAxis> axes = bounded_window(node, spatial, kernel, false);
   Shape out{x[0], out_channels};
   for (int64_t extent : write_window_attrs(node, axes)) out.push_back(extent);
   node.attrs.set("group", group);
@@ -150,7 +166,7 @@ void infer_pool(Node& node, Graph& graph, int64_t opset) {
   } else {
     CNNRT_CHECK(!has_dilation(node), ErrorCode::Unsupported, "AveragePool with dilations other than 1 is not supported");
   }
-  const std::vector<WindowAxis> axes = resolve_window(node.attrs, spatial, {}, true);
+  const std::vector<WindowAxis> axes = bounded_window(node, spatial, {}, true);
   // resolve_window ignores ceil_mode under auto_pad; the explicit pads it returns need floor rounding.
   const bool explicit_pads = parse_auto_pad(node.attrs.get_string("auto_pad", "NOTSET")) == AutoPad::NotSet;
   const int64_t ceil_mode = explicit_pads && node.attrs.get_int("ceil_mode", 0) != 0 ? 1 : 0;

@@ -148,6 +148,7 @@ bool infer_or_fold(Node& node, Graph& graph) {
     if (id == ir::kNoValue) continue;
     CNNRT_CHECK(graph.values[id].shape.has_value(), ErrorCode::Internal, "inference left '{}' without a shape",
                 graph.values[id].name);
+    ir::numel(*graph.values[id].shape);  // InvalidModel when the element count overflows
     outputs_constant = outputs_constant && graph.values[id].is_constant();
   }
   if (outputs_constant) return false;  // Shape, Size: known from shapes alone
@@ -179,7 +180,7 @@ void bind_shapes(Graph& graph, const std::vector<Shape>& input_shapes) {
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
     } catch (const std::bad_alloc&) {
-      fail(ErrorCode::LimitExceeded, "{}: out of memory", ir::node_label(node));
+      fail(ErrorCode::LimitExceeded, "{}: out of host memory while folding", ir::node_label(node));
     }
     if (keep) {
       kept.push_back(std::move(node));
