@@ -2,6 +2,7 @@
 // Shared by the CPU suite (unit_tests) and the GPU suite (gpu_tests).
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -26,7 +26,7 @@ TEST_CASE("the op table lists every op of docs/ir-ops.md, sorted, each with a CP
     CHECK((info->infer != nullptr));
     CHECK_MESSAGE((info->shape_only || cpu::find_kernel(op) != nullptr), op);
   }
-  const auto names = supported_ops();
+  const auto names = ir::supported_ops();
   CHECK(names.size() == documented.size());
   CHECK(std::is_sorted(names.begin(), names.end()));
   CHECK(find_op("Constant") == nullptr);  // the loader turns it into a constant value

@@ -11,7 +11,7 @@ namespace {
 
 struct PlanCommand {
   std::string model_path;
-  int64_t batch = 1;
+  int64_t batch = 0;
   bool explain = false;
   bool list_passes = false;
   EngineFlags engine;
@@ -34,7 +34,8 @@ Action add_plan_command(CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   CLI::App* sub = app.add_subcommand("plan", "Show the steps, kernels, shapes and memory plan for a model");
   sub->add_option("model", cmd->model_path, "ONNX model");
-  sub->add_option("--batch", cmd->batch, "Batch size to plan for (default 1)")->check(CLI::PositiveNumber);
+  sub->add_option("--batch", cmd->batch, "Batch size to plan for (default: as the model declares, 1 if symbolic)")
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--explain", cmd->explain, "Show each measured kernel choice with its runners-up");
   sub->add_flag("--list-passes", cmd->list_passes, "List the graph passes (names for --disable-pass)");
   cmd->engine.add_to(*sub);

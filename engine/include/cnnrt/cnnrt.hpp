@@ -127,9 +127,11 @@ class Model {
   const std::map<std::string, std::string>& metadata() const;  // the model's metadata_props
   Device device() const;                                        // the backend chosen at load
 
-  // Output shapes for the given batch size (the first dimension of every input).
+  // Output shapes for the given batch size (the first dimension of every input); batch 0 means the
+  // declared shapes, with a symbolic batch dimension as 1.
   std::vector<std::vector<int64_t>> output_shapes(int64_t batch) const;
-  // The text `cnnrt plan` prints: steps, kernels, shapes and the memory plan for this batch size.
+  // The text `cnnrt plan` prints: steps, kernels, shapes and the memory plan for this batch size
+  // (0: as declared).
   std::string describe_plan(int64_t batch, bool explain = false) const;
 
  private:

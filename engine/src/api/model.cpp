@@ -48,18 +48,14 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
   impl->device = choose_device(options.device);
   if (impl->device == Device::Gpu) impl->gpu = runtime::GpuModel::create(options);
 
-  // Bind the batch sizes asked for; with none, bind batch 1 when only leading dims are symbolic, so that
-  // shape errors surface at load time rather than at the first run.
-  std::vector<int64_t> batches = options.batch_sizes;
-  if (batches.empty()) {
-    bool only_batch_symbolic = true;
-    for (const TensorDesc& in : impl->inputs) {
-      for (size_t d = 1; d < in.shape.size(); ++d) only_batch_symbolic = only_batch_symbolic && in.shape[d] >= 0;
-      only_batch_symbolic = only_batch_symbolic && !in.shape.empty();
-    }
-    if (only_batch_symbolic) batches.push_back(1);
+  // Prepare the batch sizes asked for. With none, bind the declared shapes once (a symbolic batch
+  // dimension as 1) so that shape errors surface at load time rather than at the first run; models with
+  // other symbolic dimensions (image size) are bound when the caller gives full shapes.
+  for (int64_t batch : options.batch_sizes) impl->prepare(impl->shapes_for_batch(batch));
+  if (options.batch_sizes.empty()) {
+    const std::vector<ir::Shape> declared = impl->declared_shapes();
+    if (!declared.empty() || impl->inputs.empty()) impl->prepare(declared);
   }
-  for (int64_t batch : batches) impl->prepare(impl->shapes_for_batch(batch));
   return impl;
 }
 
@@ -67,8 +63,27 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
 
 namespace detail {
 
+std::vector<ir::Shape> ModelImpl::declared_shapes() const {
+  std::vector<ir::Shape> shapes;
+  for (const TensorDesc& in : inputs) {
+    ir::Shape s = in.shape;
+    if (s.empty()) return {};
+    if (s[0] < 0) s[0] = 1;
+    for (int64_t d : s) {
+      if (d < 0) return {};
+    }
+    shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
 std::vector<ir::Shape> ModelImpl::shapes_for_batch(int64_t batch) const {
-  CNNRT_CHECK(batch >= 1, ErrorCode::Usage, "batch size must be at least 1, got {}", batch);
+  if (batch <= 0) {
+    std::vector<ir::Shape> shapes = declared_shapes();
+    CNNRT_CHECK(!shapes.empty() || inputs.empty(), ErrorCode::Usage,
+                "'{}' has symbolic input dimensions other than the batch; give full input shapes", graph.model_name);
+    return shapes;
+  }
   std::vector<ir::Shape> shapes;
   for (const TensorDesc& in : inputs) {
     CNNRT_CHECK(!in.shape.empty(), ErrorCode::Usage,

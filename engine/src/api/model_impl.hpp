@@ -24,7 +24,10 @@ struct ModelImpl {
   std::shared_ptr<runtime::GpuModel> gpu;  // device state shared by all contexts (GPU models only)
 
   // Input shapes for a batch size: each input's declared dims with the first one set to `batch`.
+  // batch <= 0: the declared dims, a symbolic batch dimension as 1.
   std::vector<ir::Shape> shapes_for_batch(int64_t batch) const;
+  // The declared dims with a symbolic batch dimension as 1; empty when other dims are symbolic.
+  std::vector<ir::Shape> declared_shapes() const;
   // Bound + optimized (+ planned, on the GPU) graph for these input shapes; cached, thread-safe.
   std::shared_ptr<const plan::Prepared> prepare(const std::vector<ir::Shape>& input_shapes) const;
 

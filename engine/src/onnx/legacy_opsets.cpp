@@ -54,6 +54,32 @@ void upgrade_axis_broadcast(ir::Node& node, ir::Graph& graph, const std::unorder
   node.inputs[1] = graph.add_value(std::move(v));
 }
 
+// PRelu before opset 7 applies a slope of shape [C] per channel (axis 1); opset 7 broadcasts numpy-style
+// from the last axis. Reshaping the constant slope to [C, 1, ..., 1] keeps the old meaning.
+void upgrade_channel_slope(ir::Node& node, ir::Graph& graph, const std::unordered_map<int, ir::Shape>& declared,
+                           std::vector<std::string>& issues) {
+  const int slope = node.input(1);
+  if (slope < 0 || !graph.values[slope].is_constant()) return;
+  const ir::HostTensor& s = *graph.values[slope].constant;
+  if (s.rank() != 1 || s.numel() == 1) return;
+  const int rank_x = known_rank(graph, node.input(0), declared);
+  if (rank_x < 0) {
+    issues.push_back("a per-channel PRelu slope (opset 6) needs the input's rank at load time");
+    return;
+  }
+  if (rank_x < 3) return;  // [N, C]: the last axis is the channel axis; numpy agrees
+  ir::HostTensor reshaped = s;
+  ir::Shape shape = {s.numel()};
+  shape.insert(shape.end(), static_cast<size_t>(rank_x - 2), 1);
+  reshaped.reshape(shape);
+  ir::Value v;
+  v.name = graph.values[slope].name + "/channel_slope_" + std::to_string(node.onnx_index);
+  v.dtype = reshaped.dtype();
+  v.shape = shape;
+  v.constant = std::make_shared<const ir::HostTensor>(std::move(reshaped));
+  node.inputs[1] = graph.add_value(std::move(v));
+}
+
 }  // namespace
 
 void upgrade_legacy_node(ir::Node& node, ir::Graph& graph, int64_t file_opset,
@@ -68,6 +94,7 @@ void upgrade_legacy_node(ir::Node& node, ir::Graph& graph, int64_t file_opset,
     node.attrs.erase("broadcast");
     if (node.op != "Gemm") node.attrs.erase("axis");
   }
+  if (node.op == "PRelu") upgrade_channel_slope(node, graph, declared_input_dims, issues);
   if (node.op == "BatchNormalization" || node.op == "Dropout") {
     if (node.attrs.has("is_test") && node.attrs.get_int("is_test", 0) == 0) {
       issues.push_back("is_test=0 (training mode) is not supported; cnnrt runs inference");

@@ -147,8 +147,14 @@ class GraphBuilder {
     }
     CNNRT_CHECK(model_.has_graph(), ErrorCode::InvalidModel, "{} is not a valid ONNX model: it has no graph",
                 where());
-    CNNRT_CHECK(found, ErrorCode::InvalidModel, "{} does not say which opset of the default ONNX domain it uses "
-                "(no opset_import entry)", where());
+    if (!found) {
+      std::vector<std::string> domains;
+      for (const auto& op : model_.opset_import()) domains.push_back(op.domain());
+      CNNRT_CHECK(domains.empty(), ErrorCode::Unsupported, "{} uses only the operator domain(s) {}; cnnrt runs the "
+                  "default ONNX domain", where(), fmt::join(domains, ", "));
+      fail(ErrorCode::InvalidModel, "{} does not say which opset of the default ONNX domain it uses (no "
+           "opset_import entry)", where());
+    }
     CNNRT_CHECK(graph_.opset >= kMinOpset && graph_.opset <= kMaxOpset, ErrorCode::Unsupported,
                 "{} uses opset {} of the default domain; cnnrt supports opsets {} to {}", where(), graph_.opset,
                 kMinOpset, kMaxOpset);
@@ -182,6 +188,7 @@ class GraphBuilder {
       } catch (const Error& e) {
         if (e.code() == ErrorCode::Unsupported) {
           problems_.unsupported.push_back(e.what());
+          define_value(t.name(), what);  // defined, so readers report only this problem
           continue;
         }
         if (e.code() == ErrorCode::LimitExceeded) {
@@ -375,6 +382,11 @@ class GraphBuilder {
       }
       graph_.outputs.push_back(id);
       Value& v = graph_.values[id];
+      const auto elem = static_cast<DType>(out.type().tensor_type().elem_type());
+      if (out.type().has_tensor_type() && elem != DType::Undefined && elem != DType::Float32) {
+        problems_.unsupported.push_back(fmt::format("graph output '{}' has type {}; cnnrt's outputs are float32",
+                                                    out.name(), ir::dtype_name(elem)));
+      }
       if (out.type().has_tensor_type() && out.type().tensor_type().has_shape() && !v.is_constant()) {
         v.declared = declared_dims(out.type().tensor_type().shape(), out.name(), v.dim_params);
       }
