@@ -92,7 +92,9 @@ const Shape& Graph::shape_of(int value) const {
 void Graph::relink() {
   for (Value& v : values) v.producer = -1;
   for (size_t n = 0; n < nodes.size(); ++n) {
-    for (int out : nodes[n].outputs) values[out].producer = static_cast<int>(n);
+    for (int out : nodes[n].outputs) {
+      if (out != kNoValue) values[out].producer = static_cast<int>(n);
+    }
   }
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (int in : nodes[n].inputs) {
@@ -109,7 +111,7 @@ void Graph::remove_dead() {
   std::vector<char> live_node(nodes.size(), 0);
   for (size_t n = nodes.size(); n-- > 0;) {
     bool live = false;
-    for (int out : nodes[n].outputs) live = live || live_value[out];
+    for (int out : nodes[n].outputs) live = live || (out != kNoValue && live_value[out]);
     if (!live) continue;
     live_node[n] = 1;
     for (int in : nodes[n].inputs) {
