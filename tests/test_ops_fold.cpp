@@ -131,3 +131,11 @@ TEST_CASE("fold-only ops and int64 inputs at run time are Unsupported, naming th
   CHECK(code2 == ErrorCode::Unsupported);
   CHECK(message2 == "input 'ids' has type int64; cnnrt takes float32 inputs");
 }
+
+TEST_CASE("check reports fold-only ops fed by model inputs") {
+  GraphBuilder builder;
+  builder.input("x", {3}).constant("c", ramp({3})).node("Less", {"x", "c"}, {"y"}).output("y");
+  std::vector<std::string> problems;
+  find_op("Less")->check(builder.graph.nodes[0], builder.graph, 13, problems);
+  CHECK(problems == std::vector<std::string>{"Less needs constant inputs, but 'x' is a model input"});
+}

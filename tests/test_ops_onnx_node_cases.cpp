@@ -33,7 +33,7 @@ struct SkipCase {
 template <class T>
 std::vector<T> raw_values(const std::string& raw) {
   std::vector<T> values(raw.size() / sizeof(T));
-  std::memcpy(values.data(), raw.data(), values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), raw.data(), values.size() * sizeof(T));
   return values;
 }
 
@@ -190,7 +190,8 @@ TEST_CASE("ONNX node test cases") {
   }
   std::string unsupported_list;
   for (const std::string& line : unsupported) unsupported_list += "\n  " + line;
-  MESSAGE(passed << " ONNX node cases ran, " << skipped << " skipped; " << unsupported.size()
-                 << " reported Unsupported:" << unsupported_list);
+  MESSAGE(passed << " ONNX node cases ran, " << skipped << " skipped, " << unsupported.size()
+                 << " reported Unsupported (listed when this test fails)");
+  INFO("Unsupported:" << unsupported_list);
   CHECK(passed >= 250);  // 291 with libonnx-testdata 1.12
 }

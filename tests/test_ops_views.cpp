@@ -111,6 +111,9 @@ TEST_CASE("Squeeze: attribute (opset 11), input (opset 13), or every unit dim") 
   all_units.order = {"x"};
   CHECK(output_shape(all_units) == Shape{3});
   CHECK(all_units.bound().nodes.at(0).attrs.get_ints("axes") == ints{0, 2});
+  all_units.constants = {{"axes", HostTensor::ints({0}, {})}};
+  all_units.order = {"x", "axes"};
+  CHECK(output_shape(all_units) == Shape{3});  // an empty axes list means the same
 
   squeeze.constants[0].second = HostTensor::ints({1}, {1});
   CHECK(error_of([&] { squeeze.bound(); }).second.find("cannot squeeze axis 1 of size 3 (input 1x3x1)") !=

@@ -84,10 +84,22 @@ void infer_range(Node& node, Graph& graph, int64_t opset) {
 
 // ---- comparisons and logic ---------------------------------------------------------------------------
 
-void check_logic(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+// Shape and Size read any input's shape; bools are fine anywhere in these ops.
+void check_shape_only(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+  check_input_dtypes(node, graph, problems, {0});
+}
+
+// Every input of a fold-only op must be constant: one problem per input fed by a run-time model input.
+void check_fold_only(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
   std::vector<size_t> all_slots(node.inputs.size());
   for (size_t i = 0; i < all_slots.size(); ++i) all_slots[i] = i;
-  check_input_dtypes(node, graph, problems, all_slots);  // bools are fine anywhere here
+  check_input_dtypes(node, graph, problems, all_slots);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (is_graph_input(graph, node.input(i))) {
+      problems.push_back(fmt::format("{} needs constant inputs, but '{}' is a model input", node.op,
+                                     graph.values[node.input(i)].name));
+    }
+  }
 }
 
 void infer_compare(Node& node, Graph& graph, int64_t opset) {
@@ -101,7 +113,7 @@ void infer_where(Node& node, Graph& graph, int64_t opset) {
   const Value& x = input_value(node, graph, 1);
   const Value& y = input_value(node, graph, 2);
   CNNRT_CHECK(input_constant(node, graph, 0)->dtype() == DType::Int64, ErrorCode::InvalidModel,
-              "condition '{}' is not boolean", input_value(node, graph, 0).name);
+              "condition '{}' is not boolean", input_value(node, graph, 0).name);  // bools are int64 0/1
   CNNRT_CHECK(x.dtype == y.dtype, ErrorCode::InvalidModel, "inputs '{}' ({}) and '{}' ({}) have different types",
               x.name, dtype_name(x.dtype), y.name, dtype_name(y.dtype));
   set_output(node, graph, 0, x.dtype, broadcast_input_shapes(node, graph));
@@ -118,15 +130,15 @@ void infer_not(Node& node, Graph& graph, int64_t opset) {
 
 void add_fold_ops(std::vector<OpInfo>& table) {
   // name, inputs min..max, outputs min..max, check, infer, shape_only
-  table.push_back({"Shape", 1, 1, 1, 1, check_logic, infer_shape_op, true});
-  table.push_back({"Size", 1, 1, 1, 1, check_logic, infer_size, true});
-  table.push_back({"ConstantOfShape", 1, 1, 1, 1, check_dtypes_only, infer_constant_of_shape});
-  table.push_back({"Range", 3, 3, 1, 1, check_dtypes_only, infer_range});
+  table.push_back({"Shape", 1, 1, 1, 1, check_shape_only, infer_shape_op, true});
+  table.push_back({"Size", 1, 1, 1, 1, check_shape_only, infer_size, true});
+  table.push_back({"ConstantOfShape", 1, 1, 1, 1, check_fold_only, infer_constant_of_shape});
+  table.push_back({"Range", 3, 3, 1, 1, check_fold_only, infer_range});
   for (const char* op : {"Equal", "Less", "Greater"}) {
-    table.push_back({op, 2, 2, 1, 1, check_logic, infer_compare});
+    table.push_back({op, 2, 2, 1, 1, check_fold_only, infer_compare});
   }
-  table.push_back({"Where", 3, 3, 1, 1, check_logic, infer_where});
-  table.push_back({"Not", 1, 1, 1, 1, check_logic, infer_not});
+  table.push_back({"Where", 3, 3, 1, 1, check_fold_only, infer_where});
+  table.push_back({"Not", 1, 1, 1, 1, check_fold_only, infer_not});
 }
 
 }  // namespace cnnrt::ir

@@ -22,8 +22,6 @@ const Shape& input_shape(const Node& node, const Graph& graph, size_t i) {
   return *value.shape;
 }
 
-DType input_dtype(const Node& node, const Graph& graph, size_t i) { return input_value(node, graph, i).dtype; }
-
 const HostTensor* input_constant(const Node& node, const Graph& graph, size_t i) {
   return node.has_input(i) ? graph.constant_of(node.input(i)) : nullptr;
 }

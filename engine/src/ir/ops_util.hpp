@@ -23,7 +23,6 @@ void add_fold_ops(std::vector<OpInfo>& table);         // ops_fold.cpp (shape ar
 // The Value at input/output slot `i`; Internal error when the slot is empty (callers check has_input first).
 const Value& input_value(const Node& node, const Graph& graph, size_t i);
 const Shape& input_shape(const Node& node, const Graph& graph, size_t i);
-DType input_dtype(const Node& node, const Graph& graph, size_t i);
 // The constant behind input `i`, or nullptr when the slot is empty or the value is computed at run time.
 const HostTensor* input_constant(const Node& node, const Graph& graph, size_t i);
 // numpy broadcast of the shapes of inputs first.. (absent inputs skipped).

@@ -127,9 +127,10 @@ void infer_squeeze(Node& node, Graph& graph, int64_t opset) {
   const Shape& shape = *in.shape;
   const int64_t rank = static_cast<int64_t>(shape.size());
   std::vector<int64_t> axes;
-  if (auto given = ints_from_input_or_attr(node, graph, 1, "axes", "axes")) {
+  const auto given = ints_from_input_or_attr(node, graph, 1, "axes", "axes");
+  if (given && !given->empty()) {
     axes = normalize_axes(*given, rank, "squeeze axis");
-  } else {
+  } else {  // no axes (or an empty list): every unit dim, as ONNX Runtime reads it
     for (int64_t axis = 0; axis < rank; ++axis) {
       if (shape[axis] == 1) axes.push_back(axis);
     }
