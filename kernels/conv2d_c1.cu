@@ -261,15 +261,15 @@ bool conv2d_c1_supports(const ConvGeometry& g, const Epilogue& e, std::string* w
   if (g.KH > 11 || g.KW > 11) return no("kernel larger than 11x11");
   if (g.stride_h != g.stride_w || (g.stride_h != 1 && g.stride_h != 2)) return no("stride other than 1 or 2");
   if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
-  if (e.pool.kind != PoolKind::None && e.residual) return no("pooling after a residual add");
-  if (e.pool.kind != PoolKind::None && g.stride_h != 1) return no("pooling after a strided conv");
+  if (e.pool.kind != FusedPool::None && e.residual) return no("pooling after a residual add");
+  if (e.pool.kind != FusedPool::None && g.stride_h != 1) return no("pooling after a strided conv");
   return true;
 }
 
 std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue& e) {
   std::vector<C1Variant> out;
   if (!conv2d_c1_supports(g, e)) return out;
-  const bool pool = e.pool.kind != PoolKind::None;
+  const bool pool = e.pool.kind != FusedPool::None;
   const bool square_fixed = g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5);
   // Fixed-K instantiations when the shape has one; the epilogue's activation picks the Act variant
   // (Param covers everything, the dedicated ones are faster).

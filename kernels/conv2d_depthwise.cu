@@ -106,7 +106,7 @@ bool conv2d_depthwise_supports(const ConvGeometry& g, const Epilogue& e, std::st
   if (g.KH != g.KW || (g.KH != 3 && g.KH != 5)) return no("kernel not 3x3 or 5x5");
   if (g.stride_h != g.stride_w || g.stride_h > 2) return no("stride other than 1 or 2");
   if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
-  if (e.pool.kind != PoolKind::None) return no("pooling");
+  if (e.pool.kind != FusedPool::None) return no("pooling");
   return true;
 }
 

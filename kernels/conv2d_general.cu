@@ -34,7 +34,7 @@ bool conv2d_general_supports(const ConvGeometry& g, const Epilogue& e, std::stri
   if (g.KH != g.KW || (g.KH != 1 && g.KH != 3 && g.KH != 5)) return no("kernel not 1x1, 3x3 or 5x5");
   if (g.stride_h != g.stride_w || g.stride_h > 2) return no("stride other than 1 or 2");
   if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
-  if (e.pool.kind != PoolKind::None && (e.residual || g.stride_h != 1)) return no("pooling with residual or stride");
+  if (e.pool.kind != FusedPool::None && (e.residual || g.stride_h != 1)) return no("pooling with residual or stride");
   return true;
 }
 
@@ -43,7 +43,7 @@ std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const
   if (!conv2d_general_supports(g, e)) return out;
   const general::Entry* entries = g.KH == 1 ? general::kEntriesK1 : g.KH == 3 ? general::kEntriesK3 : general::kEntriesK5;
   const int count = g.KH == 1 ? general::kEntryCountK1 : g.KH == 3 ? general::kEntryCountK3 : general::kEntryCountK5;
-  const bool pool = e.pool.kind != PoolKind::None;
+  const bool pool = e.pool.kind != FusedPool::None;
   const bool relu = e.param_act == ParamAct::Relu;
 
   struct Scored {

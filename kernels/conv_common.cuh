@@ -28,12 +28,12 @@ struct ConvGeometry {
 enum class Act : int { None = 0, Relu = 1, Param = 2 };
 enum class ParamAct : int { None = 0, Relu, LeakyRelu, Clip, Sigmoid, Tanh };
 
-enum class PoolKind : int { None = 0, Max = 1, Avg = 2 };
+enum class FusedPool : int { None = 0, Max = 1, Avg = 2 };
 
 // Pooling after the activation, over the conv output map [OH, OW] -> [PH, PW]. Window geometry as
 // ONNX MaxPool/AveragePool after padding is resolved (ir::resolve_window); ceil_mode is already in PH/PW.
 struct PoolGeometry {
-  PoolKind kind = PoolKind::None;
+  FusedPool kind = FusedPool::None;
   int kh = 1, kw = 1, sh = 1, sw = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int dil_h = 1, dil_w = 1;
@@ -89,7 +89,7 @@ __device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int
       ++count;
     }
   }
-  if (p.kind == PoolKind::Max) return best;
+  if (p.kind == FusedPool::Max) return best;
   if (p.count_include_pad) {
     // ONNX counts padded positions, but not window positions beyond the padded extent (ceil_mode).
     const int hy = min(y0 + (p.kh - 1) * p.dil_h + 1, OH + p.pad_bottom) - y0;

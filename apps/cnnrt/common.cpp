@@ -2,6 +2,20 @@
 
 namespace cnnrt_cli {
 
+namespace {
+std::string g_invocation;
+}
+
+const std::string& invocation() { return g_invocation; }
+
+void set_invocation(int argc, char** argv) {
+  g_invocation.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) g_invocation += ' ';
+    g_invocation += i == 0 ? "cnnrt" : argv[i];
+  }
+}
+
 cnnrt::Device parse_device(const std::string& name) {
   if (name == "auto") return cnnrt::Device::Auto;
   if (name == "cpu") return cnnrt::Device::Cpu;

@@ -29,10 +29,15 @@ struct EngineFlags {
 
 cnnrt::Device parse_device(const std::string& name);
 
+// The command line this process was started with (for reports that say how they were produced).
+const std::string& invocation();
+void set_invocation(int argc, char** argv);
+
 // A subcommand: registers its flags on `app` and returns the action to run when it is chosen.
 using Action = std::function<int()>;
 Action add_run_command(CLI::App& app);
 Action add_plan_command(CLI::App& app);
 Action add_ops_command(CLI::App& app);
+Action add_bench_command(CLI::App& app);
 
 }  // namespace cnnrt_cli

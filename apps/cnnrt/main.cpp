@@ -7,6 +7,7 @@
 #include "common.hpp"
 
 int main(int argc, char** argv) {
+  cnnrt_cli::set_invocation(argc, argv);
   CLI::App app{"cnnrt: a small CNN inference engine (ONNX, CUDA)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("cnnrt ") + cnnrt::version());
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   const std::pair<const char*, cnnrt_cli::Action (*)(CLI::App&)> commands[] = {
       {"run", cnnrt_cli::add_run_command},
       {"plan", cnnrt_cli::add_plan_command},
+      {"bench", cnnrt_cli::add_bench_command},
       {"ops", cnnrt_cli::add_ops_command},
   };
   std::vector<std::pair<CLI::App*, cnnrt_cli::Action>> actions;

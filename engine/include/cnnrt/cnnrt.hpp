@@ -113,6 +113,7 @@ void write_tensor_file(const std::string& path, const Tensor& tensor, const std:
 namespace detail {
 struct ModelImpl;
 struct ContextImpl;
+struct ContextAccess;  // the bench library's way in (engine/src/api/context_access.hpp)
 }  // namespace detail
 
 class Model {
@@ -136,6 +137,7 @@ class Model {
 
  private:
   friend class Context;
+  friend struct detail::ContextAccess;
   explicit Model(std::shared_ptr<detail::ModelImpl> impl);
   std::shared_ptr<detail::ModelImpl> impl_;
 };
@@ -170,6 +172,7 @@ class Context {
   std::vector<StepTiming> profile(const std::vector<Tensor>& inputs, int repetitions = 20);
 
  private:
+  friend struct detail::ContextAccess;
   std::unique_ptr<detail::ContextImpl> impl_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/context_access.hpp"
 #include "api/model_impl.hpp"
 #include "core/error.hpp"
 #include "runtime/executor.hpp"
@@ -53,6 +54,11 @@ struct ContextImpl {
     return shapes;
   }
 };
+
+runtime::Executor& ContextAccess::executor(Context& context, int64_t batch) {
+  ContextImpl& impl = *context.impl_;
+  return impl.executor_for(impl.model->shapes_for_batch(batch));
+}
 
 }  // namespace detail
 

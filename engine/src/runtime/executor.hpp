@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cnnrt/cnnrt.hpp"
+#include "core/error.hpp"
 #include "plan/prepared.hpp"
 
 namespace cnnrt::runtime {
@@ -21,6 +22,15 @@ class Executor {
   virtual void set_stream(Stream stream) = 0;
   virtual Stream stream() const = 0;
   virtual std::vector<StepTiming> profile(const float* const* inputs, int repetitions) = 0;
+
+  // Benchmarking (GPU only): GPU time of one run, in microseconds, for each of `samples` samples: every
+  // sample replays `runs` back-to-back runs captured in one CUDA graph (no launch gaps) and divides.
+  // Uses the buffers of the last run.
+  virtual std::vector<double> time_runs_us(int runs, int samples) {
+    fail(ErrorCode::Usage, "timing runs needs the GPU backend");
+  }
+  // The plan this executor runs (GPU only; null on the CPU).
+  virtual const plan::GpuPlan* gpu_plan() const { return nullptr; }
 };
 
 // The CPU reference backend behind the Executor interface (engine/src/cpu/backend.cpp).

@@ -16,6 +16,7 @@
 #include "core/log.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
+#include "gpu/graph_timing.hpp"
 
 namespace cnnrt::plan {
 
@@ -104,51 +105,56 @@ class MeasuringTuner final : public Tuner {
                                   cudaMemcpyHostToDevice));
       in_ptrs.push_back(inputs.back().floats());
     }
-    gpu::DeviceAllocation workspace(static_cast<size_t>(shapes.workspace_floats) * sizeof(float));
-    if (shapes.workspace_floats > 0) in_ptrs.push_back(workspace.floats());
+    int64_t workspace_floats = 0;
+    for (const KernelCandidate& c : candidates) workspace_floats = std::max(workspace_floats, c.workspace_floats);
+    gpu::DeviceAllocation workspace(static_cast<size_t>(workspace_floats) * sizeof(float));
     const size_t out_bytes = static_cast<size_t>(shapes.output_floats) * sizeof(float);
     gpu::DeviceAllocation out(out_bytes);
     float* out_ptrs[1] = {out.floats()};
     cudaStream_t stream = nullptr;
     CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CNNRT_CUDA_CHECK(cudaEventCreate(&start));
-    CNNRT_CUDA_CHECK(cudaEventCreate(&stop));
-
-    std::vector<float> reference, result(static_cast<size_t>(shapes.output_floats));
+    // The reference runs first: every other candidate must agree with it on these inputs.
+    size_t reference = 0;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (candidates[c].reference) reference = c;
+    }
+    std::vector<size_t> order = {reference};
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (c != reference) order.push_back(c);
+    }
+    std::vector<float> expected, result(static_cast<size_t>(shapes.output_floats));
     Choice choice;
     double best = INFINITY;
-    for (size_t c = 0; c < candidates.size(); ++c) {
+    for (size_t c : order) {
       const KernelCandidate& cand = candidates[c];
-      // Correctness first: every candidate must agree with the reference (index 0) on these inputs.
-      CNNRT_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, out_bytes, stream));
-      cand.launch(in_ptrs.data(), out_ptrs, stream);
+      std::vector<const float*> args = in_ptrs;
+      if (cand.workspace_floats > 0) args.push_back(workspace.floats());
+      CNNRT_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, out_bytes, stream));  // poison: NaN everywhere
+      cand.launch(args.data(), out_ptrs, stream);
       cudaError_t err = cudaGetLastError();
       if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
       if (err != cudaSuccess) {
-        CNNRT_CHECK(c != 0, ErrorCode::DeviceError, "reference kernel {} failed on {}: {}", cand.name, signature,
-                    cudaGetErrorString(err));
+        CNNRT_CHECK(c != reference, ErrorCode::DeviceError, "reference kernel {} failed on {}: {}", cand.name,
+                    signature, cudaGetErrorString(err));
         log().warn("tuning {}: {} failed ({}); dropped", signature, cand.name, cudaGetErrorString(err));
         choice.timings.push_back({cand.name, -1});
         continue;
       }
       CNNRT_CUDA_CHECK(cudaMemcpy(result.data(), out.get(), out_bytes, cudaMemcpyDeviceToHost));
-      if (c == 0) {
-        reference = result;
-      } else if (!agrees(result, reference)) {
-        log().warn("tuning {}: {} disagrees with {}; dropped", signature, cand.name, candidates[0].name);
+      if (c == reference) {
+        expected = result;
+      } else if (!agrees(result, expected)) {
+        log().warn("tuning {}: {} disagrees with {}; dropped", signature, cand.name, candidates[reference].name);
         choice.timings.push_back({cand.name, -1});
         continue;
       }
-      const double us = time_candidate(cand, in_ptrs.data(), out_ptrs, stream, start, stop);
+      const double us = time_candidate(cand, args.data(), out_ptrs, stream);
       choice.timings.push_back({cand.name, us});
       if (us < best) {
         best = us;
         choice.index = c;
       }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     cudaStreamDestroy(stream);
     std::stable_sort(choice.timings.begin(), choice.timings.end(), [](const Candidate& a, const Candidate& b) {
       return (a.median_us < 0 ? INFINITY : a.median_us) < (b.median_us < 0 ? INFINITY : b.median_us);
@@ -171,28 +177,9 @@ class MeasuringTuner final : public Tuner {
 
   // Median over kSamples of (time of kLaunchesPerSample back-to-back launches in one CUDA graph) / launches.
   static double time_candidate(const KernelCandidate& cand, const float* const* in, float* const* out,
-                               cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop) {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kLaunchesPerSample; ++i) cand.launch(in, out, stream);
-    CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    CNNRT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    CNNRT_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-    std::vector<float> samples;
-    for (int s = 0; s < kSamples; ++s) {
-      CNNRT_CUDA_CHECK(cudaEventRecord(start, stream));
-      CNNRT_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      CNNRT_CUDA_CHECK(cudaEventRecord(stop, stream));
-      CNNRT_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CNNRT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      samples.push_back(ms);
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2] * 1000.0 / kLaunchesPerSample;
+                               cudaStream_t stream) {
+    return gpu::median(gpu::time_captured_runs(stream, kLaunchesPerSample, kSamples,
+                                               [&] { cand.launch(in, out, stream); }));
   }
 
   void load() {

@@ -20,12 +20,13 @@ struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
   std::string config;  // launch configuration, for plans
   LaunchFn launch;     // same contract as Step::launch
+  int64_t workspace_floats = 0;  // scratch it needs, passed as its last input
+  bool reference = false;        // the plain kernel every other candidate's output is checked against
 };
 
 struct TuneShapes {
   std::vector<int64_t> input_floats;  // element count of each data input the launch reads (random-filled)
   int64_t output_floats = 0;          // element count of the output
-  int64_t workspace_floats = 0;       // element count of scratch the candidates share, if any (input -> last)
 };
 
 struct Choice {
@@ -37,8 +38,9 @@ struct Choice {
 class Tuner {
  public:
   virtual ~Tuner() = default;
-  // Candidates are in heuristic order: index 0 is the reference (the most trusted kernel) and the choice
-  // when tuning is off. `signature` must identify the layer completely (op, shapes, attributes, epilogue).
+  // Candidates are in heuristic order: index 0 is the choice when tuning is off. The candidate marked
+  // `reference` (else index 0) is run first; a candidate whose output disagrees with it is dropped.
+  // `signature` must identify the layer completely (op, shapes, attributes, epilogue).
   virtual Choice choose(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                         const TuneShapes& shapes) = 0;
 };

@@ -1,0 +1,259 @@
+// cnnrt bench: our kernels beside cuDNN on identical data, per layer (suites, --conv) or per model step,
+// and whole-model latency and throughput. Tables on stdout, --json FILE (docs/bench-json.md), --plot FILE.png.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cnnrt/bench.hpp"
+#include "common.hpp"
+
+namespace cnnrt_cli {
+
+namespace {
+
+using nlohmann::json;
+namespace bench = cnnrt::bench;
+
+json to_json(const bench::Environment& e) {
+  return {{"gpu", e.gpu},          {"sm_count", e.sm_count}, {"sm_clock_mhz", e.sm_clock_mhz},
+          {"memory_clock_mhz", e.memory_clock_mhz},          {"driver", e.driver},
+          {"cuda_runtime", e.cuda_runtime},                  {"cudnn", e.cudnn},
+          {"cnnrt", e.engine},     {"precision", "fp32"},
+          {"floor_memory_bytes_per_s", bench::kMemoryBytesPerSecond},
+          {"floor_fp32_flops_per_s", bench::kFp32FlopsPerSecond}};
+}
+
+json to_json(const bench::Comparison& c) {
+  json j = {{"label", c.label},
+            {"nodes", c.nodes},
+            {"output_shape", c.output_shape},
+            {"kernel", c.kernel},
+            {"ours_us", c.ours_us},
+            {"flops", c.flops},
+            {"min_bytes", c.min_bytes},
+            {"floor_us", c.floor_us},
+            {"floor_share", c.floor_share()}};
+  if (!c.cudnn_algo.empty()) {
+    j["cudnn_algo"] = c.cudnn_algo;
+    j["cudnn_us"] = c.cudnn_us > 0 ? json(c.cudnn_us) : json(nullptr);
+    j["speedup"] = c.cudnn_us > 0 ? json(c.speedup()) : json(nullptr);
+    j["rel_error_vs_cudnn"] = c.cudnn_us > 0 ? json(c.rel_error) : json(nullptr);
+    j["mismatch"] = c.mismatch;
+  }
+  return j;
+}
+
+json to_json(const bench::Timing& t) {
+  return {{"samples", t.samples}, {"min_us", t.min_us}, {"median_us", t.median_us}, {"mean_us", t.mean_us},
+          {"p90_us", t.p90_us},   {"p99_us", t.p99_us}, {"max_us", t.max_us},       {"unstable", t.unstable}};
+}
+
+void print_header(const bench::Environment& e) {
+  fmt::print("GPU {} ({} SMs, {} MHz SM, {} MHz memory), driver {}, CUDA {}, cuDNN {}, cnnrt {}, FP32\n", e.gpu,
+             e.sm_count, e.sm_clock_mhz, e.memory_clock_mhz, e.driver, e.cuda_runtime, e.cudnn, e.engine);
+  fmt::print("floor = max(bytes once / {:.1f} TB/s, FLOPs / {:.1f} TFLOP/s); speedup = cuDNN time / our time\n\n",
+             bench::kMemoryBytesPerSecond / 1e12, bench::kFp32FlopsPerSecond / 1e12);
+}
+
+std::string cudnn_cell(const bench::Comparison& c) {
+  if (c.cudnn_algo.empty()) return "";
+  if (c.cudnn_us <= 0) return c.cudnn_algo;
+  return fmt::format("{:>10.2f}  {:<30}", c.cudnn_us, c.cudnn_algo);
+}
+
+void print_comparison_row(const bench::Comparison& c, size_t label_width) {
+  std::string speed = c.cudnn_us > 0 ? fmt::format("{:6.2f}x", c.speedup()) : "      -";
+  if (c.mismatch && c.cudnn_us > 0) speed += " MISMATCH";
+  fmt::print("{:<{}}  {:<36} {:>10.2f}  {:<42} {}  {:>9.2f}  {:>5.0f}%\n", c.label, label_width, c.kernel, c.ours_us,
+             cudnn_cell(c), speed, c.floor_us, 100.0 * c.floor_share());
+}
+
+void print_comparison_head(size_t label_width, const char* first) {
+  fmt::print("{:<{}}  {:<36} {:>10}  {:>10}  {:<30} {:>7}  {:>9}  {:>6}\n", first, label_width, "our kernel", "ours us",
+             "cuDNN us", "cuDNN algorithm", "speedup", "floor us", "floor");
+}
+
+struct BenchCommand {
+  std::string model_path;
+  std::vector<std::string> suites;
+  std::vector<std::string> convs;
+  int64_t batch = 1;
+  int iterations = 1000;
+  double duration_s = 0;
+  double warmup_ms = 200;
+  bool include_transfers = false;
+  std::string json_path;
+  std::string plot_path;
+  EngineFlags engine;
+
+  int run() const {
+    if (model_path.empty() && suites.empty() && convs.empty()) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage, "bench: give a model, --suite NAME or --conv N,C,H,W,F,K");
+    }
+    bench::BenchOptions options;
+    options.engine = engine.options();
+    options.warmup_ms = warmup_ms;
+    const bench::Environment env = bench::environment();
+    print_header(env);
+    json doc = {{"schema", "cnnrt-bench/1"}, {"environment", to_json(env)}, {"command", command_line_}};
+    bool mismatch = false;
+
+    std::vector<bench::ConvLayer> layers;
+    for (const std::string& s : suites) {
+      for (auto& l : bench::suite(s)) layers.push_back(std::move(l));
+    }
+    for (const std::string& c : convs) layers.push_back(bench::parse_conv(c));
+    if (!layers.empty()) mismatch |= run_layers(layers, options, &doc);
+    if (!model_path.empty()) mismatch |= run_model(options, &doc);
+
+    if (!json_path.empty()) {
+      std::ofstream out(json_path);
+      out << doc.dump(2) << "\n";
+      if (!out.good()) throw cnnrt::Error(cnnrt::ErrorCode::Io, "cannot write '" + json_path + "'");
+      fmt::print(stderr, "wrote {}\n", json_path);
+    }
+    if (!plot_path.empty()) plot(doc);
+    if (mismatch) fmt::print(stderr, "error: our output differs from cuDNN's on at least one layer (see MISMATCH)\n");
+    return mismatch ? 1 : 0;
+  }
+
+  bool run_layers(const std::vector<bench::ConvLayer>& layers, const bench::BenchOptions& options, json* doc) const {
+    size_t width = 10;
+    for (const auto& l : layers) width = std::max(width, l.name.size());
+    print_comparison_head(width, "layer");
+    json rows = json::array();
+    double log_sum = 0, min_speedup = INFINITY;
+    int compared = 0;
+    bool mismatch = false;
+    for (const auto& layer : layers) {
+      const bench::Comparison c = bench::bench_conv_layer(layer, options);
+      print_comparison_row(c, width);
+      std::fflush(stdout);
+      rows.push_back(to_json(c));
+      if (c.cudnn_us > 0) {
+        log_sum += std::log(c.speedup());
+        min_speedup = std::min(min_speedup, c.speedup());
+        ++compared;
+        mismatch |= c.mismatch;
+      }
+    }
+    json summary = {{"layers", layers.size()}, {"compared", compared}};
+    if (compared > 0) {
+      const double geo = std::exp(log_sum / compared);
+      summary["geomean_speedup"] = geo;
+      summary["min_speedup"] = min_speedup;
+      fmt::print("\n{} layers; against cuDNN: geometric-mean speedup {:.2f}x, lowest {:.2f}x\n", layers.size(), geo,
+                 min_speedup);
+    }
+    (*doc)["layers"] = rows;
+    (*doc)["layers_summary"] = summary;
+    return mismatch;
+  }
+
+  bool run_model(const bench::BenchOptions& options, json* doc) const {
+    const bench::ModelReport r =
+        bench::bench_model(model_path, batch, options, iterations, duration_s, include_transfers);
+    fmt::print("model {} batch {} ({})\n", r.model, r.batch, r.cuda_graph ? "CUDA graph replay" : "no CUDA graph");
+    const auto& l = r.latency;
+    fmt::print("latency{} over {} runs: min {:.2f} us, median {:.2f} us, mean {:.2f} us, p90 {:.2f} us, p99 {:.2f} us, "
+               "max {:.2f} us\n", r.included_transfers ? " (with transfers)" : " (GPU compute)", l.samples, l.min_us,
+               l.median_us, l.mean_us, l.p90_us, l.p99_us, l.max_us);
+    if (l.unstable) fmt::print("warning: high run-to-run spread (p90 {:.0f}% above the median)\n", 100 * (l.p90_us / l.median_us - 1));
+    fmt::print("throughput: {:.0f} images/s ({:.2f} us per batch of {} back to back)\n", r.throughput, r.per_run_us,
+               r.batch);
+    fmt::print("transfers: host-to-device {:.2f} us, device-to-host {:.2f} us (pinned memory)\n\n", r.h2d_us, r.d2h_us);
+    size_t width = 10;
+    for (const auto& s : r.steps) width = std::max(width, s.timing.label.size());
+    print_comparison_head(width, "step");
+    bool mismatch = false;
+    json steps = json::array();
+    for (const auto& s : r.steps) {
+      print_comparison_row(s.timing, width);
+      json j = to_json(s.timing);
+      j["share"] = s.share;
+      steps.push_back(j);
+      mismatch |= s.is_conv && s.timing.cudnn_us > 0 && s.timing.mismatch;
+    }
+    fmt::print("{:<{}}  {:<36} {:>10.2f}\n", "total (sum of steps)", width, "", r.steps_ours_us);
+    if (r.conv_cudnn_us > 0) {
+      fmt::print("convolution steps cuDNN can run: ours {:.2f} us, cuDNN {:.2f} us, speedup {:.2f}x\n", r.conv_ours_us,
+                 r.conv_cudnn_us, r.conv_cudnn_us / r.conv_ours_us);
+    }
+    (*doc)["model"] = {{"path", r.model},
+                       {"batch", r.batch},
+                       {"cuda_graph", r.cuda_graph},
+                       {"included_transfers", r.included_transfers},
+                       {"latency", to_json(r.latency)},
+                       {"throughput_images_per_s", r.throughput},
+                       {"per_run_us", r.per_run_us},
+                       {"h2d_us", r.h2d_us},
+                       {"d2h_us", r.d2h_us},
+                       {"steps", steps},
+                       {"steps_total_us", r.steps_ours_us},
+                       {"conv_ours_us", r.conv_ours_us},
+                       {"conv_cudnn_us", r.conv_cudnn_us}};
+    return mismatch;
+  }
+
+  // Draws the bars with scripts/plot_bench.py (Debian's python3-matplotlib) from the JSON.
+  void plot(const json& doc) const {
+    std::string json_file = json_path;
+    if (json_file.empty()) {
+      json_file = plot_path + ".json";
+      std::ofstream(json_file) << doc.dump() << "\n";
+    }
+    const std::string script = find_plot_script();
+    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script, json_file, plot_path);
+    if (std::system(cmd.c_str()) != 0) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Io, "plotting failed (" + cmd + "); it needs python3-matplotlib "
+                                               "(scripts/install-deps.sh --dev)");
+    }
+    fmt::print(stderr, "wrote {}\n", plot_path);
+  }
+
+  static std::string find_plot_script() {
+    namespace fs = std::filesystem;
+    if (const char* env = std::getenv("CNNRT_PLOT_SCRIPT"); env && *env) return env;
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    for (const fs::path& candidate : {exe / "../share/cnnrt/plot_bench.py", exe / "../../../scripts/plot_bench.py",
+                                      fs::path(CNNRT_SOURCE_DIR) / "scripts/plot_bench.py"}) {
+      if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
+    }
+    throw cnnrt::Error(cnnrt::ErrorCode::Io, "cannot find plot_bench.py (set CNNRT_PLOT_SCRIPT)");
+  }
+
+  std::string command_line_;
+};
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto cmd = std::make_shared<BenchCommand>();
+  CLI::App* sub = app.add_subcommand("bench", "Time a model or conv layers beside cuDNN (GPU only)");
+  sub->add_option("model", cmd->model_path, "ONNX model (per-step table, latency, throughput)");
+  sub->add_option("--suite", cmd->suites, "Layer suite of shared/BENCHMARKS.md: special, general, small (repeatable)")
+      ->check(CLI::IsMember({"special", "general", "small"}));
+  sub->add_option("--conv", cmd->convs, "A conv layer N,C,H,W,F,K[,stride,pad] (repeatable)");
+  sub->add_option("--batch", cmd->batch, "Batch size for the model (default 1)")->check(CLI::PositiveNumber);
+  auto* iters = sub->add_option("--iterations", cmd->iterations, "Single runs for the latency statistics (default 1000)")
+                    ->check(CLI::PositiveNumber);
+  sub->add_option("--duration", cmd->duration_s, "Or: seconds of single runs")->excludes(iters)->check(CLI::PositiveNumber);
+  sub->add_option("--warmup-ms", cmd->warmup_ms, "Warm-up before timing (default 200)");
+  sub->add_flag("--include-transfers", cmd->include_transfers, "Latency includes the host<->device copies");
+  sub->add_option("--json", cmd->json_path, "Write every figure as JSON (docs/bench-json.md)");
+  sub->add_option("--plot", cmd->plot_path, "Draw per-layer bars, ours vs cuDNN, as a PNG");
+  cmd->engine.add_to(*sub, false);
+  return [cmd] {
+    cmd->command_line_ = invocation();
+    return cmd->run();
+  };
+}
+
+}  // namespace cnnrt_cli

@@ -1,0 +1,106 @@
+// cnnrt's benchmark library: our kernels beside cuDNN on identical data, and whole-model latency and
+// throughput. Used by `cnnrt bench`; links cuDNN (the engine itself does not). Every timing is a median
+// of CUDA-event measurements after warm-up, taken until the median is stable; inputs are random, never
+// zeros; our output and cuDNN's are compared before either is timed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+
+namespace cnnrt::bench {
+
+// The machine, for report headers. Throws DeviceUnavailable without a usable GPU.
+struct Environment {
+  std::string gpu;
+  int sm_count = 0;
+  int sm_clock_mhz = 0;
+  int memory_clock_mhz = 0;
+  std::string driver, cuda_runtime, cudnn, engine;
+};
+Environment environment();
+
+// Ceilings for the physical floor, measured on the H100 (shared/device/README.md): a device-to-device copy
+// moves 3.0 TB/s (bytes read + written); SGEMM reaches 51.6 TFLOP/s in plain FP32.
+constexpr double kMemoryBytesPerSecond = 3.0e12;
+constexpr double kFp32FlopsPerSecond = 51.6e12;
+double floor_us(double flops, double bytes);
+
+// One convolution layer (NCHW, float32), optionally with bias, activation and pooling fused after it.
+struct ConvLayer {
+  std::string name;
+  int64_t N = 1, C = 1, H = 1, W = 1, F = 1, K = 3;
+  int64_t stride = 1;
+  int64_t pad = -1;  // -1: "same" (K / 2)
+  bool bias = false;
+  std::string activation;  // "", Relu
+  std::string pool;        // "", MaxPool
+  int64_t pool_k = 2, pool_s = 2;
+};
+// Suites of shared/BENCHMARKS.md: "special" (36 single-channel layers), "general" (20), "small" (6).
+std::vector<ConvLayer> suite(const std::string& name);
+// "N,C,H,W,F,K[,stride,pad]" (Usage error naming the problem otherwise).
+ConvLayer parse_conv(const std::string& spec);
+
+struct Timing {
+  int samples = 0;
+  double min_us = 0, median_us = 0, mean_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+  bool unstable = false;  // p90 more than 10% above the median
+};
+
+// One convolution, ours beside cuDNN.
+struct Comparison {
+  std::string label;                // layer name or step label
+  std::vector<std::string> nodes;   // ONNX nodes (model steps)
+  std::vector<int64_t> output_shape;
+  std::string kernel;               // our kernel
+  double ours_us = 0;
+  std::string cudnn_algo;           // cuDNN's algorithm (and fused work), or why cuDNN cannot run it
+  double cudnn_us = -1;             // < 0: not comparable
+  double flops = 0, min_bytes = 0;
+  double floor_us = 0;              // max(bytes / memory rate, flops / FP32 rate)
+  double max_abs_error = 0;         // ours vs cuDNN
+  double rel_error = 0;             // ||ours - cuDNN|| / ||cuDNN||
+  bool mismatch = false;            // rel_error above 1e-4: the run fails
+  double speedup() const { return cudnn_us > 0 && ours_us > 0 ? cudnn_us / ours_us : 0; }
+  double floor_share() const { return ours_us > 0 ? floor_us / ours_us : 0; }
+};
+
+struct BenchOptions {
+  Options engine;                // tuning, cache, CUDA graphs, passes...
+  double warmup_ms = 50;
+  int min_samples = 10;
+  int max_samples = 60;
+  double sample_target_us = 2000;  // each sample replays enough runs to last about this long
+};
+
+Comparison bench_conv_layer(const ConvLayer& layer, const BenchOptions& options);
+
+struct StepReport {
+  Comparison timing;   // cudnn fields set for convolution steps only
+  double share = 0;    // of the sum of step times
+  bool is_conv = false;
+};
+
+struct ModelReport {
+  Environment env;
+  std::string model;
+  int64_t batch = 1;
+  bool cuda_graph = true;
+  Timing latency;              // one run (GPU compute), events around each
+  double throughput = 0;       // images/s from back-to-back runs
+  double per_run_us = 0;       // GPU time of one run in back-to-back replay
+  double h2d_us = 0, d2h_us = 0;
+  bool included_transfers = false;
+  std::vector<StepReport> steps;
+  double steps_ours_us = 0;    // sum of step medians
+  double conv_ours_us = 0, conv_cudnn_us = 0;  // convolution steps cuDNN can run, both columns
+};
+
+// `iterations` single runs for the latency statistics (or as many as fit in `duration_s` when > 0).
+ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptions& options, int iterations,
+                        double duration_s, bool include_transfers);
+
+}  // namespace cnnrt::bench

@@ -1,0 +1,447 @@
+// The bench library (cnnrt/bench.hpp): layers and whole models, ours beside cuDNN.
+#include "cnnrt/bench.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "api/context_access.hpp"
+#include "core/error.hpp"
+#include "cudnn/conv_runner.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_info.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/graph_timing.hpp"
+#include "ir/window.hpp"
+#include "plan/gpu_plan.hpp"
+#include "runtime/device.hpp"
+
+namespace cnnrt::bench {
+
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+gpu::DeviceAllocation upload(const std::vector<float>& host) {
+  gpu::DeviceAllocation d(host.size() * sizeof(float));
+  CNNRT_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+std::vector<float> download(const float* device, int64_t count) {
+  std::vector<float> host(static_cast<size_t>(count));
+  CNNRT_CUDA_CHECK(cudaMemcpy(host.data(), device, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+// A stream owned for the duration of a measurement.
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  OwnedStream() { CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
+  ~OwnedStream() { cudaStreamDestroy(stream); }
+};
+
+Timing summarize(std::vector<double> us) {
+  Timing t;
+  if (us.empty()) return t;
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * (us.size() - 1) + 0.5))]; };
+  t.samples = static_cast<int>(us.size());
+  t.min_us = us.front();
+  t.max_us = us.back();
+  t.median_us = at(0.5);
+  t.p90_us = at(0.9);
+  t.p99_us = at(0.99);
+  double sum = 0;
+  for (double v : us) sum += v;
+  t.mean_us = sum / us.size();
+  t.unstable = t.p90_us > 1.10 * t.median_us;
+  return t;
+}
+
+// Samples of "GPU time per run" until the median is stable (two successive batches of samples within 1%)
+// or max_samples are taken. `sampler(runs, samples)` returns per-run times.
+Timing measure_stable(const std::function<std::vector<double>(int, int)>& sampler, const BenchOptions& o) {
+  // Calibrate: how many runs make a sample of about sample_target_us.
+  const double single = gpu::median(sampler(1, 3));
+  const int runs = std::clamp(static_cast<int>(o.sample_target_us / std::max(single, 0.5)), 1, 2000);
+  // Warm-up for warmup_ms (clocks, caches).
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < o.warmup_ms) {
+    sampler(runs, 1);
+  }
+  std::vector<double> all;
+  double last_median = -1;
+  while (static_cast<int>(all.size()) < o.max_samples) {
+    const std::vector<double> batch = sampler(runs, 5);
+    all.insert(all.end(), batch.begin(), batch.end());
+    const double m = gpu::median(all);
+    if (static_cast<int>(all.size()) >= o.min_samples && last_median > 0 && std::fabs(m - last_median) <= 0.01 * last_median) {
+      break;
+    }
+    last_median = m;
+  }
+  return summarize(all);
+}
+
+void compare_outputs(const std::vector<float>& ours, const std::vector<float>& theirs, Comparison* c) {
+  double num = 0, den = 0, max_abs = 0;
+  bool nan = ours.size() != theirs.size();
+  for (size_t i = 0; i < ours.size() && i < theirs.size(); ++i) {
+    if (std::isnan(ours[i]) || std::isnan(theirs[i])) nan = true;
+    const double d = double(ours[i]) - theirs[i];
+    num += d * d;
+    den += double(theirs[i]) * theirs[i];
+    max_abs = std::max(max_abs, std::fabs(d));
+  }
+  c->max_abs_error = max_abs;
+  c->rel_error = nan ? INFINITY : (den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+  c->mismatch = !(c->rel_error <= 1e-4);
+}
+
+// cuDNN on a convolution step of our plan: same weights, random input of the step's shape. Fills the
+// cuDNN columns of `c` and checks our step's own output against cuDNN's on that input.
+void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Comparison* c) {
+  const plan::ConvInfo& ci = *step.conv;
+  cudnn::ConvSpec spec;
+  spec.N = int(ci.N); spec.C = int(ci.C); spec.H = int(ci.H); spec.W = int(ci.W);
+  spec.F = int(ci.F); spec.KH = int(ci.KH); spec.KW = int(ci.KW);
+  spec.stride_h = int(ci.stride_h); spec.stride_w = int(ci.stride_w);
+  spec.pad_h = int(ci.pad_top); spec.pad_w = int(ci.pad_left);
+  spec.dil_h = int(ci.dil_h); spec.dil_w = int(ci.dil_w); spec.groups = int(ci.groups);
+  spec.bias = ci.bias != nullptr;
+  spec.residual = ci.residual;
+  spec.activation = ci.activation;
+  spec.clip_max = ci.beta;
+  spec.pool = ci.pool;
+  spec.pool_kh = int(ci.pool_kh); spec.pool_kw = int(ci.pool_kw);
+  spec.pool_sh = int(ci.pool_sh); spec.pool_sw = int(ci.pool_sw);
+  spec.pool_ph = int(ci.pool_pad_top); spec.pool_pw = int(ci.pool_pad_left);
+  spec.pool_count_include_pad = ci.pool_count_include_pad;
+  std::string why;
+  if (ci.pad_top != ci.pad_bottom || ci.pad_left != ci.pad_right) why = "cuDNN has no asymmetric padding";
+  if (why.empty() && !ci.pool.empty() && (ci.pool_pad_top != ci.pool_pad_bottom || ci.pool_pad_left != ci.pool_pad_right)) {
+    why = "cuDNN pooling has no asymmetric padding";
+  }
+  if (why.empty()) why = cudnn::unsupported_reason(spec, int(ci.OH), int(ci.OW), int(ci.PH), int(ci.PW));
+  if (!why.empty()) {
+    c->cudnn_algo = "n/a: " + why;
+    return;
+  }
+  OwnedStream s;
+  const int64_t in_floats = ci.N * ci.C * ci.H * ci.W;
+  const int64_t conv_floats = ci.N * ci.F * ci.OH * ci.OW;
+  const int64_t out_floats = ci.pool.empty() ? conv_floats : ci.N * ci.F * ci.PH * ci.PW;
+  gpu::DeviceAllocation x = upload(random_values(static_cast<size_t>(in_floats), 7));
+  gpu::DeviceAllocation res = upload(random_values(static_cast<size_t>(ci.residual ? conv_floats : 1), 8));
+  gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
+  gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
+  int64_t workspace_floats = 0;  // our step's own scratch, if its kernel needs one
+  for (size_t i = 1 + (ci.residual ? 1 : 0); i < step.inputs.size(); ++i) workspace_floats = conv_floats;
+  gpu::DeviceAllocation workspace(std::max<int64_t>(workspace_floats, 1) * sizeof(float));
+
+  cudnn::ConvRunner runner(spec, s.stream, x.floats(), ci.weights, theirs.floats());
+  runner.run(x.floats(), ci.weights, ci.bias, ci.residual ? res.floats() : nullptr, conv_tmp.floats(), theirs.floats());
+  std::vector<const float*> in = {x.floats()};
+  if (ci.residual) in.push_back(res.floats());
+  if (workspace_floats > 0) in.push_back(workspace.floats());
+  float* out[1] = {ours.floats()};
+  CNNRT_CUDA_CHECK(cudaMemsetAsync(ours.get(), 0xFF, ours.bytes(), s.stream));
+  step.launch(in.data(), out, s.stream);
+  CNNRT_CUDA_CHECK(cudaGetLastError());
+  CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  compare_outputs(download(ours.floats(), out_floats), download(theirs.floats(), out_floats), c);
+
+  const float* res_ptr = ci.residual ? res.floats() : nullptr;
+  const Timing t = measure_stable(
+      [&](int runs, int samples) {
+        return gpu::time_captured_runs(s.stream, runs, samples, [&] {
+          runner.run(x.floats(), ci.weights, ci.bias, res_ptr, conv_tmp.floats(), theirs.floats());
+        });
+      },
+      o);
+  c->cudnn_us = t.median_us;
+  c->cudnn_algo = runner.algorithm();
+}
+
+void fill_from_step(const plan::Step& step, Comparison* c) {
+  c->label = step.label;
+  c->nodes = step.nodes;
+  c->kernel = step.kernel;
+  c->output_shape = step.output_shape;
+  c->flops = step.flops;
+  c->min_bytes = step.min_bytes;
+  c->floor_us = floor_us(step.flops, step.min_bytes);
+}
+
+// The ONNX model of one conv layer (+ bias, activation, pooling) with fixed random weights.
+std::string conv_layer_model(const ConvLayer& L) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name(L.name);
+  auto add_value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_value(g->add_input(), "x", {L.N, L.C, L.H, L.W});
+  auto add_init = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed, float scale) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    const auto values = random_values(static_cast<size_t>(n), seed, scale);
+    t->set_raw_data(values.data(), values.size() * sizeof(float));
+  };
+  // Weights scaled so that outputs stay O(1) whatever C*K*K is.
+  add_init("w", {L.F, L.C, L.K, L.K}, 1, 1.0f / std::sqrt(float(L.C * L.K * L.K)));
+  auto* conv = g->add_node();
+  conv->set_op_type("Conv");
+  conv->set_name("conv");
+  conv->add_input("x");
+  conv->add_input("w");
+  if (L.bias) {
+    add_init("b", {L.F}, 2, 0.1f);
+    conv->add_input("b");
+  }
+  const int64_t pad = L.pad < 0 ? L.K / 2 : L.pad;
+  auto ints = [](onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  };
+  ints(conv, "kernel_shape", {L.K, L.K});
+  ints(conv, "strides", {L.stride, L.stride});
+  ints(conv, "pads", {pad, pad, pad, pad});
+  std::string last = "c";
+  conv->add_output(last);
+  if (!L.activation.empty()) {
+    auto* act = g->add_node();
+    act->set_op_type(L.activation);
+    act->set_name("act");
+    act->add_input(last);
+    act->add_output(last = "a");
+  }
+  if (!L.pool.empty()) {
+    auto* pool = g->add_node();
+    pool->set_op_type(L.pool);
+    pool->set_name("pool");
+    pool->add_input(last);
+    ints(pool, "kernel_shape", {L.pool_k, L.pool_k});
+    ints(pool, "strides", {L.pool_s, L.pool_s});
+    pool->add_output(last = "p");
+  }
+  g->mutable_node(g->node_size() - 1)->set_output(0, "y");
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
+
+}  // namespace
+
+Environment environment() {
+  std::string why;
+  CNNRT_CHECK(runtime::cuda_device_available(&why), ErrorCode::DeviceUnavailable,
+              "cnnrt bench measures GPU kernels, but no usable CUDA device is present: {}", why);
+  const gpu::DeviceInfo& d = gpu::current_device();
+  Environment e;
+  e.gpu = d.name;
+  e.sm_count = d.sm_count;
+  e.sm_clock_mhz = d.sm_clock_khz / 1000;
+  e.memory_clock_mhz = d.mem_clock_khz / 1000;
+  e.driver = fmt::format("{}.{}", d.driver_version / 1000, (d.driver_version % 1000) / 10);
+  e.cuda_runtime = fmt::format("{}.{}", d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
+  e.cudnn = cudnn::version();
+  e.engine = version();
+  return e;
+}
+
+Comparison bench_conv_layer(const ConvLayer& L, const BenchOptions& o) {
+  const std::string bytes = conv_layer_model(L);
+  Options engine = o.engine;
+  engine.device = Device::Gpu;
+  engine.batch_sizes = {L.N};
+  const Model model = Model::load_from_memory(bytes.data(), bytes.size(), engine, L.name);
+  Context context(model);
+  runtime::Executor& executor = detail::ContextAccess::executor(context, L.N);
+  const plan::GpuPlan& plan = *executor.gpu_plan();
+  const plan::Step* conv = nullptr;
+  for (const plan::Step& s : plan.steps) {
+    if (s.conv) conv = &s;
+  }
+  CNNRT_CHECK(conv != nullptr && plan.steps.size() == 1, ErrorCode::Internal,
+              "layer '{}' planned as {} steps, not one fused convolution", L.name, plan.steps.size());
+  Comparison c;
+  fill_from_step(*conv, &c);
+  c.label = L.name;
+
+  // Our output on a random input, through the normal entry point.
+  const int64_t in_floats = L.N * L.C * L.H * L.W;
+  const int64_t out_floats = ir::numel(model.output_shapes(L.N)[0]);
+  gpu::DeviceAllocation x = upload(random_values(static_cast<size_t>(in_floats), 3));
+  gpu::DeviceAllocation y(out_floats * sizeof(float));
+  const float* ins[1] = {x.floats()};
+  float* outs[1] = {y.floats()};
+  context.enqueue(ins, outs, L.N);
+  context.synchronize();
+  compare_with_cudnn(*conv, o, &c);  // also times cuDNN
+  // Our time for the whole run (one fused step) on the same buffers.
+  context.enqueue(ins, outs, L.N);
+  context.synchronize();
+  c.ours_us = measure_stable([&](int runs, int samples) { return executor.time_runs_us(runs, samples); }, o).median_us;
+  return c;
+}
+
+ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptions& o, int iterations,
+                        double duration_s, bool include_transfers) {
+  ModelReport r;
+  r.env = environment();
+  r.model = path;
+  r.batch = batch;
+  r.cuda_graph = o.engine.cuda_graphs;
+  r.included_transfers = include_transfers;
+  Options engine = o.engine;
+  engine.device = Device::Gpu;
+  engine.batch_sizes = {batch};
+  const Model model = Model::load(path, engine);
+  Context context(model);
+  runtime::Executor& executor = detail::ContextAccess::executor(context, batch);
+  const auto& impl = detail::ContextAccess::model(model);
+  const std::vector<ir::Shape> in_shapes = impl.shapes_for_batch(batch);
+  const auto out_shapes = model.output_shapes(batch);
+
+  // Device buffers with random inputs, pinned host copies for the transfer timings.
+  std::vector<gpu::DeviceAllocation> d_in, d_out;
+  std::vector<gpu::PinnedAllocation> h_in, h_out;
+  std::vector<const float*> in_ptrs;
+  std::vector<float*> out_ptrs;
+  std::vector<Tensor> host_inputs;
+  for (size_t i = 0; i < in_shapes.size(); ++i) {
+    const int64_t n = ir::numel(in_shapes[i]);
+    auto values = random_values(static_cast<size_t>(n), 11 + uint32_t(i));
+    d_in.push_back(upload(values));
+    h_in.emplace_back(values.size() * sizeof(float));
+    std::copy(values.begin(), values.end(), h_in.back().floats());
+    in_ptrs.push_back(d_in.back().floats());
+    host_inputs.push_back({in_shapes[i], std::move(values)});
+  }
+  for (const auto& s : out_shapes) {
+    const int64_t n = ir::numel(s);
+    d_out.emplace_back(n * sizeof(float));
+    h_out.emplace_back(n * sizeof(float));
+    out_ptrs.push_back(d_out.back().floats());
+  }
+  OwnedStream s;
+  context.set_stream(s.stream);
+  context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+  context.synchronize();
+
+  // Transfers, timed separately.
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CNNRT_CUDA_CHECK(cudaEventCreate(&start));
+  CNNRT_CUDA_CHECK(cudaEventCreate(&stop));
+  auto time_copies = [&](bool to_device) {
+    std::vector<double> us;
+    for (int rep = 0; rep < 20; ++rep) {
+      CNNRT_CUDA_CHECK(cudaEventRecord(start, s.stream));
+      for (size_t i = 0; i < (to_device ? d_in.size() : d_out.size()); ++i) {
+        if (to_device) {
+          CNNRT_CUDA_CHECK(cudaMemcpyAsync(d_in[i].get(), h_in[i].floats(), d_in[i].bytes(), cudaMemcpyHostToDevice, s.stream));
+        } else {
+          CNNRT_CUDA_CHECK(cudaMemcpyAsync(h_out[i].floats(), d_out[i].get(), d_out[i].bytes(), cudaMemcpyDeviceToHost, s.stream));
+        }
+      }
+      CNNRT_CUDA_CHECK(cudaEventRecord(stop, s.stream));
+      CNNRT_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CNNRT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      us.push_back(ms * 1000.0);
+    }
+    return gpu::median(us);
+  };
+  r.h2d_us = time_copies(true);
+  r.d2h_us = time_copies(false);
+
+  // Latency: events around single runs (each a CUDA graph replay unless graphs are off), after warm-up.
+  const auto warm_start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count() < o.warmup_ms) {
+    context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+    context.synchronize();
+  }
+  std::vector<double> single;
+  const auto run_start = std::chrono::steady_clock::now();
+  for (int it = 0;; ++it) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    if (duration_s > 0 ? elapsed >= duration_s : it >= iterations) break;
+    CNNRT_CUDA_CHECK(cudaEventRecord(start, s.stream));
+    if (include_transfers) {
+      for (size_t i = 0; i < d_in.size(); ++i) {
+        CNNRT_CUDA_CHECK(cudaMemcpyAsync(d_in[i].get(), h_in[i].floats(), d_in[i].bytes(), cudaMemcpyHostToDevice, s.stream));
+      }
+    }
+    context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+    if (include_transfers) {
+      for (size_t i = 0; i < d_out.size(); ++i) {
+        CNNRT_CUDA_CHECK(cudaMemcpyAsync(h_out[i].floats(), d_out[i].get(), d_out[i].bytes(), cudaMemcpyDeviceToHost, s.stream));
+      }
+    }
+    CNNRT_CUDA_CHECK(cudaEventRecord(stop, s.stream));
+    CNNRT_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CNNRT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    single.push_back(ms * 1000.0);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  r.latency = summarize(single);
+
+  // Throughput: back-to-back runs captured together (what a busy server sees).
+  r.per_run_us = measure_stable([&](int runs, int samples) { return executor.time_runs_us(runs, samples); }, o).median_us;
+  r.throughput = r.per_run_us > 0 ? double(batch) * 1e6 / r.per_run_us : 0;
+
+  // Per step: a separate profiling run, then cuDNN on every convolution step.
+  const std::vector<StepTiming> timings = context.profile(host_inputs, 50);
+  const plan::GpuPlan& plan = *executor.gpu_plan();
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    StepReport step;
+    fill_from_step(plan.steps[i], &step.timing);
+    step.timing.ours_us = timings[i].median_ms * 1000.0;
+    r.steps_ours_us += step.timing.ours_us;
+    if (plan.steps[i].conv) {
+      step.is_conv = true;
+      compare_with_cudnn(plan.steps[i], o, &step.timing);
+      if (step.timing.cudnn_us > 0) {
+        r.conv_ours_us += step.timing.ours_us;
+        r.conv_cudnn_us += step.timing.cudnn_us;
+      }
+    }
+    r.steps.push_back(std::move(step));
+  }
+  for (StepReport& step : r.steps) step.share = r.steps_ours_us > 0 ? step.timing.ours_us / r.steps_ours_us : 0;
+  return r;
+}
+
+}  // namespace cnnrt::bench

@@ -1,0 +1,203 @@
+#include "cudnn/conv_runner.hpp"
+
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+#include "gpu/device_memory.hpp"
+
+namespace cnnrt::cudnn {
+
+namespace {
+
+void check(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS) {
+    fail(ErrorCode::DeviceError, "cuDNN {} failed: {}", what, cudnnGetErrorString(status));
+  }
+}
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+std::string unsupported_reason(const ConvSpec& s, int out_h, int out_w, int pooled_h, int pooled_w) {
+  if (s.activation == "LeakyRelu") return "cuDNN has no LeakyRelu activation";
+  if (s.activation == "Clip" && s.clip_max <= 0) return "cuDNN clips at [0, max] only";
+  if (!s.pool.empty()) {
+    const int ph = (out_h + 2 * s.pool_ph - s.pool_kh) / s.pool_sh + 1;
+    const int pw = (out_w + 2 * s.pool_pw - s.pool_kw) / s.pool_sw + 1;
+    if (ph != pooled_h || pw != pooled_w) return "cuDNN pooling has no ceil_mode or asymmetric padding";
+  }
+  return "";
+}
+
+struct ConvRunner::Impl {
+  ConvSpec spec;
+  cudaStream_t stream;
+  cudnnHandle_t handle = nullptr;
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr, b_desc = nullptr, p_desc = nullptr;
+  cudnnFilterDescriptor_t w_desc = nullptr;
+  cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  cudnnActivationDescriptor_t act_desc = nullptr;
+  cudnnPoolingDescriptor_t pool_desc = nullptr;
+  cudnnConvolutionFwdAlgo_t algo{};
+  gpu::DeviceAllocation workspace;
+  int OH = 0, OW = 0, PH = 0, PW = 0;
+  bool fused_bias_relu = false;
+
+  ~Impl() {
+    if (pool_desc) cudnnDestroyPoolingDescriptor(pool_desc);
+    if (act_desc) cudnnDestroyActivationDescriptor(act_desc);
+    if (conv_desc) cudnnDestroyConvolutionDescriptor(conv_desc);
+    if (w_desc) cudnnDestroyFilterDescriptor(w_desc);
+    for (auto d : {x_desc, y_desc, b_desc, p_desc}) {
+      if (d) cudnnDestroyTensorDescriptor(d);
+    }
+    if (handle) cudnnDestroy(handle);
+  }
+};
+
+ConvRunner::ConvRunner(const ConvSpec& s, cudaStream_t stream, const float* x, const float* w, float* y)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.spec = s;
+  m.stream = stream;
+  check(cudnnCreate(&m.handle), "cudnnCreate");
+  check(cudnnSetStream(m.handle, stream), "cudnnSetStream");
+  check(cudnnCreateTensorDescriptor(&m.x_desc), "descriptor");
+  check(cudnnCreateTensorDescriptor(&m.y_desc), "descriptor");
+  check(cudnnCreateTensorDescriptor(&m.b_desc), "descriptor");
+  check(cudnnCreateFilterDescriptor(&m.w_desc), "descriptor");
+  check(cudnnCreateConvolutionDescriptor(&m.conv_desc), "descriptor");
+  check(cudnnSetTensor4dDescriptor(m.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.N, s.C, s.H, s.W), "x descriptor");
+  check(cudnnSetFilter4dDescriptor(m.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.F, s.C / s.groups, s.KH, s.KW),
+        "w descriptor");
+  check(cudnnSetConvolution2dDescriptor(m.conv_desc, s.pad_h, s.pad_w, s.stride_h, s.stride_w, s.dil_h, s.dil_w,
+                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "conv descriptor");
+  check(cudnnSetConvolutionGroupCount(m.conv_desc, s.groups), "group count");
+  check(cudnnSetConvolutionMathType(m.conv_desc, CUDNN_FMA_MATH), "math type");
+  int n, f;
+  check(cudnnGetConvolution2dForwardOutputDim(m.conv_desc, m.x_desc, m.w_desc, &n, &f, &m.OH, &m.OW), "output dim");
+  check(cudnnSetTensor4dDescriptor(m.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.N, s.F, m.OH, m.OW), "y descriptor");
+  check(cudnnSetTensor4dDescriptor(m.b_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, s.F, 1, 1), "bias descriptor");
+  m.PH = m.OH;
+  m.PW = m.OW;
+
+  // Enough workspace for every algorithm, then the fastest FP32 (FMA) one on these buffers.
+  size_t most = 0;
+  for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+    size_t bytes = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(m.handle, m.x_desc, m.w_desc, m.conv_desc, m.y_desc,
+                                                static_cast<cudnnConvolutionFwdAlgo_t>(a), &bytes) == CUDNN_STATUS_SUCCESS) {
+      most = std::max(most, bytes);
+    }
+  }
+  most = std::min<size_t>(most, size_t(4) << 30);
+  gpu::DeviceAllocation search_space(most);
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  check(cudnnFindConvolutionForwardAlgorithmEx(m.handle, m.x_desc, x, m.w_desc, w, m.conv_desc, m.y_desc, y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, search_space.get(), most),
+        "cudnnFindConvolutionForwardAlgorithmEx");
+  int best = -1;
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+      best = i;
+      break;
+    }
+  }
+  CNNRT_CHECK(best >= 0, ErrorCode::DeviceError, "cuDNN found no FP32 algorithm for this convolution");
+  m.algo = perf[best].algo;
+  m.workspace = gpu::DeviceAllocation(perf[best].memory);
+
+  if (!s.activation.empty()) {
+    check(cudnnCreateActivationDescriptor(&m.act_desc), "activation descriptor");
+    const cudnnActivationMode_t mode = s.activation == "Relu"      ? CUDNN_ACTIVATION_RELU
+                                       : s.activation == "Sigmoid" ? CUDNN_ACTIVATION_SIGMOID
+                                       : s.activation == "Tanh"    ? CUDNN_ACTIVATION_TANH
+                                                                   : CUDNN_ACTIVATION_CLIPPED_RELU;
+    check(cudnnSetActivationDescriptor(m.act_desc, mode, CUDNN_NOT_PROPAGATE_NAN, s.clip_max), "activation");
+  }
+  m.fused_bias_relu = s.bias && s.activation == "Relu";
+  if (!s.pool.empty()) {
+    check(cudnnCreatePoolingDescriptor(&m.pool_desc), "pooling descriptor");
+    const cudnnPoolingMode_t mode = s.pool == "MaxPool"          ? CUDNN_POOLING_MAX
+                                    : s.pool_count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                               : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    check(cudnnSetPooling2dDescriptor(m.pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN, s.pool_kh, s.pool_kw, s.pool_ph,
+                                      s.pool_pw, s.pool_sh, s.pool_sw),
+          "pooling");
+    check(cudnnCreateTensorDescriptor(&m.p_desc), "descriptor");
+    check(cudnnGetPooling2dForwardOutputDim(m.pool_desc, m.y_desc, &n, &f, &m.PH, &m.PW), "pool output dim");
+    check(cudnnSetTensor4dDescriptor(m.p_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.N, s.F, m.PH, m.PW), "p descriptor");
+  }
+}
+
+ConvRunner::~ConvRunner() = default;
+
+void ConvRunner::run(const float* x, const float* w, const float* bias, const float* residual, float* conv_out,
+                     float* y) {
+  Impl& m = *impl_;
+  const float one = 1.0f, zero = 0.0f;
+  float* target = m.pool_desc ? conv_out : y;
+  if (m.fused_bias_relu) {
+    // y = relu(conv + residual + bias): cuDNN's fused bias + activation path.
+    const float alpha2 = residual ? 1.0f : 0.0f;
+    check(cudnnConvolutionBiasActivationForward(m.handle, &one, m.x_desc, x, m.w_desc, w, m.conv_desc, m.algo,
+                                                m.workspace.get(), m.workspace.bytes(), &alpha2, m.y_desc,
+                                                residual ? residual : target, m.b_desc, bias, m.act_desc, m.y_desc,
+                                                target),
+          "cudnnConvolutionBiasActivationForward");
+  } else {
+    check(cudnnConvolutionForward(m.handle, &one, m.x_desc, x, m.w_desc, w, m.conv_desc, m.algo, m.workspace.get(),
+                                  m.workspace.bytes(), &zero, m.y_desc, target),
+          "cudnnConvolutionForward");
+    if (m.spec.bias) check(cudnnAddTensor(m.handle, &one, m.b_desc, bias, &one, m.y_desc, target), "cudnnAddTensor");
+    if (residual) check(cudnnAddTensor(m.handle, &one, m.y_desc, residual, &one, m.y_desc, target), "cudnnAddTensor");
+    if (m.act_desc) {
+      check(cudnnActivationForward(m.handle, m.act_desc, &one, m.y_desc, target, &zero, m.y_desc, target),
+            "cudnnActivationForward");
+    }
+  }
+  if (m.pool_desc) {
+    check(cudnnPoolingForward(m.handle, m.pool_desc, &one, m.y_desc, conv_out, &zero, m.p_desc, y), "cudnnPoolingForward");
+  }
+}
+
+std::string ConvRunner::algorithm() const {
+  const Impl& m = *impl_;
+  std::string name = algo_name(m.algo);
+  if (m.fused_bias_relu) name += " +bias+relu";
+  else if (m.act_desc) name += " +" + m.spec.activation;
+  if (m.pool_desc) name += m.spec.pool == "MaxPool" ? " +maxpool" : " +avgpool";
+  return name;
+}
+
+int64_t ConvRunner::conv_out_floats() const {
+  return int64_t(impl_->spec.N) * impl_->spec.F * impl_->OH * impl_->OW;
+}
+int64_t ConvRunner::output_floats() const { return int64_t(impl_->spec.N) * impl_->spec.F * impl_->PH * impl_->PW; }
+size_t ConvRunner::workspace_bytes() const { return impl_->workspace.bytes(); }
+
+std::string version() {
+  const size_t v = cudnnGetVersion();
+  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+}  // namespace cnnrt::cudnn

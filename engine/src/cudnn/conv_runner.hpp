@@ -1,0 +1,56 @@
+// cuDNN on the same layer, for comparison in `cnnrt bench` only (never used to run models).
+//
+// The algorithm is found once with cudnnFindConvolutionForwardAlgorithmEx on the real buffers, FP32 with
+// CUDNN_FMA_MATH (no TF32, no tensor cores), with enough workspace for every algorithm; the workspace is
+// allocated before any timing. Fused work is matched: bias + ReLU (+ residual) through
+// cudnnConvolutionBiasActivationForward, other activations through cudnnActivationForward, pooling through
+// cudnnPoolingForward.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+namespace cnnrt::cudnn {
+
+struct ConvSpec {
+  int N = 1, C = 1, H = 1, W = 1, F = 1, KH = 1, KW = 1;
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
+  bool bias = false;
+  bool residual = false;
+  std::string activation;  // "", Relu, Sigmoid, Tanh, Clip (0..6 only: clipped ReLU)
+  float clip_max = 6.0f;
+  std::string pool;        // "", MaxPool, AveragePool
+  int pool_kh = 1, pool_kw = 1, pool_sh = 1, pool_sw = 1, pool_ph = 0, pool_pw = 0;
+  bool pool_count_include_pad = false;
+};
+
+// Why cuDNN cannot run this spec as cnnrt does ("" when it can): asymmetric padding, ceil_mode pooling, ...
+std::string unsupported_reason(const ConvSpec& spec, int out_h, int out_w, int pooled_h, int pooled_w);
+
+class ConvRunner {
+ public:
+  // Finds the algorithm on the given buffers (x, w, bias, residual; `y` is overwritten while searching).
+  ConvRunner(const ConvSpec& spec, cudaStream_t stream, const float* x, const float* w, float* y);
+  ~ConvRunner();
+  ConvRunner(const ConvRunner&) = delete;
+  ConvRunner& operator=(const ConvRunner&) = delete;
+
+  // y = pool(act(conv(x, w) + bias + residual)); `conv_out` holds the pre-pool map when pooling.
+  void run(const float* x, const float* w, const float* bias, const float* residual, float* conv_out, float* y);
+
+  std::string algorithm() const;     // e.g. "IMPLICIT_PRECOMP_GEMM (+bias+relu fused) + max pool"
+  int64_t conv_out_floats() const;   // N*F*OH*OW
+  int64_t output_floats() const;     // after pooling
+  size_t workspace_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "9.19.0"
+std::string version();
+
+}  // namespace cnnrt::cudnn

@@ -1,0 +1,50 @@
+// Helpers shared by the lowering functions (one file per op family: lower_*.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "ir/graph.hpp"
+#include "plan/gpu/planner.hpp"
+
+namespace cnnrt::plan {
+
+inline const ir::Shape& input_shape(const LowerContext& lc, const ir::Node& node, size_t i) {
+  return lc.graph.shape_of(node.input(i));
+}
+inline const ir::Shape& output_shape(const LowerContext& lc, const ir::Node& node) {
+  return lc.graph.shape_of(node.outputs.at(0));
+}
+inline int64_t product(const ir::Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < s.size() && i < to; ++i) p *= s[i];
+  return p;
+}
+// Axis-rank guard for the N-D kernels.
+void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what);
+
+// The step's inputs/outputs as slots: data inputs in order (omitted ones skipped), then the outputs.
+std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
+std::vector<int> output_slots(LowerContext& lc, const ir::Node& node);
+
+// Step with a launch that only needs the stream and the resolved pointers.
+inline Step& add_simple_step(LowerContext& lc, const ir::Node& node, const std::string& kernel,
+                             const std::string& config, LaunchFn launch) {
+  return lc.add_step(node, kernel, config, input_slots(lc, node), output_slots(lc, node), std::move(launch));
+}
+
+// Registration of the lowering functions of each family (lowerings.cpp builds the table from these).
+struct LoweringEntry {
+  const char* op;
+  LowerFn fn;
+};
+std::vector<LoweringEntry> elementwise_lowerings();
+std::vector<LoweringEntry> window_lowerings();
+std::vector<LoweringEntry> matrix_lowerings();
+std::vector<LoweringEntry> movement_lowerings();
+
+}  // namespace cnnrt::plan

@@ -1,0 +1,43 @@
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "plan/gpu/lower_util.hpp"
+
+namespace cnnrt::plan {
+
+void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what) {
+  CNNRT_CHECK(static_cast<int>(shape.size()) <= max_rank, ErrorCode::Unsupported,
+              "{} of rank {} (shape {}): the GPU kernels handle rank {} at most", what, shape.size(),
+              ir::shape_str(shape), max_rank);
+}
+
+std::vector<int> input_slots(LowerContext& lc, const ir::Node& node) {
+  std::vector<int> slots;
+  for (int v : node.inputs) {
+    if (v != ir::kNoValue) slots.push_back(lc.slot(v));
+  }
+  return slots;
+}
+
+std::vector<int> output_slots(LowerContext& lc, const ir::Node& node) {
+  std::vector<int> slots;
+  for (int v : node.outputs) {
+    if (v != ir::kNoValue) slots.push_back(lc.slot(v));
+  }
+  return slots;
+}
+
+LowerFn find_lowering(std::string_view op) {
+  static const std::map<std::string, LowerFn, std::less<>> table = [] {
+    std::map<std::string, LowerFn, std::less<>> t;
+    for (auto family : {elementwise_lowerings, window_lowerings, matrix_lowerings, movement_lowerings}) {
+      for (const LoweringEntry& e : family()) t.emplace(e.op, e.fn);
+    }
+    return t;
+  }();
+  auto it = table.find(op);
+  return it == table.end() ? nullptr : it->second;
+}
+
+}  // namespace cnnrt::plan

@@ -1,0 +1,241 @@
+// Every instantiated variant of the fast convolution kernels (single-input-channel, general,
+// depthwise) against the CPU reference backend: random inputs (never zeros), poisoned outputs, odd sizes
+// (1, 7, 31, 33, 1000), paddings, strides, activations, residual adds and fused pooling.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cpu/ops.hpp"
+#include "gpu_test_util.hpp"
+#include "ir/window.hpp"
+#include "kernels/conv2d_c1.cuh"
+#include "kernels/conv2d_depthwise.cuh"
+#include "kernels/conv2d_general.cuh"
+
+using namespace cnnrt;
+using namespace cnnrt::testing;
+using kernels::ConvGeometry;
+using kernels::Epilogue;
+
+namespace {
+
+struct Layer {
+  int N, C, H, W, F, K, stride, pad_top, pad_left, pad_bottom, pad_right, groups;
+  kernels::ParamAct act = kernels::ParamAct::None;
+  bool residual = false;
+  kernels::FusedPool pool = kernels::FusedPool::None;
+  int pool_k = 2, pool_s = 2, pool_pad = 0;
+  bool pool_ceil = false;
+};
+
+ir::HostTensor run_cpu(const char* op, const ir::Node& node, std::vector<const ir::HostTensor*> in, ir::Shape out_shape) {
+  ir::HostTensor out(ir::DType::Float32, std::move(out_shape));
+  cpu::Outputs outs = {&out};
+  cpu::find_kernel(op)(node, in, outs);
+  return out;
+}
+
+// The reference: CPU Conv, + residual, activation, CPU pooling, each the backend's own kernel.
+struct Reference {
+  ir::HostTensor output;
+  ConvGeometry g;
+  Epilogue e;
+};
+
+Reference reference(const Layer& L, const ir::HostTensor& x, const ir::HostTensor& w, const ir::HostTensor& b,
+                    const ir::HostTensor* residual) {
+  ir::Node conv;
+  conv.op = "Conv";
+  conv.attrs.set("kernel_shape", std::vector<int64_t>{L.K, L.K});
+  conv.attrs.set("strides", std::vector<int64_t>{L.stride, L.stride});
+  conv.attrs.set("dilations", std::vector<int64_t>{1, 1});
+  conv.attrs.set("pads", std::vector<int64_t>{L.pad_top, L.pad_left, L.pad_bottom, L.pad_right});
+  conv.attrs.set("group", int64_t(L.groups));
+  const auto axes = ir::resolve_window(conv.attrs, {L.H, L.W}, {L.K, L.K}, false);
+  Reference r;
+  ConvGeometry& g = r.g;
+  g.N = L.N; g.C = L.C; g.H = L.H; g.W = L.W; g.F = L.F; g.KH = L.K; g.KW = L.K;
+  g.OH = static_cast<int>(axes[0].output); g.OW = static_cast<int>(axes[1].output);
+  g.stride_h = g.stride_w = L.stride;
+  g.pad_top = L.pad_top; g.pad_left = L.pad_left;
+  g.groups = L.groups;
+  ir::HostTensor y = run_cpu("Conv", conv, {&x, &w, &b}, {L.N, L.F, g.OH, g.OW});
+  float* v = y.f32();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    if (residual) v[i] += residual->f32()[i];
+    switch (L.act) {
+      case kernels::ParamAct::Relu: v[i] = std::max(v[i], 0.0f); break;
+      case kernels::ParamAct::LeakyRelu: v[i] = v[i] < 0 ? 0.1f * v[i] : v[i]; break;
+      case kernels::ParamAct::Clip: v[i] = std::min(std::max(v[i], -0.5f), 0.5f); break;
+      case kernels::ParamAct::Sigmoid: v[i] = 1.0f / (1.0f + std::exp(-v[i])); break;
+      case kernels::ParamAct::Tanh: v[i] = std::tanh(v[i]); break;
+      default: break;
+    }
+  }
+  r.e.param_act = L.act;
+  r.e.alpha = L.act == kernels::ParamAct::LeakyRelu ? 0.1f : -0.5f;
+  r.e.beta = 0.5f;
+  if (L.pool == kernels::FusedPool::None) {
+    r.output = std::move(y);
+    return r;
+  }
+  ir::Node pool;
+  pool.op = L.pool == kernels::FusedPool::Max ? "MaxPool" : "AveragePool";
+  pool.attrs.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.pool_k});
+  pool.attrs.set("strides", std::vector<int64_t>{L.pool_s, L.pool_s});
+  pool.attrs.set("dilations", std::vector<int64_t>{1, 1});
+  pool.attrs.set("pads", std::vector<int64_t>{L.pool_pad, L.pool_pad, L.pool_pad, L.pool_pad});
+  pool.attrs.set("ceil_mode", int64_t(L.pool_ceil));
+  pool.attrs.set("count_include_pad", int64_t(0));
+  const auto paxes = ir::resolve_window(pool.attrs, {g.OH, g.OW}, {}, true);
+  auto& p = r.e.pool;
+  p.kind = L.pool;
+  p.kh = p.kw = L.pool_k;
+  p.sh = p.sw = L.pool_s;
+  p.pad_top = p.pad_left = static_cast<int>(paxes[0].pad_begin);
+  p.pad_bottom = static_cast<int>(paxes[0].pad_end);
+  p.pad_right = static_cast<int>(paxes[1].pad_end);
+  p.PH = static_cast<int>(paxes[0].output);
+  p.PW = static_cast<int>(paxes[1].output);
+  r.output = run_cpu(pool.op.c_str(), pool, {&y}, {L.N, L.F, p.PH, p.PW});
+  return r;
+}
+
+using Launch = std::function<void(const float* x, float* y, const Epilogue& e)>;
+
+// Runs one variant on poisoned output and compares with the reference.
+void check_variant(const std::string& name, const Reference& ref, const DeviceBuffer& x, const float* residual,
+                   const Launch& launch) {
+  DeviceBuffer y(static_cast<size_t>(ref.output.numel()));  // poisoned (NaN) until written
+  Epilogue e = ref.e;
+  e.residual = residual;
+  launch(x.get(), y.get(), e);
+  GPU_CHECK(cudaGetLastError());
+  const std::vector<float> got = y.download();
+  const double err = relative_error(got, ref.output.float_values());
+  CHECK_MESSAGE(err < 1e-5, name << ": relative error " << err);
+}
+
+int variants_checked = 0;
+
+void check_layer(const Layer& L, uint32_t seed) {
+  const int64_t cpg = L.C / L.groups;
+  auto x = ir::HostTensor::floats({L.N, L.C, L.H, L.W}, random_floats(size_t(L.N) * L.C * L.H * L.W, seed));
+  auto w = ir::HostTensor::floats({L.F, cpg, L.K, L.K}, random_floats(size_t(L.F) * cpg * L.K * L.K, seed + 1));
+  auto b = ir::HostTensor::floats({L.F}, random_floats(size_t(L.F), seed + 2));
+  // The residual has the conv output's shape: compute it once without one to learn the shape.
+  Layer plain = L;
+  plain.residual = false;
+  plain.pool = kernels::FusedPool::None;
+  const Reference shape_ref = reference(plain, x, w, b, nullptr);
+  ir::HostTensor res;
+  if (L.residual) res = ir::HostTensor::floats(shape_ref.output.shape(), random_floats(size_t(shape_ref.output.numel()), seed + 3));
+  const Reference ref = reference(L, x, w, b, L.residual ? &res : nullptr);
+
+  DeviceBuffer dx(x.float_values()), dw(w.float_values()), db(b.float_values());
+  DeviceBuffer dres(L.residual ? res.float_values() : std::vector<float>{0.0f});
+  const float* residual = L.residual ? dres.get() : nullptr;
+  Reference with_bias = ref;
+  with_bias.e.bias = db.get();
+  const std::string where = "N" + std::to_string(L.N) + " C" + std::to_string(L.C) + " " + std::to_string(L.H) + "x" +
+                            std::to_string(L.W) + " F" + std::to_string(L.F) + " K" + std::to_string(L.K) + " s" +
+                            std::to_string(L.stride) + " pads " + std::to_string(L.pad_top) + "," +
+                            std::to_string(L.pad_left) + "," + std::to_string(L.pad_bottom) + "," +
+                            std::to_string(L.pad_right) + " g" + std::to_string(L.groups);
+
+  kernels::C1Filters filters;
+  kernels::pack_c1_filters(w.f32(), b.f32(), L.F, L.K, L.K, &filters);
+  for (const auto& v : kernels::conv2d_c1_variants(ref.g, with_bias.e)) {
+    check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
+      v.launch(xp, yp, ref.g, e, filters, nullptr);
+    });
+    ++variants_checked;
+  }
+  if (kernels::conv2d_general_supports(ref.g, with_bias.e)) {
+    DeviceBuffer packed(kernels::pack_general_filters(w.f32(), L.F, L.C, L.K, L.K));
+    for (const auto& v : kernels::conv2d_general_variants(ref.g, with_bias.e, 132)) {
+      check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
+        v.launch(xp, yp, packed.get(), ref.g, e, v.split, nullptr);
+      });
+      ++variants_checked;
+    }
+  }
+  for (const auto& v : kernels::conv2d_depthwise_variants(ref.g, with_bias.e)) {
+    check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
+      v.launch(xp, yp, dw.get(), ref.g, e, nullptr);
+    });
+    ++variants_checked;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations") {
+  uint32_t seed = 100;
+  for (int K : {1, 3, 5, 2, 7}) {
+    for (int size : {1, 7, 31, 33}) {
+      for (int F : {1, 3, 8, 32}) {
+        const int pad = K / 2;
+        check_layer({1, 1, size, size + 2, F, K, 1, pad, pad, pad, pad, 1}, seed++);
+        check_layer({2, 1, size, size, F, K, 2, pad, 0, 0, pad, 1, kernels::ParamAct::Relu}, seed++);
+      }
+    }
+  }
+  check_layer({1, 1, 1000, 33, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu}, seed++);
+  check_layer({1, 1, 31, 1000, 32, 3, 1, 1, 1, 1, 1, 1}, seed++);
+  for (auto act : {kernels::ParamAct::LeakyRelu, kernels::ParamAct::Clip, kernels::ParamAct::Sigmoid, kernels::ParamAct::Tanh}) {
+    check_layer({2, 1, 33, 31, 8, 3, 1, 1, 1, 1, 1, 1, act}, seed++);
+  }
+  Layer res{2, 1, 31, 33, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, true};
+  check_layer(res, seed++);
+  MESSAGE(variants_checked << " variant checks so far");
+}
+
+TEST_CASE("conv2d_c1: fused max and average pooling, overlapping and ceil_mode windows") {
+  uint32_t seed = 500;
+  // LeNet conv1: 28x28, 1->8, 5x5 pad 2, 2x2/2 max pool.
+  Layer lenet{3, 1, 28, 28, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2};
+  check_layer(lenet, seed++);
+  for (int size : {7, 31, 33}) {
+    for (auto pool : {kernels::FusedPool::Max, kernels::FusedPool::Avg}) {
+      check_layer({2, 1, size, size, 8, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::Relu, false, pool, 3, 2, 1, true}, seed++);
+      check_layer({1, 1, size, size + 4, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Tanh, false, pool, 3, 3}, seed++);
+    }
+  }
+}
+
+TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, splits") {
+  uint32_t seed = 900;
+  for (int K : {1, 3, 5}) {
+    for (int size : {1, 7, 14, 33}) {
+      const int pad = K / 2;
+      check_layer({1, 7, size, size, 9, K, 1, pad, pad, pad, pad, 1}, seed++);
+      check_layer({2, 32, size, size + 3, 64, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
+      check_layer({1, 33, size, size, 31, K, 2, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
+    }
+    check_layer({1, 256, 14, 14, 256, K, 1, K / 2, K / 2, K / 2, K / 2, 1}, seed++);
+    check_layer({2, 64, 31, 31, 128, K, 1, K / 2, K / 2, K / 2, K / 2, 1, kernels::ParamAct::Clip, true}, seed++);
+  }
+  MESSAGE(variants_checked << " variant checks so far");
+}
+
+TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 max)") {
+  uint32_t seed = 1300;
+  check_layer({4, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
+  check_layer({1, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
+  check_layer({2, 16, 15, 15, 24, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Avg, 3, 2, 1, true}, seed++);
+}
+
+TEST_CASE("conv2d_depthwise: every variant, multipliers, strides, odd sizes") {
+  uint32_t seed = 1700;
+  for (int K : {3, 5}) {
+    for (int size : {1, 7, 31, 33}) {
+      check_layer({2, 16, size, size, 16, K, 1, K / 2, K / 2, K / 2, K / 2, 16}, seed++);
+      check_layer({1, 8, size, size + 1, 16, K, 2, K / 2, K / 2, K / 2, K / 2, 8, kernels::ParamAct::Relu}, seed++);
+      check_layer({1, 8, size, size, 8, K, 1, K / 2, K / 2, K / 2, K / 2, 8, kernels::ParamAct::Relu, true}, seed++);
+    }
+  }
+  MESSAGE(variants_checked << " variant checks in all");
+}
