@@ -14,10 +14,20 @@ namespace cnnrt::kernels {
 
 constexpr int kMaxRank = 8;  // N-D kernels (broadcast, transpose, slice, pad) handle up to this rank
 
+constexpr int kWarpSize = 32;
+
+// Grid size for a grid-stride loop over `work` items: enough blocks to cover it, capped (kernels loop over
+// the rest), never 0.
 inline unsigned blocks_for(int64_t work, int threads_per_block, int64_t max_blocks = 65535LL * 32) {
   int64_t blocks = (work + threads_per_block - 1) / threads_per_block;
   if (blocks < 1) blocks = 1;
   return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
 }
+
+// The largest grid extent along y and z (x allows 2^31 - 1); kernels loop over what lies beyond.
+constexpr int64_t kMaxGridYZ = 65535;
+
+// True when `pointer` may be read or written as float4 (16-byte aligned).
+inline bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
 }  // namespace cnnrt::kernels

@@ -1,0 +1,54 @@
+// Direct convolution, one thread per output element: kept deliberately plain (64-bit index arithmetic, no
+// shared memory, no tiling) so that it is obviously correct.
+#include "kernels/conv2d_direct.cuh"
+#include "kernels/nd_index.cuh"
+
+namespace cnnrt::kernels {
+namespace {
+
+constexpr int kThreads = 128;
+
+__global__ void conv2d_direct_kernel(const float* __restrict__ x, const float* __restrict__ weights,
+                                     const float* __restrict__ bias, float* __restrict__ y, Conv2dDesc desc,
+                                     int64_t count) {
+  const SlidingAxis& rows = desc.rows;
+  const SlidingAxis& cols = desc.cols;
+  const int64_t in_per_group = desc.in_channels / desc.groups;
+  const int64_t out_per_group = desc.out_channels / desc.groups;
+  const int64_t in_plane = rows.input * cols.input;
+  const int64_t kernel_plane = rows.kernel * cols.kernel;
+  for (int64_t i = global_thread_index<int64_t>(); i < count; i += global_thread_count<int64_t>()) {
+    // i = ((n * out_channels + f) * rows.output + oy) * cols.output + ox
+    const int64_t ox = i % cols.output;
+    const int64_t oy = (i / cols.output) % rows.output;
+    const int64_t f = (i / (cols.output * rows.output)) % desc.out_channels;
+    const int64_t n = i / (cols.output * rows.output * desc.out_channels);
+    const int64_t first_channel = (f / out_per_group) * in_per_group;
+    const TapRange ky = taps_inside(rows, oy);
+    const TapRange kx = taps_inside(cols, ox);
+    double sum = bias != nullptr ? bias[f] : 0.0;
+    for (int64_t c = 0; c < in_per_group; ++c) {
+      const float* x_plane = x + (n * desc.in_channels + first_channel + c) * in_plane;
+      const float* w_plane = weights + (f * in_per_group + c) * kernel_plane;
+      for (int64_t ty = ky.first; ty < ky.end; ++ty) {
+        const float* x_row = x_plane + tap_position(rows, oy, ty) * cols.input;
+        const float* w_row = w_plane + ty * cols.kernel;
+        for (int64_t tx = kx.first; tx < kx.end; ++tx) {
+          sum += static_cast<double>(x_row[tap_position(cols, ox, tx)]) * w_row[tx];
+        }
+      }
+    }
+    y[i] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace
+
+void launch_conv2d_direct(const float* x, const float* weights, const float* bias, float* y, const Conv2dDesc& desc,
+                          cudaStream_t stream) {
+  const int64_t count = desc.batch * desc.out_channels * desc.rows.output * desc.cols.output;
+  if (count <= 0) return;
+  conv2d_direct_kernel<<<blocks_for(count, kThreads), kThreads, 0, stream>>>(x, weights, bias, y, desc, count);
+}
+
+}  // namespace cnnrt::kernels
