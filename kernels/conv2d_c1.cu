@@ -1,6 +1,7 @@
 // Single-input-channel convolution; see conv2d_c1.cuh for the algorithm.
 #include "kernels/conv2d_c1.cuh"
 
+#include "kernels/conv_device.cuh"
 #include "kernels/conv_tile.cuh"
 
 #include <algorithm>

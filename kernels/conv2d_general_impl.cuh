@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "kernels/conv2d_general.cuh"
+#include "kernels/conv_device.cuh"
 
 namespace cnnrt::kernels::general {
 

@@ -2,7 +2,7 @@
 // input tile with its halo in shared memory, and loading register-window rows as float4s.
 #pragma once
 
-#include "kernels/conv_common.cuh"
+#include "kernels/conv_device.cuh"
 
 namespace cnnrt::kernels {
 

@@ -193,7 +193,7 @@ KernelCandidate reference_candidate(const ConvStep& cs, const float* weights) {
     if (cs.has_residual) kernels::launch_binary(kernels::BinaryOp::Add, conv_out, in[1], conv_out, same, s);
     if (cs.has_activation) kernels::launch_unary(cs.act_op, cs.act_params, conv_out, conv_out, cs.conv_floats, s);
     if (pooled) {
-      const auto kind = cs.epilogue.pool.kind == kernels::FusedPool::Max ? kernels::PoolKind::Max : kernels::PoolKind::Average;
+      const auto kind = cs.epilogue.pool.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
       kernels::launch_pool2d(kind, conv_out, out[0], cs.pool, s);
     }
   };
@@ -301,7 +301,7 @@ void lower_pool(const ir::Node& node, LowerContext& lc) {
   desc.rows = rows;
   desc.cols = cols;
   desc.count_include_pad = node.attrs.get_int("count_include_pad", 0) != 0;
-  const auto kind = node.op == "MaxPool" ? kernels::PoolKind::Max : kernels::PoolKind::Average;
+  const auto kind = node.op == "MaxPool" ? kernels::PoolOp::Max : kernels::PoolOp::Average;
   const std::vector<int> inputs = {lc.slot(node.input(0))};
   lc.add_step(node, node.op == "MaxPool" ? "max_pool2d" : "avg_pool2d",
               fmt::format("{}x{}/{}x{}", rows.kernel, cols.kernel, rows.stride, cols.stride), inputs,
@@ -313,7 +313,7 @@ void lower_global_pool(const ir::Node& node, LowerContext& lc) {
   const ir::Shape& x = input_shape(lc, node, 0);
   CNNRT_CHECK(x.size() >= 3, ErrorCode::Unsupported, "{} of a rank-{} input", node.op, x.size());
   const int64_t planes = x[0] * x[1], plane = product(x, 2);
-  const auto kind = node.op == "GlobalMaxPool" ? kernels::PoolKind::Max : kernels::PoolKind::Average;
+  const auto kind = node.op == "GlobalMaxPool" ? kernels::PoolOp::Max : kernels::PoolOp::Average;
   add_simple_step(lc, node, node.op == "GlobalMaxPool" ? "global_max_pool" : "global_avg_pool",
                   fmt::format("{} planes of {}", planes, plane),
                   [kind, planes, plane](const float* const* in, float* const* out, Stream s) {

@@ -32,8 +32,8 @@ bool is_view_op(const ir::Node& node);
 // What lowering functions get: slots for the node's values, weights, and a way to add steps.
 class LowerContext {
  public:
-  LowerContext(const ir::Graph& graph, PlanContext& context, GpuPlan& plan, std::vector<int>& value_slots)
-      : graph(graph), context(context), plan_(plan), value_slots_(value_slots) {}
+  LowerContext(const ir::Graph& graph_in, PlanContext& context_in, GpuPlan& plan, std::vector<int>& value_slots)
+      : graph(graph_in), context(context_in), plan_(plan), value_slots_(value_slots) {}
 
   // The slot holding IR value `value` (constants become weight slots, uploaded on first use).
   int slot(int value);

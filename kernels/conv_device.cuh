@@ -1,0 +1,57 @@
+// Device-side helpers of the fused convolution epilogue (see conv_common.cuh). Included by .cu files only.
+#pragma once
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels {
+
+template <Act ACT>
+__device__ __forceinline__ float activate(float v, const Epilogue& e) {
+  if constexpr (ACT == Act::Relu) {
+    return fmaxf(v, 0.0f);
+  } else if constexpr (ACT == Act::Param) {
+    switch (e.param_act) {  // warp-uniform: every thread takes the same branch
+      case ParamAct::Relu: return fmaxf(v, 0.0f);
+      case ParamAct::LeakyRelu: return v < 0.0f ? v * e.alpha : v;
+      case ParamAct::Clip: return fminf(fmaxf(v, e.alpha), e.beta);
+      case ParamAct::Sigmoid: return 1.0f / (1.0f + __expf(-v));
+      case ParamAct::Tanh: return tanhf(v);
+      default: return v;
+    }
+  } else {
+    return v;
+  }
+}
+
+// Pools one output (n, f, py, px) from a map held in shared memory. `map` holds the activated conv
+// outputs of rows [row0, row0+rows) and columns [col0, col0+cols) of one (n, f) plane, row pitch `pitch`;
+// the window must lie inside that region or outside the conv output (padding).
+__device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int row0, int col0, int py, int px,
+                                                const PoolGeometry& p, int OH, int OW) {
+  const int y0 = py * p.sh - p.pad_top;
+  const int x0 = px * p.sw - p.pad_left;
+  float best = -INFINITY, sum = 0.0f;
+  int count = 0;
+  for (int i = 0; i < p.kh; ++i) {
+    const int y = y0 + i * p.dil_h;
+    if (y < 0 || y >= OH) continue;
+    for (int j = 0; j < p.kw; ++j) {
+      const int x = x0 + j * p.dil_w;
+      if (x < 0 || x >= OW) continue;
+      const float v = map[(y - row0) * pitch + (x - col0)];
+      best = fmaxf(best, v);
+      sum += v;
+      ++count;
+    }
+  }
+  if (p.kind == FusedPool::Max) return best;
+  if (p.count_include_pad) {
+    // ONNX counts padded positions, but not window positions beyond the padded extent (ceil_mode).
+    const int hy = min(y0 + (p.kh - 1) * p.dil_h + 1, OH + p.pad_bottom) - y0;
+    const int wx = min(x0 + (p.kw - 1) * p.dil_w + 1, OW + p.pad_right) - x0;
+    return sum / static_cast<float>(((hy + p.dil_h - 1) / p.dil_h) * ((wx + p.dil_w - 1) / p.dil_w));
+  }
+  return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+}
+
+}  // namespace cnnrt::kernels
