@@ -10,6 +10,14 @@
 
 #include <cstdint>
 
+// `#pragma unroll` in __host__ __device__ functions: only the device pass knows the pragma (the host
+// compiler would warn with -Wunknown-pragmas).
+#ifdef __CUDA_ARCH__
+#define CNNRT_UNROLL _Pragma("unroll")
+#else
+#define CNNRT_UNROLL
+#endif
+
 namespace cnnrt::kernels {
 
 constexpr int kMaxRank = 8;  // N-D kernels (broadcast, transpose, slice, pad) handle up to this rank

@@ -75,7 +75,7 @@ struct NdIndexer {
   // Unrolled over constant axes so that whatever the visitor indexes by axis stays in registers.
   template <class Visit>
   __host__ __device__ void for_each_coordinate(Index linear, Visit&& visit) const {
-#pragma unroll
+CNNRT_UNROLL
     for (int axis = kMaxRank - 1; axis >= 0; --axis) {
       if (axis >= rank) continue;
       Index coordinate = linear;  // the outermost coordinate is whatever remains: no division
@@ -90,10 +90,10 @@ struct NdIndexer {
 
   // Element offset of each operand at `linear` (< product of the extents).
   __host__ __device__ void offsets_of(Index linear, Offset (&offsets)[kOperands]) const {
-#pragma unroll
+CNNRT_UNROLL
     for (int k = 0; k < kOperands; ++k) offsets[k] = 0;
     for_each_coordinate(linear, [&](int axis, Index coordinate) {
-#pragma unroll
+CNNRT_UNROLL
       for (int k = 0; k < kOperands; ++k) offsets[k] += static_cast<Offset>(coordinate) * strides[k][axis];
     });
   }

@@ -1,0 +1,90 @@
+// Helpers for the kernel tests: the CPU reference backend as oracle, random host tensors, device buffers of
+// int64, and the one error bound every kernel test asserts.
+//
+// Error bound: ||got - want|| / ||want|| < kTolerance = 1e-5 over the whole output, against the CPU reference
+// (which sums in double). Elementwise kernels differ from it by at most a few float ulps per element
+// (~1e-7); reductions, GEMM and pooling sum in float, whose relative error grows about like
+// 6e-8 * sqrt(terms): about 2e-6 for the largest sums tested (K = 1000), well inside the bound.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cpu/ops.hpp"
+#include "gpu_test_util.hpp"
+#include "ir/graph.hpp"
+
+namespace cnnrt::testing {
+
+constexpr double kTolerance = 1e-5;
+
+inline ir::Attributes make_attrs(std::initializer_list<std::pair<const char*, ir::AttrValue>> values) {
+  ir::Attributes result;
+  for (const auto& [name, value] : values) result.set(name, value);
+  return result;
+}
+
+// Uniform in [lo, hi): never zeros (see random_floats).
+inline ir::HostTensor random_tensor(const ir::Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return ir::HostTensor::floats(shape, random_floats(static_cast<size_t>(ir::numel(shape)), seed, lo, hi));
+}
+
+// Output of the CPU reference kernel of `op` (canonical attributes, docs/ir-ops.md) for `inputs`.
+inline ir::HostTensor cpu_reference(const std::string& op, const ir::Attributes& attrs,
+                                    const std::vector<const ir::HostTensor*>& inputs, const ir::Shape& out_shape) {
+  const cpu::KernelFn kernel = cpu::find_kernel(op);
+  const bool found = kernel != nullptr;  // doctest cannot print a function pointer
+  REQUIRE_MESSAGE(found, "the CPU backend has no kernel for " << op);
+  ir::Node node;
+  node.op = op;
+  node.attrs = attrs;
+  ir::HostTensor out(ir::DType::Float32, out_shape);
+  cpu::Outputs outputs{&out};
+  kernel(node, inputs, outputs);
+  return out;
+}
+
+// Checks the launch and waits for it, so that a failing kernel is reported where it ran.
+inline void finish_launch() {
+  GPU_CHECK(cudaGetLastError());
+  GPU_CHECK(cudaDeviceSynchronize());
+}
+
+// Relative error of a device result (all of `got`, or `count` elements from `first`) against the reference.
+inline double error_against(const DeviceBuffer& got, const ir::HostTensor& want) {
+  return relative_error(got.download(), want.float_values());
+}
+inline double error_against(const DeviceBuffer& got, size_t first, const ir::HostTensor& want) {
+  const std::vector<float> all = got.download();
+  const std::vector<float> part(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                all.begin() + static_cast<std::ptrdiff_t>(first + want.float_values().size()));
+  return relative_error(part, want.float_values());
+}
+
+// An int64 device array (Gather indices).
+class DeviceInts {
+ public:
+  explicit DeviceInts(const std::vector<int64_t>& host) {
+    GPU_CHECK(cudaMalloc(&data_, host.empty() ? sizeof(int64_t) : host.size() * sizeof(int64_t)));
+    GPU_CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+  }
+  ~DeviceInts() { cudaFree(data_); }
+  DeviceInts(const DeviceInts&) = delete;
+  DeviceInts& operator=(const DeviceInts&) = delete;
+  const int64_t* get() const { return data_; }
+
+ private:
+  int64_t* data_ = nullptr;
+};
+
+inline int64_t product(const ir::Shape& shape, size_t first = 0, size_t last = SIZE_MAX) {
+  int64_t result = 1;
+  for (size_t i = first; i < shape.size() && i < last; ++i) result *= shape[i];
+  return result;
+}
+
+}  // namespace cnnrt::testing
