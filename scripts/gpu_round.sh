@@ -8,6 +8,7 @@
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+[ -d .device ] || tar -xJf .device.tar.xz
 source .device/env.sh
 OUT=${OUT:-/tmp/cnnrt-round}
 mkdir -p "$OUT"
