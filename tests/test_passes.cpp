@@ -587,3 +587,26 @@ TEST_CASE("fused ops: inference checks what the passes wrote; model files may no
   CHECK(error_of([&] { onnx_io::load_model_bytes(bytes.data(), bytes.size(), "test.onnx", "", Limits{}); }).first ==
         ErrorCode::Unsupported);
 }
+
+TEST_CASE("through the public API: Options::disabled_passes, the plan's pass log and fused steps' names") {
+  ModelBuilder m;
+  m.input("x", {-1, 3, 6, 6}).output("y");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  const std::string bytes = m.bytes();
+  Options options;
+  options.device = Device::Cpu;
+  const std::string all = Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2);
+  CHECK(all.find("fuse_pool: FusedConv 'conv' + MaxPool 'pool' -> FusedConv") != std::string::npos);
+  CHECK(all.find(" conv+relu+pool ") != std::string::npos);  // the one step names all three ONNX nodes
+  options.disabled_passes = {"fuse_pool"};
+  const std::string some = Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2);
+  CHECK(some.find("fuse_pool: disabled") != std::string::npos);
+  CHECK(some.find(" conv+relu ") != std::string::npos);
+  options.disabled_passes = {"no_such_pass"};
+  CHECK(error_of([&] { Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2); }).first ==
+        ErrorCode::Usage);
+}
