@@ -21,6 +21,7 @@ void add_reduce_kernels(KernelTable& table);       // reduce.cpp
 void add_matrix_kernels(KernelTable& table);       // matrix.cpp
 void add_movement_kernels(KernelTable& table);     // movement.cpp
 void add_shape_kernels(KernelTable& table);        // shape_ops.cpp
+void add_fused_kernels(KernelTable& table);        // fused.cpp (FusedConv, FusedGemm)
 
 // ---- typed access ------------------------------------------------------------------------------------
 

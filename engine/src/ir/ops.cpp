@@ -1,4 +1,4 @@
-// The op table: each family file (ops_views, ops_elementwise, ops_window, ops_matrix, ops_fold) adds its
+// The op table: each family file (ops_views, ops_elementwise, ops_window, ops_matrix, ops_fold, ops_fused) adds its
 // ops; this file assembles them once and answers look-ups. Canonical attributes are documented per op in
 // the family files and in docs/ir-ops.md.
 #include <algorithm>
@@ -15,6 +15,7 @@ static std::vector<OpInfo> build_table() {
   add_window_ops(table);
   add_matrix_ops(table);
   add_fold_ops(table);
+  add_fused_ops(table);
   std::sort(table.begin(), table.end(), [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
   for (size_t i = 1; i < table.size(); ++i) {
     CNNRT_CHECK(table[i - 1].name != table[i].name, ErrorCode::Internal, "op {} is in the table twice",
@@ -37,7 +38,9 @@ const OpInfo* find_op(std::string_view op_type) {
 
 std::vector<std::string_view> supported_ops() {
   std::vector<std::string_view> names;
-  for (const OpInfo& info : table()) names.push_back(info.name);
+  for (const OpInfo& info : table()) {
+    if (!info.internal) names.push_back(info.name);
+  }
   return names;
 }
 

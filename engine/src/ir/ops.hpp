@@ -35,11 +35,14 @@ struct OpInfo {
   void (*infer)(Node& node, Graph& graph, int64_t opset) = nullptr;
   // True when the op reads only its input shapes, never the data (Shape, Size): folding needs no values.
   bool shape_only = false;
+  // True for cnnrt's own fused ops (ir/fused.hpp): written by the passes, rejected in model files, not listed
+  // by supported_ops().
+  bool internal = false;
 };
 
 // nullptr when cnnrt does not know the op (default ONNX domain only).
 const OpInfo* find_op(std::string_view op_type);
-// Names of all supported ops, sorted, for messages and `cnnrt --list-ops`.
+// Names of all supported ONNX ops (internal ones left out), sorted, for messages and `cnnrt --list-ops`.
 std::vector<std::string_view> supported_ops();
 
 }  // namespace cnnrt::ir

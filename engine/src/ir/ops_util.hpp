@@ -17,6 +17,7 @@ void add_elementwise_ops(std::vector<OpInfo>& table);  // ops_elementwise.cpp
 void add_window_ops(std::vector<OpInfo>& table);       // ops_window.cpp (conv, pooling, reductions, softmax)
 void add_matrix_ops(std::vector<OpInfo>& table);       // ops_matrix.cpp (matmul, data movement)
 void add_fold_ops(std::vector<OpInfo>& table);         // ops_fold.cpp (shape arithmetic, fold-only)
+void add_fused_ops(std::vector<OpInfo>& table);        // ops_fused.cpp (FusedConv, FusedGemm: written by passes)
 
 // ---- reading a node's values -------------------------------------------------------------------------
 

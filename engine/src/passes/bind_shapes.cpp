@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "cpu/ops.hpp"
+#include "ir/fused.hpp"
 #include "ir/ops.hpp"
 
 namespace cnnrt::passes {
@@ -138,7 +139,8 @@ void check_runtime_outputs(const Node& node, const Graph& graph) {
 
 // Infers the node's outputs; returns false when the node folded into constants and can go.
 bool infer_or_fold(Node& node, Graph& graph) {
-  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  // cnnrt's fused ops are in the table too: a graph after the passes binds again.
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx" || node.domain == ir::fused::kDomain;
   const ir::OpInfo* info = default_domain ? ir::find_op(node.op) : nullptr;
   CNNRT_CHECK(info != nullptr, ErrorCode::Unsupported, "op {} (domain '{}') is not supported", node.op, node.domain);
   check_arity(*info, node, graph);

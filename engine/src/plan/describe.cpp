@@ -41,8 +41,10 @@ std::string describe(const Prepared& prepared, Device device, bool explain) {
   text += fmt::format("\nsteps ({}, CPU reference backend):\n", g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
-    text += fmt::format("  {:3}  {:<22} {:<28} [{}] -> [{}]\n", i, n.op, fmt::join(n.covers, "+"),
-                        value_shapes(g, n.inputs), value_shapes(g, n.outputs));
+    // Joined first: a width given to fmt::join pads each name, not the whole list.
+    const std::string covers = fmt::format("{}", fmt::join(n.covers, "+"));
+    text += fmt::format("  {:3}  {:<22} {:<28} [{}] -> [{}]\n", i, n.op, covers, value_shapes(g, n.inputs),
+                        value_shapes(g, n.outputs));
   }
   return text;
 }

@@ -1,0 +1,100 @@
+// eliminate_identity: nodes that compute nothing leave the graph, so that the fusions see through them.
+//   Identity, Dropout (inference: the canonical node has one output and no mask), a float32 -> float32 Cast,
+//   and Reshape/Flatten/Squeeze/Unsqueeze whose output shape is the input's: readers read the input instead.
+//   A view of a view (Reshape/Flatten/Squeeze/Unsqueeze of one, when it is that view's only reader) becomes
+//   one Reshape of the first view's input: exporters' shape chains collapse to one step.
+// The GPU planner already aliases every view's output with its input (plan/gpu/planner.cpp is_view_op), so
+// views that do change the shape stay as they are: they cost no copy there.
+// When the removed node's output is a graph output, the input's producer writes that output instead; a node
+// between a graph input (or a constant) and a graph output stays. The input's producer covers the removed
+// node's ONNX name from then on.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+
+namespace cnnrt::passes {
+namespace {
+
+bool is_reshape_like(const ir::Node& node) {
+  return node.domain.empty() &&
+         (node.op == "Reshape" || node.op == "Flatten" || node.op == "Squeeze" || node.op == "Unsqueeze");
+}
+
+bool computes_nothing(const ir::Graph& graph, const ir::Node& node) {
+  if (!node.domain.empty() || node.inputs.size() != 1 || node.outputs.size() != 1 || !node.has_input(0)) return false;
+  const ir::Value& in = graph.values[node.input(0)];
+  const ir::Value& out = graph.values[node.outputs[0]];
+  if (in.dtype != out.dtype || !in.shape || !out.shape) return false;
+  if (node.op == "Identity" || node.op == "Dropout" || node.op == "Cast") return true;
+  return is_reshape_like(node) && *in.shape == *out.shape;
+}
+
+void replace_uses(ir::Graph& graph, int from, int to) {
+  for (ir::Node& node : graph.nodes) std::replace(node.inputs.begin(), node.inputs.end(), from, to);
+}
+
+bool remove_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, int index,
+                std::vector<std::string>& log) {
+  const ir::Node& node = graph.nodes[index];
+  if (!computes_nothing(graph, node)) return false;
+  const int in = node.input(0);
+  const int out = node.outputs[0];
+  const int producer = graph.values[in].producer;  // -1 for graph inputs and constants
+  std::string line;
+  if (!is_graph_output(graph, out)) {
+    line = fmt::format("{} removed: its readers read '{}'", log_name(node), graph.values[in].name);
+    replace_uses(graph, out, in);
+  } else {
+    // The input's producer writes the graph output directly.
+    if (producer < 0 || graph.values[in].is_constant() || is_graph_output(graph, in)) return false;
+    line = fmt::format("{} removed: {} writes '{}'", log_name(node), log_name(graph.nodes[producer]),
+                       graph.values[out].name);
+    replace_uses(graph, in, out);
+    for (int& o : graph.nodes[producer].outputs) {
+      if (o == in) o = out;
+    }
+  }
+  // The step computing the input now stands for the removed node too (plans and profiles name it).
+  if (producer >= 0) {
+    std::vector<std::string>& covers = graph.nodes[producer].covers;
+    covers.insert(covers.end(), node.covers.begin(), node.covers.end());
+  }
+  graph.nodes.erase(graph.nodes.begin() + index);
+  graph.relink();
+  log.push_back(line);
+  return true;
+}
+
+// view(view(x)) -> Reshape(x), when the inner view's output has no other reader.
+bool collapse_views(ir::Graph& graph, const std::vector<std::vector<int>>& readers, int outer_index,
+                    std::vector<std::string>& log) {
+  const ir::Node& outer = graph.nodes[outer_index];
+  if (!is_reshape_like(outer) || outer.inputs.size() != 1) return false;
+  const ir::Node* inner = producer_of(graph, outer.input(0));
+  if (inner == nullptr || !is_reshape_like(*inner) || inner->inputs.size() != 1) return false;
+  if (sole_reader(graph, readers, outer.input(0)) != outer_index) return false;
+  ir::Node reshape = *inner;
+  reshape.op = "Reshape";
+  reshape.attrs = {};
+  reshape.outputs = outer.outputs;
+  // The target shape as an attribute for Reshape's inference, which reads and then drops it.
+  reshape.attrs.set("shape", graph.shape_of(outer.outputs[0]));
+  reshape.attrs.set("allowzero", int64_t{1});
+  const std::string line = fmt::format("{} + {} -> one Reshape", log_name(*inner), log_name(outer));
+  replace_nodes(graph, {graph.values[outer.input(0)].producer, outer_index}, std::move(reshape));
+  log.push_back(line);
+  return true;
+}
+
+}  // namespace
+
+void eliminate_identity(ir::Graph& graph, std::vector<std::string>& log) {
+  rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
+    return remove_one(g, readers, n, log) || collapse_views(g, readers, n, log);
+  });
+}
+
+}  // namespace cnnrt::passes

@@ -1,0 +1,612 @@
+// The graph passes (engine/src/passes): each rewrites what it should, leaves alone what it must not, logs
+// one line per rewrite naming the nodes, and changes no output: every case runs on the CPU reference with
+// all passes on and with all passes off, on random non-zero inputs, and the outputs agree within 1e-5.
+#include <algorithm>
+#include <random>
+
+#include "ir/fused.hpp"
+#include "ir/ops.hpp"
+#include "model_builder.hpp"
+#include "onnx/loader.hpp"
+#include "op_test_util.hpp"
+#include "passes/passes.hpp"
+#include "passes/pipeline.hpp"
+
+using namespace cnnrt;
+using cnnrt::testing::ModelBuilder;
+using cnnrt::test::error_of;
+
+namespace {
+
+namespace fused = ir::fused;
+
+const std::vector<std::string> kAllPasses = {"eliminate_identity", "fold_batchnorm", "fold_bias_add",
+                                             "fuse_activation",    "fuse_residual",  "fuse_pool"};
+
+// Uniform in [-1, -0.1] u [0.1, 1]: random, never zero.
+std::vector<float> random_values(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> magnitude(0.1f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = rng() % 2 == 0 ? magnitude(rng) : -magnitude(rng);
+  return values;
+}
+
+std::vector<float> positive_values(size_t count, uint32_t seed) {
+  std::vector<float> values = random_values(count, seed);
+  for (float& v : values) v = std::fabs(v) + 0.5f;
+  return values;
+}
+
+size_t count_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return static_cast<size_t>(n);
+}
+
+// A random initializer; the seed comes from the name so that each model is the same every run.
+void random_initializer(ModelBuilder& m, const std::string& name, std::vector<int64_t> dims) {
+  const uint32_t seed = static_cast<uint32_t>(std::hash<std::string>{}(name));
+  m.initializer(name, dims, random_values(count_of(dims), seed));
+}
+
+struct Passed {
+  ir::Graph graph;
+  std::vector<std::string> log;
+};
+
+// Loads, binds to `shapes` and runs the passes except `disabled`.
+Passed prepare(const ModelBuilder& m, const std::vector<ir::Shape>& shapes, const std::vector<std::string>& disabled) {
+  const std::string bytes = m.bytes();
+  Passed p{onnx_io::load_model_bytes(bytes.data(), bytes.size(), "test.onnx", "", Limits{}), {}};
+  passes::bind_shapes(p.graph, shapes);
+  p.log = passes::run_passes(p.graph, disabled);
+  return p;
+}
+
+std::vector<std::string> ops_of(const ir::Graph& graph) {
+  std::vector<std::string> ops;
+  for (const ir::Node& node : graph.nodes) ops.push_back(node.op);
+  return ops;
+}
+
+// The log lines of one pass, without the "name: " prefix and without "disabled" lines.
+std::vector<std::string> lines_of(const Passed& p, const std::string& pass) {
+  std::vector<std::string> lines;
+  const std::string prefix = pass + ": ";
+  for (const std::string& line : p.log) {
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
+  }
+  return lines;
+}
+
+// Runs the model with every pass on and every pass off on random inputs of `shapes`; the outputs agree
+// within 1e-5 relative (of max(1, |value|), as the op tests compare). Returns the graph with passes on.
+Passed check_unchanged(const ModelBuilder& m, const std::vector<ir::Shape>& shapes) {
+  Passed on = prepare(m, shapes, {});
+  const Passed off = prepare(m, shapes, kAllPasses);
+  std::vector<ir::HostTensor> inputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(ir::HostTensor::floats(shapes[i], random_values(count_of(shapes[i]), 1000 + i)));
+  }
+  const std::vector<ir::HostTensor> with = cpu::run_graph(on.graph, inputs);
+  const std::vector<ir::HostTensor> without = cpu::run_graph(off.graph, inputs);
+  REQUIRE(with.size() == without.size());
+  for (size_t i = 0; i < with.size(); ++i) test::check_close(with[i], without[i].shape(), without[i].float_values());
+  return on;
+}
+
+void conv(ModelBuilder& m, const std::string& x, const std::string& y, const std::string& name, int64_t in,
+          int64_t out, bool bias = true, int64_t pad = 1) {
+  random_initializer(m, name + ".w", {out, in, 3, 3});
+  if (bias) random_initializer(m, name + ".b", {out});
+  auto& node = bias ? m.node("Conv", {x, name + ".w", name + ".b"}, {y}, name)
+                    : m.node("Conv", {x, name + ".w"}, {y}, name);
+  ModelBuilder::attr_ints(node, "pads", {pad, pad, pad, pad});
+}
+
+void batch_norm(ModelBuilder& m, const std::string& x, const std::string& y, const std::string& name, int64_t c) {
+  random_initializer(m, name + ".scale", {c});
+  random_initializer(m, name + ".bias", {c});
+  random_initializer(m, name + ".mean", {c});
+  m.initializer(name + ".var", {c}, positive_values(static_cast<size_t>(c), 7));
+  m.node("BatchNormalization", {x, name + ".scale", name + ".bias", name + ".mean", name + ".var"}, {y}, name);
+}
+
+}  // namespace
+
+// ---- fold_batchnorm ----------------------------------------------------------------------------------
+
+TEST_CASE("fold_batchnorm folds BatchNormalization into the conv's weights and bias, with or without a bias") {
+  for (bool bias : {true, false}) {
+    ModelBuilder m;
+    m.input("x", {-1, 3, 6, 6}).output("y");
+    conv(m, "x", "c", "conv", 3, 4, bias);
+    batch_norm(m, "c", "y", "bn", 4);
+    const Passed p = check_unchanged(m, {{2, 3, 6, 6}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv"});
+    CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv", "bn"});
+    CHECK(lines_of(p, "fold_batchnorm") ==
+          std::vector<std::string>{"Conv 'conv' + BatchNormalization 'bn' -> Conv with the batch norm in its weights "
+                                   "and bias"});
+    // New constants; the file's weights are untouched.
+    const ir::Node& folded = p.graph.nodes[0];
+    CHECK(p.graph.values[folded.input(1)].name == "bn/folded_weights");
+    CHECK(p.graph.values[folded.input(2)].name == "bn/folded_bias");
+    CHECK(p.graph.values[p.graph.find_value("conv.w")].constant->float_values() !=
+          p.graph.values[folded.input(1)].constant->float_values());
+  }
+}
+
+TEST_CASE("fold_batchnorm leaves a conv whose output has another reader") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y").output("c");
+  conv(m, "x", "c", "conv", 3, 4);
+  batch_norm(m, "c", "y", "bn", 4);
+  const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "BatchNormalization"});
+  CHECK(lines_of(p, "fold_batchnorm").empty());
+}
+
+// ---- fold_bias_add -----------------------------------------------------------------------------------
+
+TEST_CASE("fold_bias_add folds per-channel Add and Mul constants into the conv") {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{4, 1, 1}, {1, 4, 1, 1}, {1}}) {
+    for (const char* op : {"Add", "Mul"}) {
+      CAPTURE(op);
+      CAPTURE(dims.size());
+      ModelBuilder m;
+      m.input("x", {1, 3, 5, 5}).output("y");
+      conv(m, "x", "c", "conv", 3, 4);
+      random_initializer(m, "k", dims);
+      m.node(op, {"c", "k"}, {"y"}, "post");
+      const Passed p = check_unchanged(m, {{1, 3, 5, 5}});
+      CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv"});
+      CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv", "post"});
+      const std::string what = std::string(op) == "Add" ? "bias" : "weights and bias";
+      CHECK(lines_of(p, "fold_bias_add") ==
+            std::vector<std::string>{
+                fmt::format("Conv 'conv' + {} 'post' of 'k' -> Conv with it in its {}", op, what)});
+    }
+  }
+}
+
+TEST_CASE("fold_bias_add folds the constant on either side, into a conv without a bias") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 5, 5}).output("y");
+  conv(m, "x", "c", "conv", 3, 4, false);
+  random_initializer(m, "k", {1, 4, 1, 1});
+  m.node("Add", {"k", "c"}, {"y"}, "post");
+  const Passed p = check_unchanged(m, {{1, 3, 5, 5}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv"});
+}
+
+TEST_CASE("fold_bias_add leaves other broadcasts, run-time operands and shared outputs") {
+  SUBCASE("a [F] constant broadcasts along the width, not the channels") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 4, 4}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);  // output 1x4x4x4: [4] lines up with the width
+    random_initializer(m, "k", {4});
+    m.node("Add", {"c", "k"}, {"y"}, "post");
+    const Passed p = check_unchanged(m, {{1, 3, 4, 4}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Add"});
+  }
+  SUBCASE("a per-pixel constant") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 4, 4}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    random_initializer(m, "k", {1, 1, 4, 4});
+    m.node("Mul", {"c", "k"}, {"y"}, "post");
+    const Passed p = check_unchanged(m, {{1, 3, 4, 4}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Mul"});
+  }
+  SUBCASE("a run-time operand") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 4, 4}).input("k", {1, 4, 1, 1}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    m.node("Add", {"c", "k"}, {"y"}, "post");
+    const Passed p = check_unchanged(m, {{1, 3, 4, 4}, {1, 4, 1, 1}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Add"});
+  }
+  SUBCASE("a conv output with two readers") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 4, 4}).output("y").output("z");
+    conv(m, "x", "c", "conv", 3, 4);
+    random_initializer(m, "k", {1, 4, 1, 1});
+    m.node("Add", {"c", "k"}, {"y"}, "post");
+    m.node("Neg", {"c"}, {"z"}, "neg");
+    const Passed p = check_unchanged(m, {{1, 3, 4, 4}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Add", "Neg"});
+  }
+}
+
+TEST_CASE("fold_bias_add turns MatMul + bias Add into a Gemm with C") {
+  ModelBuilder m;
+  m.input("x", {-1, 6}).output("y");
+  random_initializer(m, "w", {6, 5});
+  random_initializer(m, "b", {5});
+  m.node("MatMul", {"x", "w"}, {"h"}, "fc");
+  m.node("Add", {"h", "b"}, {"y"}, "bias");
+  const Passed p = check_unchanged(m, {{3, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Gemm"});
+  CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"fc", "bias"});
+  CHECK(lines_of(p, "fold_bias_add") == std::vector<std::string>{"MatMul 'fc' + Add 'bias' -> Gemm with C 'b'"});
+}
+
+TEST_CASE("fold_bias_add leaves a batched MatMul and a bias that would widen the output") {
+  ModelBuilder m;
+  m.input("x", {2, 3, 6}).input("v", {1, 6}).output("y").output("z");
+  random_initializer(m, "w", {6, 5});
+  random_initializer(m, "b", {5});
+  random_initializer(m, "wide", {4, 1});
+  m.node("MatMul", {"x", "w"}, {"h"}, "batched");
+  m.node("Add", {"h", "b"}, {"y"}, "bias");
+  m.node("MatMul", {"v", "w"}, {"g"}, "fc");
+  m.node("Add", {"g", "wide"}, {"z"}, "widening");  // [1, 5] + [4, 1] -> [4, 5]
+  const Passed p = check_unchanged(m, {{2, 3, 6}, {1, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"MatMul", "Add", "MatMul", "Add"});
+}
+
+// ---- fuse_activation ---------------------------------------------------------------------------------
+
+TEST_CASE("fuse_activation fuses each activation into a conv") {
+  struct Case {
+    const char* op;
+    const char* activation;
+    float alpha;
+    float beta;
+  };
+  for (const Case& c : {Case{"Relu", "Relu", 0, 0}, Case{"LeakyRelu", "LeakyRelu", 0.01f, 0},
+                        Case{"Sigmoid", "Sigmoid", 0, 0}, Case{"Tanh", "Tanh", 0, 0},
+                        Case{"Clip", "Clip", -0.5f, 0.25f}}) {
+    CAPTURE(c.op);
+    ModelBuilder m(11);  // Clip's min and max are inputs from opset 11 on
+    m.input("x", {1, 3, 5, 5}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    if (std::string(c.op) == "Clip") {
+      m.initializer("lo", {}, {-0.5f}).initializer("hi", {}, {0.25f});
+      m.node("Clip", {"c", "lo", "hi"}, {"y"}, "act");
+    } else {
+      m.node(c.op, {"c"}, {"y"}, "act");
+    }
+    const Passed p = check_unchanged(m, {{1, 3, 5, 5}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv"});
+    const ir::Node& node = p.graph.nodes[0];
+    CHECK(node.covers == std::vector<std::string>{"conv", "act"});
+    CHECK(node.attrs.get_string(fused::kActivation, "") == c.activation);
+    CHECK(node.attrs.get_float(fused::kConvActAlpha, -1) == doctest::Approx(c.alpha));
+    if (std::string(c.op) == "Clip") CHECK(node.attrs.get_float(fused::kConvActBeta, -1) == doctest::Approx(c.beta));
+    CHECK(node.input(2) == p.graph.find_value("conv.b"));
+    CHECK(lines_of(p, "fuse_activation") ==
+          std::vector<std::string>{fmt::format("Conv 'conv' + {} 'act' -> FusedConv", c.op)});
+  }
+}
+
+TEST_CASE("fuse_activation fuses into Gemm, MatMul and MatMul + bias as FusedGemm") {
+  ModelBuilder m;
+  m.input("x", {2, 6}).output("y").output("z").output("u");
+  random_initializer(m, "w", {5, 6});
+  random_initializer(m, "w2", {6, 5});
+  random_initializer(m, "b", {5});
+  auto& gemm = m.node("Gemm", {"x", "w", "b"}, {"g"}, "gemm");
+  ModelBuilder::attr_int(gemm, "transB", 1);
+  m.node("Tanh", {"g"}, {"y"}, "tanh");
+  m.node("MatMul", {"x", "w2"}, {"h"}, "mm");
+  m.node("Relu", {"h"}, {"z"}, "relu");
+  m.node("MatMul", {"x", "w2"}, {"k"}, "mm2");
+  m.node("Add", {"k", "b"}, {"kb"}, "bias2");
+  m.node("LeakyRelu", {"kb"}, {"u"}, "leaky");
+  for (bool fold : {true, false}) {
+    CAPTURE(fold);
+    std::vector<std::string> disabled;
+    if (!fold) disabled.push_back("fold_bias_add");
+    const Passed p = prepare(m, {{2, 6}}, disabled);
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedGemm", "FusedGemm", "FusedGemm"});
+    const ir::Node& last = p.graph.nodes[2];
+    CHECK(last.covers == std::vector<std::string>{"mm2", "bias2", "leaky"});
+    CHECK(last.attrs.get_string(fused::kActivation, "") == "LeakyRelu");
+    CHECK(last.attrs.get_float(fused::kGemmActAlpha, 0) == doctest::Approx(0.01f));
+    CHECK(last.attrs.get_float("alpha", 0) == 1.0f);  // Gemm's own alpha
+    CHECK(p.graph.nodes[0].attrs.get_int("transB", 0) == 1);
+    if (!fold) {
+      CHECK(lines_of(p, "fuse_activation")[2] == "MatMul 'mm2' + Add 'bias2' + LeakyRelu 'leaky' -> FusedGemm");
+    }
+  }
+  check_unchanged(m, {{2, 6}});
+}
+
+TEST_CASE("fuse_activation leaves a conv output with another reader, and a pooled FusedConv") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y").output("z").output("c");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"y"}, "relu");
+  conv(m, "x", "d", "conv2", 3, 4);
+  auto& pool = m.node("MaxPool", {"d"}, {"p"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  m.node("Relu", {"p"}, {"z"}, "relu2");
+  Passed p = prepare(m, {{1, 3, 6, 6}}, {});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Relu", "FusedConv", "Relu"});
+  // Run again after fuse_pool: the activation after a pooled FusedConv stays outside it.
+  std::vector<std::string> log;
+  passes::fuse_activation(p.graph, log);
+  CHECK(log.empty());
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Relu", "FusedConv", "Relu"});
+  check_unchanged(m, {{1, 3, 6, 6}});
+}
+
+// ---- fuse_residual -----------------------------------------------------------------------------------
+
+TEST_CASE("fuse_residual takes the Add and the activation after it into the conv") {
+  ModelBuilder m;
+  m.input("x", {-1, 4, 5, 5}).output("y");
+  conv(m, "x", "c1", "conv1", 4, 4);
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  conv(m, "r1", "c2", "conv2", 4, 4);
+  m.node("Add", {"x", "c2"}, {"s"}, "add");
+  m.node("Relu", {"s"}, {"y"}, "relu2");
+  const Passed p = check_unchanged(m, {{2, 4, 5, 5}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "FusedConv"});
+  const ir::Node& block = p.graph.nodes[1];
+  CHECK(block.covers == std::vector<std::string>{"conv2", "add", "relu2"});
+  CHECK(block.input(fused::kResidualInput) == p.graph.find_value("x"));
+  CHECK(block.attrs.get_string(fused::kActivation, "") == "Relu");
+  CHECK(lines_of(p, "fuse_residual") ==
+        std::vector<std::string>{"Conv 'conv2' + Add 'add' with residual 'x' + Relu 'relu2' -> FusedConv"});
+}
+
+TEST_CASE("fuse_residual: the later conv takes the earlier one's output as residual; no pool joins it") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y");
+  conv(m, "x", "a", "conv_a", 3, 4);
+  conv(m, "x", "b", "conv_b", 3, 4);
+  m.node("Add", {"a", "b"}, {"s"}, "add");
+  auto& pool = m.node("MaxPool", {"s"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "FusedConv", "MaxPool"});
+  CHECK(p.graph.nodes[1].covers == std::vector<std::string>{"conv_b", "add"});
+  CHECK(!fused::has_pool(p.graph.nodes[1]));
+  CHECK(lines_of(p, "fuse_pool").empty());
+}
+
+TEST_CASE("fuse_residual leaves broadcasting Adds, constant operands and shared conv outputs") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 4, 4}).input("v", {1, 4, 1, 1}).output("y").output("z").output("w").output("d");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Add", {"c", "v"}, {"y"}, "broadcast");  // v is no residual of the conv's shape
+  conv(m, "x", "e", "conv_e", 3, 4);
+  random_initializer(m, "full", {1, 4, 4, 4});
+  m.node("Add", {"e", "full"}, {"z"}, "constant");
+  conv(m, "x", "d", "conv_d", 3, 4);
+  m.node("Neg", {"d"}, {"x2"}, "neg");
+  m.node("Add", {"d", "x2"}, {"w"}, "shared");  // the conv's output has two readers
+  const Passed p = check_unchanged(m, {{1, 3, 4, 4}, {1, 4, 1, 1}});
+  CHECK(lines_of(p, "fuse_residual").empty());
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Add", "Conv", "Add", "Conv", "Neg", "Add"});
+}
+
+// ---- fuse_pool ---------------------------------------------------------------------------------------
+
+TEST_CASE("fuse_pool fuses every kind of window into conv + activation") {
+  struct Case {
+    const char* what;
+    const char* op;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    int64_t ceil_mode;
+    int64_t count_include_pad;
+  };
+  const std::vector<Case> cases = {
+      {"max 2x2/2", "MaxPool", {2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 0, 0},
+      {"max 3x3/2 overlapping, padded, ceil", "MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, 0},
+      {"max 2x3/1x2 asymmetric pads", "MaxPool", {2, 3}, {1, 2}, {0, 1, 1, 0}, {}, 0, 0},
+      {"max dilated", "MaxPool", {2, 2}, {1, 1}, {0, 0, 0, 0}, {2, 2}, 0, 0},
+      {"average 3x3/2 padded", "AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0},
+      {"average counting pads, ceil", "AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, 1},
+      {"global average", "GlobalAveragePool", {}, {}, {}, {}, 0, 0},
+      {"global max", "GlobalMaxPool", {}, {}, {}, {}, 0, 0},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    ModelBuilder m;
+    m.input("x", {-1, 3, 7, 7}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    m.node("Relu", {"c"}, {"r"}, "relu");
+    auto& pool = m.node(c.op, {"r"}, {"y"}, "pool");
+    if (!c.kernel.empty()) {
+      ModelBuilder::attr_ints(pool, "kernel_shape", c.kernel);
+      ModelBuilder::attr_ints(pool, "strides", c.strides);
+      ModelBuilder::attr_ints(pool, "pads", c.pads);
+      if (!c.dilations.empty()) ModelBuilder::attr_ints(pool, "dilations", c.dilations);
+      ModelBuilder::attr_int(pool, "ceil_mode", c.ceil_mode);
+      if (std::string(c.op) == "AveragePool") ModelBuilder::attr_int(pool, "count_include_pad", c.count_include_pad);
+    }
+    const Passed p = check_unchanged(m, {{2, 3, 7, 7}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv"});
+    const ir::Node& node = p.graph.nodes[0];
+    CHECK(node.covers == std::vector<std::string>{"conv", "relu", "pool"});
+    CHECK(node.attrs.get_string(fused::kActivation, "") == "Relu");
+    const bool max = std::string(c.op).find("Max") != std::string::npos;
+    CHECK(node.attrs.get_string(fused::kPool, "") == (max ? "MaxPool" : "AveragePool"));
+    if (!c.kernel.empty()) {
+      CHECK(node.attrs.get_ints(fused::kPoolKernelShape) == c.kernel);
+      CHECK(node.attrs.get_ints(fused::kPoolPads) == c.pads);
+      CHECK(node.attrs.get_int(fused::kPoolCeilMode, -1) == c.ceil_mode);
+    } else {
+      CHECK(node.attrs.get_ints(fused::kPoolKernelShape) == std::vector<int64_t>{7, 7});
+    }
+    CHECK(lines_of(p, "fuse_pool") == std::vector<std::string>{fmt::format("FusedConv 'conv' + {} 'pool' -> FusedConv",
+                                                                           c.op)});
+  }
+}
+
+TEST_CASE("fuse_pool fuses into a plain conv, 1-D too, and leaves a conv output with another reader") {
+  ModelBuilder m;
+  m.input("x", {1, 2, 9}).output("y").output("z").output("c2");
+  random_initializer(m, "w1", {3, 2, 3});
+  m.node("Conv", {"x", "w1"}, {"c"}, "conv1d");
+  auto& pool = m.node("MaxPool", {"c"}, {"y"}, "pool1d");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2});
+  ModelBuilder::attr_ints(pool, "strides", {2});
+  random_initializer(m, "w2", {3, 2, 3});
+  m.node("Conv", {"x", "w2"}, {"c2"}, "conv_shared");
+  auto& pool2 = m.node("AveragePool", {"c2"}, {"z"}, "pool_shared");
+  ModelBuilder::attr_ints(pool2, "kernel_shape", {2});
+  const Passed p = check_unchanged(m, {{1, 2, 9}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "Conv", "AveragePool"});
+  CHECK(p.graph.nodes[0].attrs.get_string(fused::kActivation, "").empty());
+}
+
+// ---- eliminate_identity ------------------------------------------------------------------------------
+
+TEST_CASE("eliminate_identity removes Identity and Dropout so that the fusions see through them") {
+  ModelBuilder m(12);
+  m.input("x", {1, 3, 6, 6}).output("y");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Dropout", {"c"}, {"d"}, "drop");
+  m.node("Relu", {"d"}, {"r"}, "relu");
+  m.node("Identity", {"r"}, {"y"}, "id");
+  const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv"});
+  // The graph output keeps its name: the fused node writes it.
+  CHECK(p.graph.values[p.graph.nodes[0].outputs[0]].name == "y");
+  CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv", "drop", "relu", "id"});
+  CHECK(lines_of(p, "eliminate_identity") ==
+        std::vector<std::string>{"Dropout 'drop' removed: its readers read 'c'",
+                                 "Identity 'id' removed: Relu 'relu' writes 'y'"});
+}
+
+TEST_CASE("eliminate_identity collapses view chains and keeps an Identity from input to output") {
+  ModelBuilder m;
+  m.input("x", {2, 3, 4}).output("y").output("z");
+  m.node("Identity", {"x"}, {"z"}, "pass_through");
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  auto& flat = m.node("Flatten", {"r"}, {"f"}, "flatten");
+  ModelBuilder::attr_int(flat, "axis", 1);
+  m.int_initializer("shape", {2}, {4, 6});
+  m.node("Reshape", {"f", "shape"}, {"y"}, "reshape");
+  const Passed p = check_unchanged(m, {{2, 3, 4}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Identity", "Relu", "Reshape"});
+  CHECK(p.graph.nodes[2].covers == std::vector<std::string>{"flatten", "reshape"});
+  CHECK(p.graph.shape_of(p.graph.nodes[2].outputs[0]) == ir::Shape{4, 6});
+  CHECK(lines_of(p, "eliminate_identity") ==
+        std::vector<std::string>{"Flatten 'flatten' + Reshape 'reshape' -> one Reshape"});
+}
+
+// ---- the pipeline ------------------------------------------------------------------------------------
+
+TEST_CASE("a LeNet-class model becomes two fused conv blocks and fused fully connected layers") {
+  ModelBuilder m;
+  m.input("x", {-1, 1, 12, 12}).output("y");
+  conv(m, "x", "c1", "conv1", 1, 4, false, 0);  // 10x10
+  batch_norm(m, "c1", "b1", "bn1", 4);
+  m.node("Relu", {"b1"}, {"r1"}, "relu1");
+  auto& pool1 = m.node("MaxPool", {"r1"}, {"p1"}, "pool1");  // 5x5
+  ModelBuilder::attr_ints(pool1, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool1, "strides", {2, 2});
+  conv(m, "p1", "c2", "conv2", 4, 6, false, 1);
+  random_initializer(m, "bias2", {6, 1, 1});
+  m.node("Add", {"c2", "bias2"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r2"}, "relu2");
+  auto& pool2 = m.node("MaxPool", {"r2"}, {"p2"}, "pool2");  // 3x3 with ceil_mode
+  ModelBuilder::attr_ints(pool2, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool2, "strides", {2, 2});
+  ModelBuilder::attr_int(pool2, "ceil_mode", 1);
+  auto& flat = m.node("Flatten", {"p2"}, {"f"}, "flatten");
+  ModelBuilder::attr_int(flat, "axis", 1);
+  random_initializer(m, "fc1.w", {54, 10});
+  random_initializer(m, "fc1.b", {10});
+  m.node("MatMul", {"f", "fc1.w"}, {"h"}, "fc1");
+  m.node("Add", {"h", "fc1.b"}, {"hb"}, "fc1_bias");
+  m.node("Relu", {"hb"}, {"hr"}, "relu3");
+  random_initializer(m, "fc2.w", {10, 10});
+  m.node("Gemm", {"hr", "fc2.w"}, {"y"}, "fc2");
+  const Passed p = check_unchanged(m, {{3, 1, 12, 12}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "FusedConv", "Flatten", "FusedGemm", "Gemm"});
+  CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv1", "bn1", "relu1", "pool1"});
+  CHECK(p.graph.nodes[1].covers == std::vector<std::string>{"conv2", "add2", "relu2", "pool2"});
+  CHECK(p.graph.nodes[3].covers == std::vector<std::string>{"fc1", "fc1_bias", "relu3"});
+}
+
+TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing the passes") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+
+  const Passed without_pool = prepare(m, {{1, 3, 6, 6}}, {"fuse_pool"});
+  CHECK(ops_of(without_pool.graph) == std::vector<std::string>{"FusedConv", "MaxPool"});
+  CHECK(std::find(without_pool.log.begin(), without_pool.log.end(), "fuse_pool: disabled") != without_pool.log.end());
+  const Passed without_activation = prepare(m, {{1, 3, 6, 6}}, {"fuse_activation"});
+  CHECK(ops_of(without_activation.graph) == std::vector<std::string>{"Conv", "Relu", "MaxPool"});
+  const Passed all = prepare(m, {{1, 3, 6, 6}}, {});
+  CHECK(ops_of(all.graph) == std::vector<std::string>{"FusedConv"});
+
+  std::vector<std::string> names;
+  for (const passes::PassInfo& info : passes::all_passes()) names.emplace_back(info.name);
+  CHECK(names == kAllPasses);
+  auto [code, message] = error_of([&] { prepare(m, {{1, 3, 6, 6}}, {"fuse_everything"}); });
+  CHECK(code == ErrorCode::Usage);
+  CHECK(message == "unknown pass 'fuse_everything' (passes: eliminate_identity, fold_batchnorm, fold_bias_add, "
+                   "fuse_activation, fuse_residual, fuse_pool)");
+}
+
+TEST_CASE("fused ops: inference checks what the passes wrote; model files may not use them") {
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  Passed p = prepare(m, {{1, 3, 6, 6}}, {});
+  ir::Node& node = p.graph.nodes.at(0);
+  const ir::OpInfo* info = ir::find_op(fused::kFusedConv);
+  REQUIRE(info != nullptr);
+  info->infer(node, p.graph, p.graph.opset);
+  CHECK(p.graph.shape_of(node.outputs[0]) == ir::Shape{1, 4, 3, 3});
+  node.inputs.push_back(p.graph.find_value("c"));  // a residual (of the conv output's shape) with a pool
+  CHECK(error_of([&] { info->infer(node, p.graph, p.graph.opset); }).second ==
+        "a residual and a pool cannot be fused together");
+  node.inputs.pop_back();
+  node.attrs.set(fused::kActivation, std::string("Softplus"));
+  CHECK(error_of([&] { info->infer(node, p.graph, p.graph.opset); }).second ==
+        "activation 'Softplus' cannot be fused (Relu, LeakyRelu, Clip, Sigmoid, Tanh can)");
+
+  const auto names = ir::supported_ops();
+  CHECK(std::find(names.begin(), names.end(), fused::kFusedConv) == names.end());
+  ModelBuilder file;
+  file.input("x", {1, 3, 6, 6}).output("y");
+  random_initializer(file, "w", {4, 3, 3, 3});
+  file.node("FusedConv", {"x", "w"}, {"y"}, "sneaky");
+  const std::string bytes = file.bytes();
+  CHECK(error_of([&] { onnx_io::load_model_bytes(bytes.data(), bytes.size(), "test.onnx", "", Limits{}); }).first ==
+        ErrorCode::Unsupported);
+}
+
+TEST_CASE("through the public API: Options::disabled_passes, the plan's pass log and fused steps' names") {
+  ModelBuilder m;
+  m.input("x", {-1, 3, 6, 6}).output("y");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"r"}, "relu");
+  auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  const std::string bytes = m.bytes();
+  Options options;
+  options.device = Device::Cpu;
+  const std::string all = Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2);
+  CHECK(all.find("fuse_pool: FusedConv 'conv' + MaxPool 'pool' -> FusedConv") != std::string::npos);
+  CHECK(all.find(" conv+relu+pool ") != std::string::npos);  // the one step names all three ONNX nodes
+  options.disabled_passes = {"fuse_pool"};
+  const std::string some = Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2);
+  CHECK(some.find("fuse_pool: disabled") != std::string::npos);
+  CHECK(some.find(" conv+relu ") != std::string::npos);
+  options.disabled_passes = {"no_such_pass"};
+  CHECK(error_of([&] { Model::load_from_memory(bytes.data(), bytes.size(), options).describe_plan(2); }).first ==
+        ErrorCode::Usage);
+}
