@@ -215,48 +215,47 @@ __global__ void __launch_bounds__(C::BLOCK)
       if (f < g.F) store_output<C>(sum + (e.bias ? __ldg(e.bias + f) : 0.0f), f, oy, c0 + pcol + k % C::WT, g, e, yn, res_n);
     }
     cluster.sync();  // keep this block's shared memory alive until every rank has read it
-    return;
-  }
-
+  } else {
 #pragma unroll
-  for (int i = 0; i < C::FT; ++i) {
-    const int lf = local_filter<C>(tx, i);
-    const int f = f0 + lf;
-    if (f >= g.F) continue;
-    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
-    if constexpr (C::POOL) {
+    for (int i = 0; i < C::FT; ++i) {
+      const int lf = local_filter<C>(tx, i);
+      const int f = f0 + lf;
+      if (f >= g.F) continue;
+      const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
+      if constexpr (C::POOL) {
 #pragma unroll
-      for (int j = 0; j < C::WT; ++j) smem[(lf * C::TH + prow) * C::TW + pcol + j] = activate<C::ACT>(acc[i][j] + b, e);
-    } else {
-      const int ox = c0 + pcol;
-      const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
-      const bool vector_ok = C::WT % 4 == 0 && !res_n && g.OW % 4 == 0 && oy < g.OH && ox + C::WT <= g.OW;
-      if (vector_ok) {
-#pragma unroll
-        for (int j = 0; j < C::WT; j += 4) {
-          *reinterpret_cast<float4*>(yn + idx + j) =
-              make_float4(activate<C::ACT>(acc[i][j] + b, e), activate<C::ACT>(acc[i][j + 1] + b, e),
-                          activate<C::ACT>(acc[i][j + 2] + b, e), activate<C::ACT>(acc[i][j + 3] + b, e));
-        }
+        for (int j = 0; j < C::WT; ++j) smem[(lf * C::TH + prow) * C::TW + pcol + j] = activate<C::ACT>(acc[i][j] + b, e);
       } else {
+        const int ox = c0 + pcol;
+        const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
+        const bool vector_ok = C::WT % 4 == 0 && !res_n && g.OW % 4 == 0 && oy < g.OH && ox + C::WT <= g.OW;
+        if (vector_ok) {
 #pragma unroll
-        for (int j = 0; j < C::WT; ++j) store_output<C>(acc[i][j] + b, f, oy, ox + j, g, e, yn, res_n);
+          for (int j = 0; j < C::WT; j += 4) {
+            *reinterpret_cast<float4*>(yn + idx + j) =
+                make_float4(activate<C::ACT>(acc[i][j] + b, e), activate<C::ACT>(acc[i][j + 1] + b, e),
+                            activate<C::ACT>(acc[i][j + 2] + b, e), activate<C::ACT>(acc[i][j + 3] + b, e));
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < C::WT; ++j) store_output<C>(acc[i][j] + b, f, oy, ox + j, g, e, yn, res_n);
+        }
       }
     }
-  }
 
-  if constexpr (C::POOL) {
-    __syncthreads();
-    const PoolGeometry& p = e.pool;
-    const int py0 = tile_y * ptile_h, px0 = tile_x * ptile_w;
-    const int per_filter = ptile_h * ptile_w;
-    for (int i = tid; i < C::FTB * per_filter; i += C::BLOCK) {
-      const int lf = i / per_filter;
-      const int py = py0 + (i % per_filter) / ptile_w, px = px0 + (i % per_filter) % ptile_w;
-      const int f = f0 + lf;
-      if (f < g.F && py < p.PH && px < p.PW) {
-        yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
-            pool_from_smem(smem + lf * C::TH * C::TW, C::TW, r0, c0, py, px, p, g.OH, g.OW);
+    if constexpr (C::POOL) {
+      __syncthreads();
+      const PoolGeometry& p = e.pool;
+      const int py0 = tile_y * ptile_h, px0 = tile_x * ptile_w;
+      const int per_filter = ptile_h * ptile_w;
+      for (int i = tid; i < C::FTB * per_filter; i += C::BLOCK) {
+        const int lf = i / per_filter;
+        const int py = py0 + (i % per_filter) / ptile_w, px = px0 + (i % per_filter) % ptile_w;
+        const int f = f0 + lf;
+        if (f < g.F && py < p.PH && px < p.PW) {
+          yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
+              pool_from_smem(smem + lf * C::TH * C::TW, C::TW, r0, c0, py, px, p, g.OH, g.OW);
+        }
       }
     }
   }
