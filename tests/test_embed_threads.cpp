@@ -1,6 +1,8 @@
-// The embedding API's thread-safety promise (docs/api.md): one Model shared read-only by many threads,
-// each running through its own Context, gives exactly the results of a single thread. CPU backend.
+// The embedding API's promises (docs/api.md) that need no GPU: one Model shared read-only by many
+// threads, each running through its own Context, gives exactly the results of a single thread; the
+// host's logger settings are the host's.
 #include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstring>
@@ -78,4 +80,21 @@ TEST_CASE("8 threads, one shared Model, a Context each: 1000 runs each, bit-iden
   CHECK(errors == 0);
   CHECK(runs == kThreads * kRunsPerThread);
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("Options::log_level sets the \"cnnrt\" logger's level; left unset, the host's level stays") {
+  const std::string bytes = testing::tiny_conv_model().bytes();
+  Options options;
+  options.device = Device::Cpu;
+  options.log_level = LogLevel::Error;
+  Model::load_from_memory(bytes.data(), bytes.size(), options, "tiny_conv.onnx");
+  const std::shared_ptr<spdlog::logger> logger = spdlog::get("cnnrt");
+  REQUIRE(logger != nullptr);
+  CHECK(logger->level() == spdlog::level::err);
+
+  logger->set_level(spdlog::level::off);  // the host silences cnnrt
+  options.log_level.reset();
+  Model::load_from_memory(bytes.data(), bytes.size(), options, "tiny_conv.onnx");
+  CHECK(logger->level() == spdlog::level::off);
+  set_log_level(LogLevel::Warn);  // the default, for the other tests
 }

@@ -2,7 +2,7 @@
 # find_package(cnnrt), and run the example on a model whose answers are known.
 #
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DWRITER=... -DWITH_CUDA=ON|OFF
-#       -DCXX_COMPILER=... -DGENERATOR=... -P package_test.cmake
+#       -DCXX_COMPILER=... -DGENERATOR=... -DMAKE_PROGRAM=... -DCMAKE_AR=... -P package_test.cmake
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -35,7 +35,7 @@ endif()
 # The example, as an outside project: only the temporary prefix may satisfy find_package(cnnrt).
 set(example ${WORK_DIR}/example)
 run_step("configuring apps/examples" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/apps/examples -B ${example}
-  -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+  -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 file(STRINGS ${example}/CMakeCache.txt found_dir REGEX "^cnnrt_DIR:")
 if(NOT found_dir MATCHES "${prefix}")
