@@ -34,8 +34,12 @@ endif()
 
 # The example, as an outside project: only the temporary prefix may satisfy find_package(cnnrt).
 set(example ${WORK_DIR}/example)
+set(make_program)
+if(MAKE_PROGRAM)
+  set(make_program -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+endif()
 run_step("configuring apps/examples" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/apps/examples -B ${example}
-  -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+  -G ${GENERATOR} ${make_program} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 file(STRINGS ${example}/CMakeCache.txt found_dir REGEX "^cnnrt_DIR:")
 if(NOT found_dir MATCHES "${prefix}")
