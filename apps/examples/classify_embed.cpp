@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const cnnrt::Error& e) {
-    std::fprintf(stderr, "classify_embed: %s error: %s\n", cnnrt::to_string(e.code()), e.what());
+    std::fprintf(stderr, "classify_embed: %s (%s)\n", e.what(), cnnrt::to_string(e.code()));
     return cnnrt::exit_code(e.code());
   }
 }
