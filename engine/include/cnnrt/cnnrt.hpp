@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -76,6 +77,8 @@ struct Options {
   bool cuda_graphs = true;               // replay each run as one CUDA graph
   std::vector<std::string> disabled_passes;  // graph passes to skip, by name (see `cnnrt plan`)
   std::string force_kernel;              // run every convolution with this kernel where it is eligible
+  std::optional<LogLevel> log_level;     // set: set_log_level(*log_level) before loading; unset: leave the
+                                         // "cnnrt" logger as the host configured it
   Limits limits;
 };
 

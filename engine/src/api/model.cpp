@@ -130,10 +130,12 @@ std::shared_ptr<const plan::Prepared> ModelImpl::prepare(const std::vector<ir::S
 Model::Model(std::shared_ptr<ModelImpl> impl) : impl_(std::move(impl)) {}
 
 Model Model::load(const std::string& path, const Options& options) {
+  if (options.log_level) set_log_level(*options.log_level);
   return Model(finish_load(onnx_io::load_model_file(path, options.limits), options));
 }
 
 Model Model::load_from_memory(const void* data, std::size_t size, const Options& options, const std::string& name) {
+  if (options.log_level) set_log_level(*options.log_level);
   CNNRT_CHECK(data != nullptr || size == 0, ErrorCode::Usage, "load_from_memory: data is null");
   return Model(finish_load(onnx_io::load_model_bytes(data, size, name, "", options.limits), options));
 }
