@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Log what the engine does (passes, kernel choices)");
 
   const std::pair<const char*, cnnrt_cli::Action (*)(CLI::App&)> commands[] = {
+      {"infer", cnnrt_cli::add_infer_command},
+      {"eval", cnnrt_cli::add_eval_command},
       {"run", cnnrt_cli::add_run_command},
       {"plan", cnnrt_cli::add_plan_command},
       {"bench", cnnrt_cli::add_bench_command},
