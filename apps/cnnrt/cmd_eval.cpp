@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include "classify.hpp"
@@ -109,7 +110,13 @@ struct EvalCommand {
       for (const Image& image : fitted) pointers.push_back(&image);
       const std::vector<cnnrt::Tensor> outputs = context.run({make_batch(pointers, norm, batch_size)});
       const size_t classes = outputs[0].data.size() / static_cast<size_t>(batch_size);
-      if (!confusion) confusion = std::make_unique<ConfusionMatrix>(static_cast<int64_t>(classes));
+      if (!confusion) {
+        confusion = std::make_unique<ConfusionMatrix>(static_cast<int64_t>(classes));
+        if (!class_names.empty() && class_names.size() != classes) {
+          std::fprintf(stderr, "warning: the model's labels name %zu classes, its output has %zu\n",
+                       class_names.size(), classes);
+        }
+      }
       for (int64_t i = 0; i < n; ++i) {
         const float label = truth.values[size_t(first + i)];
         if (!(label >= 0) || label != std::floor(label) || label >= static_cast<float>(classes)) {

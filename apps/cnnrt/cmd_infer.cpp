@@ -81,6 +81,7 @@ struct InferCommand {
   ResizeFilter filter = ResizeFilter::Auto;
   int64_t batch_size = 1;
   std::map<std::string, int> saved_names;
+  bool warned_label_count = false;
 
   // Totals for the summary and the exit status.
   int64_t succeeded = 0;
@@ -215,6 +216,10 @@ struct InferCommand {
 
   void report_classes(const Entry& entry, const cnnrt::Tensor& output, int64_t row) {
     const size_t per_row = output.data.size() / static_cast<size_t>(batch_size);
+    if (!labels.empty() && labels.size() != per_row && !warned_label_count) {
+      warned_label_count = true;
+      std::fprintf(stderr, "warning: %zu labels for a model with %zu classes\n", labels.size(), per_row);
+    }
     const std::vector<float> probabilities = to_probabilities(output.data.data() + size_t(row) * per_row, per_row);
     const std::vector<Prediction> best = top_k(probabilities, top_count);
     if (json_output) {

@@ -115,7 +115,16 @@ Image decode_image(const uint8_t* bytes, size_t size, const std::string& name) {
   int width = 0, height = 0, channels = 0;
   // The header alone first, so that an absurd declared size is refused before any allocation.
   if (!stbi_info_from_memory(bytes, length, &width, &height, &channels)) {
-    throw Error(ErrorCode::InvalidInput, name + ": " + header_problem(stbi_failure_reason()));
+    // stbi_info tries every format and keeps the last one's complaint ("unknown image type"). The loader
+    // stops at the format the signature names and fails on the same header checks (before allocating), so
+    // its reason is the one to show.
+    const char* reason = stbi_failure_reason();
+    if (stbi_uc* decoded = stbi_load_from_memory(bytes, length, &width, &height, &channels, 0)) {
+      stbi_image_free(decoded);
+    } else {
+      reason = stbi_failure_reason();
+    }
+    throw Error(ErrorCode::InvalidInput, name + ": " + header_problem(reason));
   }
   if (width <= 0 || height <= 0) {
     throw Error(ErrorCode::InvalidInput, fmt::format("{}: zero-size image ({}x{})", name, width, height));
