@@ -59,9 +59,10 @@ void add_metadata(ModelBuilder& m, const std::string& key, const std::string& va
 
 // x[N,1,4,4] -> Flatten -> Gemm -> y[N,3]. Logits: class 0 grows with brightness, class 1 with darkness,
 // class 2 is always 0. With mean 0.5 and std 0.5 a white image gives x = 1 everywhere: logits 16, -16, 0.
-ModelBuilder brightness_classifier() {
+// batch: -1 for a symbolic batch dimension.
+ModelBuilder brightness_classifier(int64_t batch = -1) {
   ModelBuilder m;
-  m.input("x", {-1, 1, 4, 4}).output("y");
+  m.input("x", {batch, 1, 4, 4}).output("y");
   std::vector<float> w;
   for (int i = 0; i < 16; ++i) w.insert(w.end(), {1.0f, -1.0f, 0.0f});
   m.initializer("w", {16, 3}, w).initializer("b", {3}, {0, 0, 0});
@@ -75,7 +76,7 @@ ModelBuilder brightness_classifier() {
 }
 
 // x[N,1,H,W] with symbolic H, W -> Conv 3x3 pad 1: map 0 is the image, map 1 its negative.
-ModelBuilder identity_and_negative() {
+ModelBuilder identity_and_negative(bool with_task = true) {
   ModelBuilder m;
   m.input("x", {-1, 1, 1, 1}).output("y");
   auto* dims = m.proto().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
@@ -87,7 +88,7 @@ ModelBuilder identity_and_negative() {
   m.initializer("w", {2, 1, 3, 3}, w);
   auto& conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
   ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
-  add_metadata(m, "task", "image-to-image");
+  if (with_task) add_metadata(m, "task", "image-to-image");
   return m;
 }
 
@@ -142,6 +143,21 @@ TEST_CASE("cnnrt infer classifies images with the model's labels and normalisati
     CHECK(black["top"].size() == 3);
     CHECK(nlohmann::json::parse(records[1])["top"][0]["label"] == "bright");
   }
+}
+
+TEST_CASE("cnnrt infer on a model with a fixed batch size pads the last batch") {
+  ScratchDir dir("cli_fixed_batch");
+  save_model(brightness_classifier(2), dir / "batch2.onnx");
+  write_file(dir.path() / "a.png", uniform_png(4, 4, 1, 255));
+  write_file(dir.path() / "b.png", uniform_png(4, 4, 1, 0));
+  write_file(dir.path() / "c.png", uniform_png(4, 4, 1, 250));
+  const CliResult r = run_cli(dir, {"infer", dir / "batch2.onnx", dir.path().string(), "--device", "cpu", "-k", "1",
+                                    "--batch", "16"});
+  CHECK(r.status == 0);
+  CHECK(r.out == dir / "a.png" + ": bright 100.0%\n" + dir / "b.png" + ": dark 100.0%\n" + dir / "c.png" +
+                     ": bright 100.0%\n");
+  CHECK(r.err.find("3 images in") != std::string::npos);
+  CHECK(r.err.find("(2 batches of up to 2") != std::string::npos);
 }
 
 TEST_CASE("cnnrt infer reports each bad image on one line, goes on, and exits with the bad-input code") {
@@ -236,6 +252,14 @@ TEST_CASE("cnnrt infer on an image-to-image model writes each output map as a PN
   CHECK(w == 3);
   CHECK(h == 2);
   stbi_image_free(small);
+
+  SUBCASE("without a task in the metadata, N x C x H x W outputs are taken as maps") {
+    save_model(identity_and_negative(false), dir / "maps_untagged.onnx");
+    const CliResult plain = run_cli(dir, {"infer", dir / "maps_untagged.onnx", dir / "small.png", "--device", "cpu"});
+    CHECK(plain.status == 0);
+    CHECK(plain.out.find(dir / "small.png" + ": output 'y' map 1 (3x2") != std::string::npos);
+    CHECK(plain.out.find("use --save-outputs DIR") != std::string::npos);
+  }
 }
 
 TEST_CASE("cnnrt eval: accuracy, confusion matrix and throughput on IDX files") {
