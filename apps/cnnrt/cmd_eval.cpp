@@ -134,15 +134,15 @@ struct EvalCommand {
     const double accuracy = 100.0 * double(confusion->correct()) / double(count);
 
     if (json_output) {
-      nlohmann::json matrix = nlohmann::json::array();
+      nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
       for (int64_t t = 0; t < confusion->classes; ++t) {
-        nlohmann::json row = nlohmann::json::array();
+        nlohmann::ordered_json row = nlohmann::ordered_json::array();
         for (int64_t p = 0; p < confusion->classes; ++p) row.push_back(confusion->at(t, p));
         matrix.push_back(row);
       }
-      nlohmann::json labels = nlohmann::json::array();
+      nlohmann::ordered_json labels = nlohmann::ordered_json::array();
       for (int64_t c = 0; c < confusion->classes; ++c) labels.push_back(label_of(class_names, c));
-      const nlohmann::json report = {{"model", model_path},     {"images", images_path},
+      const nlohmann::ordered_json report = {{"model", model_path},     {"images", images_path},
                                      {"labels", labels_path},   {"device", cnnrt::to_string(model.device())},
                                      {"count", count},          {"correct", confusion->correct()},
                                      {"accuracy", accuracy / 100.0}, {"classes", labels},

@@ -23,7 +23,7 @@ namespace cnnrt_cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys in the order written: "file" first
 
 enum class Task { Auto, Classification, ImageToImage };
 
