@@ -60,6 +60,14 @@ TEST_CASE("a PNG decodes to its pixels, channels as stored") {
   CHECK(image.height == 2);
   REQUIRE(image.channels == 3);
   for (size_t i = 0; i < rgb.size(); ++i) CHECK(image.pixels[i] == doctest::Approx(rgb[i]));
+
+  // Converted while decoding: the same numbers as convert_channels().
+  const Image gray = decode_image(png.data(), png.size(), "rgb.png", 1);
+  REQUIRE(gray.channels == 1);
+  CHECK(gray.pixels == convert_channels(image, 1).pixels);
+  CHECK(gray.pixels[3] == doctest::Approx(0.299 * 10 + 0.587 * 20 + 0.114 * 30));
+  const Image rgb_again = decode_image(png.data(), png.size(), "rgb.png", 3);
+  CHECK(rgb_again.pixels == image.pixels);
 }
 
 TEST_CASE("broken images are refused with a message naming the file and the problem") {

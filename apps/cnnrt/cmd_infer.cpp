@@ -135,7 +135,7 @@ struct InferCommand {
     entry.path = path;
     entry.start = Clock::now();
     try {
-      entry.image = fit_to_model(read_image(path), input, filter);
+      entry.image = fit_to_model(read_image(path, input.channels), input, filter);
     } catch (const cnnrt::Error& e) {
       entry.error = e.what();
       entry.error_code = e.code();

@@ -104,9 +104,28 @@ std::string describe_shape(const cnnrt::TensorDesc& desc) {
   return dims.empty() ? "a scalar" : fmt::format("{}", fmt::join(dims, "x"));
 }
 
+// Interleaved pixels from src_channels to dst_channels (1 or 3, or the same as the source): luma for
+// colour to gray, replication for gray to RGB, alpha dropped.
+template <typename T>
+void copy_channels(const T* src, int src_channels, float* dst, int dst_channels, size_t pixels) {
+  const bool has_colour = src_channels >= 3;
+  for (size_t i = 0; i < pixels; ++i, src += src_channels, dst += dst_channels) {
+    if (dst_channels == src_channels) {
+      for (int c = 0; c < dst_channels; ++c) dst[c] = static_cast<float>(src[c]);
+    } else if (dst_channels == 1) {
+      dst[0] = has_colour ? 0.299f * float(src[0]) + 0.587f * float(src[1]) + 0.114f * float(src[2]) : float(src[0]);
+    } else {
+      for (int c = 0; c < 3; ++c) dst[c] = static_cast<float>(src[has_colour ? c : 0]);
+    }
+  }
+}
+
 }  // namespace
 
-Image decode_image(const uint8_t* bytes, size_t size, const std::string& name) {
+Image decode_image(const uint8_t* bytes, size_t size, const std::string& name, int want_channels) {
+  if (want_channels != 0 && want_channels != 1 && want_channels != 3) {
+    throw Error(ErrorCode::Internal, fmt::format("decode_image: {} channels asked for", want_channels));
+  }
   if (size == 0) throw Error(ErrorCode::InvalidInput, name + ": empty file (0 bytes)");
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     throw Error(ErrorCode::InvalidInput, fmt::format("{}: {} bytes, too large for an image file", name, size));
@@ -147,13 +166,13 @@ Image decode_image(const uint8_t* bytes, size_t size, const std::string& name) {
   Image image;
   image.width = width;
   image.height = height;
-  image.channels = channels;
-  const size_t count = size_t(width) * size_t(height) * size_t(channels);
-  image.pixels.assign(decoded.get(), decoded.get() + count);
+  image.channels = want_channels == 0 ? channels : want_channels;
+  image.pixels.resize(size_t(width) * size_t(height) * size_t(image.channels));
+  copy_channels(decoded.get(), channels, image.pixels.data(), image.channels, size_t(width) * size_t(height));
   return image;
 }
 
-Image read_image(const std::string& path) {
+Image read_image(const std::string& path, int channels) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw Error(ErrorCode::InvalidInput, path + ": is a directory, not an image");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -169,7 +188,7 @@ Image read_image(const std::string& path) {
   if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
     throw Error(ErrorCode::Io, path + ": read failed");
   }
-  return decode_image(bytes.data(), bytes.size(), path);
+  return decode_image(bytes.data(), bytes.size(), path, channels);
 }
 
 Image convert_channels(const Image& image, int channels) {
@@ -182,19 +201,7 @@ Image convert_channels(const Image& image, int channels) {
   out.height = image.height;
   out.channels = channels;
   out.pixels.resize(size_t(image.width) * image.height * channels);
-  const bool has_colour = image.channels >= 3;
-  for (int y = 0; y < image.height; ++y) {
-    for (int x = 0; x < image.width; ++x) {
-      float* dst = &out.pixels[(size_t(y) * image.width + x) * channels];
-      if (channels == 1) {
-        dst[0] = has_colour
-                     ? 0.299f * image.at(y, x, 0) + 0.587f * image.at(y, x, 1) + 0.114f * image.at(y, x, 2)
-                     : image.at(y, x, 0);
-      } else {
-        for (int c = 0; c < 3; ++c) dst[c] = image.at(y, x, has_colour ? c : 0);
-      }
-    }
-  }
+  copy_channels(image.pixels.data(), image.channels, out.pixels.data(), channels, size_t(image.width) * image.height);
   return out;
 }
 
@@ -306,7 +313,7 @@ ImageModelInput image_model_input(const cnnrt::Model& model) {
 }
 
 Image fit_to_model(const Image& image, const ImageModelInput& input, ResizeFilter filter) {
-  Image fitted = convert_channels(image, input.channels);
+  Image fitted = convert_channels(image, input.channels);  // a no-op after read_image(path, input.channels)
   if (input.height > 0 && input.width > 0) {
     fitted = resize_image(fitted, static_cast<int>(input.width), static_cast<int>(input.height), filter);
   }

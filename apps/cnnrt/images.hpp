@@ -32,9 +32,11 @@ struct Image {
 // Decodes PNG, JPEG, BMP, PGM/PPM, GIF (first frame), TGA, PSD, HDR. `name` is used in error messages.
 // Throws cnnrt::Error (InvalidInput) naming the file: empty, not an image, truncated or corrupt, zero
 // size, or a declared size beyond kMaxImageSide (checked from the header, before decoding).
-Image decode_image(const uint8_t* bytes, size_t size, const std::string& name);
+// channels: 0 keeps the file's; 1 or 3 converts as convert_channels() does, while copying (a large photo
+// then never exists as 4-channel floats).
+Image decode_image(const uint8_t* bytes, size_t size, const std::string& name, int channels = 0);
 // Reads the file and decodes it; an unreadable file is an Io error naming it.
-Image read_image(const std::string& path);
+Image read_image(const std::string& path, int channels = 0);
 
 // Gray to RGB by replication; RGB to gray with luma weights 0.299 R + 0.587 G + 0.114 B. Alpha is
 // dropped (not composited).
