@@ -1,6 +1,6 @@
 // cnnrt: classify images, evaluate classifiers, run, inspect and benchmark ONNX CNNs. Exit codes: 0 ok,
-// 1 outputs differ from the expected ones, 2 usage, 3 unsupported model, 4 invalid model or input, 5 no usable GPU, 6 a limit was hit,
-// 7 CUDA error, 8 internal error.
+// 1 outputs differ from the expected ones, 2 usage, 3 unsupported model, 4 invalid model or input,
+// 5 no usable GPU, 6 a limit was hit, 7 CUDA error, 8 internal error.
 #include <cstdio>
 #include <exception>
 
