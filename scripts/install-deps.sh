@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev
+  libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libonnx-testdata dataset-fashion-mnist
 )
 for arg in "$@"; do

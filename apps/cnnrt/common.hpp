@@ -39,5 +39,7 @@ Action add_run_command(CLI::App& app);
 Action add_plan_command(CLI::App& app);
 Action add_ops_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
+Action add_infer_command(CLI::App& app);
+Action add_eval_command(CLI::App& app);
 
 }  // namespace cnnrt_cli

@@ -1,6 +1,6 @@
-// cnnrt: run, inspect and benchmark ONNX CNNs. Exit codes: 0 ok, 1 outputs differ from the expected
-// ones, 2 usage, 3 unsupported model, 4 invalid model or input, 5 no usable GPU, 6 a limit was hit,
-// 7 CUDA error, 8 internal error.
+// cnnrt: classify images, evaluate classifiers, run, inspect and benchmark ONNX CNNs. Exit codes: 0 ok,
+// 1 outputs differ from the expected ones, 2 usage, 3 unsupported model, 4 invalid model or input,
+// 5 no usable GPU, 6 a limit was hit, 7 CUDA error, 8 internal error.
 #include <cstdio>
 #include <exception>
 
@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Log what the engine does (passes, kernel choices)");
 
   const std::pair<const char*, cnnrt_cli::Action (*)(CLI::App&)> commands[] = {
+      {"infer", cnnrt_cli::add_infer_command},
+      {"eval", cnnrt_cli::add_eval_command},
       {"run", cnnrt_cli::add_run_command},
       {"plan", cnnrt_cli::add_plan_command},
       {"bench", cnnrt_cli::add_bench_command},
