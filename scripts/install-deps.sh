@@ -12,7 +12,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
   libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev
-  libonnx-testdata dataset-fashion-mnist
+  libonnx-testdata dataset-fashion-mnist zlib1g-dev
 )
 for arg in "$@"; do
   case "$arg" in
