@@ -1,0 +1,222 @@
+// Models exported by a real tool (PyTorch 1.13's TorchScript exporter, opsets 9/11/13/17; made by
+// scripts/make_test_models.py into tests/data/<case>/) on the CPU backend, and the shipped models in models/:
+// they load with their documented metadata, fashion_lenet classifies Fashion-MNIST test images, and
+// edges.onnx's Sobel maps match a hand-written Sobel.
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conformance.hpp"
+
+using namespace cnnrt;
+
+namespace {
+
+#ifndef CNNRT_TEST_DATA_DIR
+#error "tests/CMakeLists.txt passes CNNRT_TEST_DATA_DIR (the tests/data folder)"
+#endif
+
+// Cases the engine cannot run yet: case folder -> a piece of the error it must fail with. A case listed here
+// that passes, or fails for another reason, fails the test (update the list when the engine learns more).
+const std::map<std::string, std::string>& known_failures() {
+  // Nearest upsampling: torch writes Upsample at opset 9 and Resize (nearest, asymmetric, floor) from 11.
+  static const std::map<std::string, std::string> cases = {
+      {"upsample_nearest_opset9", "op Upsample (opset 9) is not supported"},
+      {"upsample_nearest_opset11", "op Resize (opset 11) is not supported"},
+      {"upsample_nearest_opset13", "op Resize (opset 13) is not supported"},
+      {"upsample_nearest_opset17", "op Resize (opset 17) is not supported"},
+  };
+  return cases;
+}
+
+std::vector<std::filesystem::path> exported_case_dirs() {
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(CNNRT_TEST_DATA_DIR)) {
+    if (std::filesystem::exists(entry.path() / "model.onnx")) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+}  // namespace
+
+TEST_CASE("models exported by PyTorch at opsets 9, 11, 13, 17 run on the CPU backend") {
+  const std::vector<std::filesystem::path> dirs = exported_case_dirs();
+  REQUIRE_MESSAGE(dirs.size() >= 60, "expected the cases of scripts/make_test_models.py in " CNNRT_TEST_DATA_DIR);
+  set_log_level(LogLevel::Off);
+  int passed = 0, known = 0;
+  for (const std::filesystem::path& dir : dirs) {
+    const std::string name = dir.filename().string();
+    // rtol 1e-4, atol 1e-5 (the absolute floor for outputs near zero), as for the ONNX conformance cases.
+    const testing::CaseResult r = testing::run_case(dir, name, Device::Cpu);
+    const auto expected_failure = known_failures().find(name);
+    if (expected_failure == known_failures().end()) {
+      CHECK_MESSAGE(r.outcome == "passed", name << ": " << r.outcome << ": " << r.detail);
+      passed += r.outcome == "passed";
+    } else {
+      const bool fails_as_listed = r.outcome != "passed" && r.detail.find(expected_failure->second) != std::string::npos;
+      CHECK_MESSAGE(fails_as_listed, name << " is a known failure (\"" << expected_failure->second
+                                          << "\") but now: " << r.outcome << " " << r.detail);
+      known += fails_as_listed;
+    }
+  }
+  set_log_level(LogLevel::Warn);
+  std::cout << "exported models (cpu): " << passed << " passed, " << known << " known failures, of " << dirs.size()
+            << " cases\n";
+}
+
+namespace {
+
+const std::string models_dir = std::string(CNNRT_SOURCE_DIR) + "/models";
+const char* fashion_test_images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+const char* fashion_test_labels = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+
+// A gzipped uint8 IDX file: magic 0x00 0x00 0x08 <ndim>, ndim big-endian uint32 dims, then the bytes.
+// Reads at most `max_items` items along the first dimension.
+struct IdxData {
+  std::vector<uint32_t> dims;
+  std::vector<uint8_t> bytes;
+};
+IdxData read_idx_gz(const std::string& path, uint32_t max_items) {
+  IdxData idx;
+  gzFile f = gzopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path << " (install dataset-fashion-mnist)");
+  unsigned char header[4];
+  REQUIRE(gzread(f, header, 4) == 4);
+  REQUIRE_MESSAGE((header[0] == 0 && header[1] == 0 && header[2] == 0x08), path << ": not a uint8 IDX file");
+  size_t item_size = 1;
+  for (int i = 0; i < header[3]; ++i) {
+    unsigned char d[4];
+    REQUIRE(gzread(f, d, 4) == 4);
+    idx.dims.push_back(uint32_t(d[0]) << 24 | uint32_t(d[1]) << 16 | uint32_t(d[2]) << 8 | d[3]);
+    if (i > 0) item_size *= idx.dims.back();
+  }
+  REQUIRE(!idx.dims.empty());
+  idx.dims[0] = std::min(idx.dims[0], max_items);
+  idx.bytes.resize(idx.dims[0] * item_size);
+  REQUIRE(gzread(f, idx.bytes.data(), unsigned(idx.bytes.size())) == int(idx.bytes.size()));
+  gzclose(f);
+  return idx;
+}
+
+// The image normalisation the shipped models declare: x = (p' * input_scale - mean) / std, p' = 255 - p when
+// invert is "1", else p.
+struct Normalisation {
+  float scale, mean, stddev;
+  bool invert;
+  explicit Normalisation(const std::map<std::string, std::string>& meta)
+      : scale(std::stof(meta.at("input_scale"))), mean(std::stof(meta.at("mean"))),
+        stddev(std::stof(meta.at("std"))), invert(meta.at("invert") == "1") {}
+  float operator()(uint8_t p) const { return (float(invert ? 255 - p : p) * scale - mean) / stddev; }
+};
+
+}  // namespace
+
+TEST_CASE("models/fashion_lenet.onnx: metadata, and >= 85% on the first 500 Fashion-MNIST test images") {
+  Options options;
+  options.device = Device::Cpu;
+  options.tuning = false;
+  const Model model = Model::load(models_dir + "/fashion_lenet.onnx", options);
+
+  REQUIRE(model.inputs().size() == 1);
+  CHECK(model.inputs()[0].name == "input");
+  CHECK(model.inputs()[0].shape == std::vector<int64_t>{-1, 1, 28, 28});
+  CHECK(model.inputs()[0].dim_names.at(0) == "N");
+  REQUIRE(model.outputs().size() == 1);
+  CHECK(model.outputs()[0].name == "logits");
+  CHECK(model.outputs()[0].shape == std::vector<int64_t>{-1, 10});
+
+  const std::map<std::string, std::string>& meta = model.metadata();
+  for (const char* key : {"labels", "input_scale", "mean", "std", "invert", "task", "test_accuracy"}) {
+    REQUIRE_MESSAGE(meta.count(key) == 1, "metadata_props lacks " << key);
+  }
+  CHECK(meta.at("labels") == "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot");
+  CHECK(meta.at("input_scale") == "0.00392156862745098");
+  CHECK(meta.at("invert") == "0");
+  CHECK(meta.at("task") == "classification");
+  CHECK(std::stod(meta.at("test_accuracy")) >= 90.0);
+  const Normalisation normalise(meta);
+  CHECK(normalise.mean > 0.2f);  // the training set's mean of p/255 is about 0.286
+  CHECK(normalise.mean < 0.4f);
+  CHECK(normalise.stddev > 0.2f);
+  CHECK(normalise.stddev < 0.5f);
+
+  constexpr uint32_t count = 500;
+  const IdxData images = read_idx_gz(fashion_test_images, count);
+  const IdxData labels = read_idx_gz(fashion_test_labels, count);
+  REQUIRE(images.dims == std::vector<uint32_t>{count, 28, 28});
+  REQUIRE(labels.dims == std::vector<uint32_t>{count});
+
+  Tensor input{{int64_t(count), 1, 28, 28}, std::vector<float>(images.bytes.size())};
+  std::transform(images.bytes.begin(), images.bytes.end(), input.data.begin(), normalise);
+  Context context(model);
+  const std::vector<Tensor> out = context.run({input});
+  REQUIRE(out.size() == 1);
+  REQUIRE(out[0].shape == std::vector<int64_t>{int64_t(count), 10});
+  int correct = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const float* logits = out[0].data.data() + i * 10;
+    correct += std::max_element(logits, logits + 10) - logits == labels.bytes[i];
+  }
+  const double accuracy = 100.0 * correct / count;
+  std::cout << "fashion_lenet (cpu): " << accuracy << "% on the first " << count << " test images\n";
+  CHECK(accuracy >= 85.0);
+}
+
+TEST_CASE("models/edges.onnx: metadata, and its Sobel maps match a hand-computed Sobel") {
+  Options options;
+  options.device = Device::Cpu;
+  options.tuning = false;
+  const Model model = Model::load(models_dir + "/edges.onnx", options);
+  REQUIRE(model.inputs().size() == 1);
+  CHECK(model.inputs()[0].name == "input");
+  CHECK(model.inputs()[0].shape == std::vector<int64_t>{-1, 1, -1, -1});
+  REQUIRE(model.outputs().size() == 1);
+  CHECK(model.outputs()[0].name == "maps");
+  const std::map<std::string, std::string>& meta = model.metadata();
+  CHECK(meta.at("task") == "image-to-image");
+  CHECK(meta.at("labels") == "sobel_x,sobel_y,laplacian,blur3,blur5");
+  CHECK(meta.at("input_scale") == "0.00392156862745098");
+  CHECK(std::stof(meta.at("mean")) == 0.0f);
+  CHECK(std::stof(meta.at("std")) == 1.0f);
+  CHECK(meta.at("invert") == "0");
+
+  constexpr int H = 31, W = 33;  // odd and unequal, so a transposed or off-by-one map cannot pass
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  Tensor image{{1, 1, H, W}, std::vector<float>(H * W)};
+  for (float& v : image.data) v = uniform(rng);
+  Context context(model);
+  const std::vector<Tensor> out = context.run({image});
+  REQUIRE(out.size() == 1);
+  REQUIRE(out[0].shape == std::vector<int64_t>{1, 5, H, W});
+
+  // Zero padding outside the image; cross-correlation (no kernel flip), as ONNX Conv.
+  auto pixel = [&](int y, int x) { return y < 0 || y >= H || x < 0 || x >= W ? 0.0 : double(image.data[y * W + x]); };
+  const int sobel_x[3][3] = {{-1, 0, 1}, {-2, 0, 2}, {-1, 0, 1}};
+  double max_err_x = 0, max_err_y = 0;
+  for (int y = 0; y < H; ++y) {
+    for (int x = 0; x < W; ++x) {
+      double gx = 0, gy = 0;
+      for (int dy = -1; dy <= 1; ++dy) {
+        for (int dx = -1; dx <= 1; ++dx) {
+          gx += sobel_x[dy + 1][dx + 1] * pixel(y + dy, x + dx);
+          gy += sobel_x[dx + 1][dy + 1] * pixel(y + dy, x + dx);  // sobel_y is sobel_x transposed
+        }
+      }
+      max_err_x = std::max(max_err_x, std::fabs(out[0].data[0 * H * W + y * W + x] - gx));
+      max_err_y = std::max(max_err_y, std::fabs(out[0].data[1 * H * W + y * W + x] - gy));
+    }
+  }
+  CHECK(max_err_x < 1e-5);
+  CHECK(max_err_y < 1e-5);
+}
