@@ -1,12 +1,17 @@
-// Small images and files for the infer/eval tests: PNG bytes from pixels, files in a scratch folder.
+// Small images and files for the infer/eval tests: PNG bytes from pixels, files in a scratch folder, and
+// runs of the built `cnnrt` tool (CNNRT_CLI_BINARY).
 #pragma once
 
 #include <stb_image_write.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,5 +59,37 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+struct CliResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string quote(const std::string& arg) {
+  std::string q = "'";
+  for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// Runs the built `cnnrt` tool with `args`, capturing stdout and stderr in files of `dir`.
+inline CliResult run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
+  std::string command = quote(CNNRT_CLI_BINARY);
+  for (const std::string& a : args) command += " " + quote(a);
+  command += " >" + quote(dir / "stdout.txt") + " 2>" + quote(dir / "stderr.txt");
+  const int raw = std::system(command.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_text(dir / "stdout.txt");
+  r.err = read_text(dir / "stderr.txt");
+  return r;
+}
 
 }  // namespace cnnrt::testing

@@ -3,7 +3,6 @@
 // they load with their documented metadata, fashion_lenet classifies Fashion-MNIST test images, and
 // edges.onnx's Sobel maps match a hand-written Sobel.
 #include <doctest/doctest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cnnrt/idx.hpp"
 #include "conformance.hpp"
 
 using namespace cnnrt;
@@ -80,34 +80,6 @@ const std::string models_dir = std::string(CNNRT_SOURCE_DIR) + "/models";
 const char* fashion_test_images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const char* fashion_test_labels = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
 
-// A gzipped uint8 IDX file: magic 0x00 0x00 0x08 <ndim>, ndim big-endian uint32 dims, then the bytes.
-// Reads at most `max_items` items along the first dimension.
-struct IdxData {
-  std::vector<uint32_t> dims;
-  std::vector<uint8_t> bytes;
-};
-IdxData read_idx_gz(const std::string& path, uint32_t max_items) {
-  IdxData idx;
-  gzFile f = gzopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path << " (install dataset-fashion-mnist)");
-  unsigned char header[4];
-  REQUIRE(gzread(f, header, 4) == 4);
-  REQUIRE_MESSAGE((header[0] == 0 && header[1] == 0 && header[2] == 0x08), path << ": not a uint8 IDX file");
-  size_t item_size = 1;
-  for (int i = 0; i < header[3]; ++i) {
-    unsigned char d[4];
-    REQUIRE(gzread(f, d, 4) == 4);
-    idx.dims.push_back(uint32_t(d[0]) << 24 | uint32_t(d[1]) << 16 | uint32_t(d[2]) << 8 | d[3]);
-    if (i > 0) item_size *= idx.dims.back();
-  }
-  REQUIRE(!idx.dims.empty());
-  idx.dims[0] = std::min(idx.dims[0], max_items);
-  idx.bytes.resize(idx.dims[0] * item_size);
-  REQUIRE(gzread(f, idx.bytes.data(), unsigned(idx.bytes.size())) == int(idx.bytes.size()));
-  gzclose(f);
-  return idx;
-}
-
 // The image normalisation the shipped models declare: x = (p' * input_scale - mean) / std, p' = 255 - p when
 // invert is "1", else p.
 struct Normalisation {
@@ -116,7 +88,7 @@ struct Normalisation {
   explicit Normalisation(const std::map<std::string, std::string>& meta)
       : scale(std::stof(meta.at("input_scale"))), mean(std::stof(meta.at("mean"))),
         stddev(std::stof(meta.at("std"))), invert(meta.at("invert") == "1") {}
-  float operator()(uint8_t p) const { return (float(invert ? 255 - p : p) * scale - mean) / stddev; }
+  float operator()(float p) const { return ((invert ? 255.0f - p : p) * scale - mean) / stddev; }
 };
 
 }  // namespace
@@ -150,14 +122,14 @@ TEST_CASE("models/fashion_lenet.onnx: metadata, and >= 85% on the first 500 Fash
   CHECK(normalise.stddev > 0.2f);
   CHECK(normalise.stddev < 0.5f);
 
-  constexpr uint32_t count = 500;
-  const IdxData images = read_idx_gz(fashion_test_images, count);
-  const IdxData labels = read_idx_gz(fashion_test_labels, count);
-  REQUIRE(images.dims == std::vector<uint32_t>{count, 28, 28});
-  REQUIRE(labels.dims == std::vector<uint32_t>{count});
+  constexpr int64_t count = 500;
+  const cnnrt_cli::IdxArray images = cnnrt_cli::read_idx(fashion_test_images);
+  const cnnrt_cli::IdxArray labels = cnnrt_cli::read_idx(fashion_test_labels);
+  REQUIRE(images.dims == std::vector<int64_t>{10000, 28, 28});
+  REQUIRE(labels.dims == std::vector<int64_t>{10000});
 
-  Tensor input{{int64_t(count), 1, 28, 28}, std::vector<float>(images.bytes.size())};
-  std::transform(images.bytes.begin(), images.bytes.end(), input.data.begin(), normalise);
+  Tensor input{{int64_t(count), 1, 28, 28}, std::vector<float>(count * 28 * 28)};
+  std::transform(images.values.begin(), images.values.begin() + input.data.size(), input.data.begin(), normalise);
   Context context(model);
   const std::vector<Tensor> out = context.run({input});
   REQUIRE(out.size() == 1);
@@ -165,7 +137,7 @@ TEST_CASE("models/fashion_lenet.onnx: metadata, and >= 85% on the first 500 Fash
   int correct = 0;
   for (uint32_t i = 0; i < count; ++i) {
     const float* logits = out[0].data.data() + i * 10;
-    correct += std::max_element(logits, logits + 10) - logits == labels.bytes[i];
+    correct += std::max_element(logits, logits + 10) - logits == int64_t(labels.values[i]);
   }
   const double accuracy = 100.0 * correct / count;
   std::cout << "fashion_lenet (cpu): " << accuracy << "% on the first " << count << " test images\n";

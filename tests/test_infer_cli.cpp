@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 #include <stb_image.h>
-#include <sys/wait.h>
 #include <zlib.h>
 
 #include <fstream>
@@ -13,43 +12,14 @@
 #include "image_test_util.hpp"
 #include "model_builder.hpp"
 
+using cnnrt::testing::CliResult;
 using cnnrt::testing::ModelBuilder;
+using cnnrt::testing::run_cli;
 using cnnrt::testing::ScratchDir;
 using cnnrt::testing::uniform_png;
 using cnnrt::testing::write_file;
 
 namespace {
-
-struct CliResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& arg) {
-  std::string q = "'";
-  for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
-CliResult run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
-  std::string command = quote(CNNRT_CLI_BINARY);
-  for (const std::string& a : args) command += " " + quote(a);
-  command += " >" + quote(dir / "stdout.txt") + " 2>" + quote(dir / "stderr.txt");
-  const int raw = std::system(command.c_str());
-  CliResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_text(dir / "stdout.txt");
-  r.err = read_text(dir / "stderr.txt");
-  return r;
-}
 
 void add_metadata(ModelBuilder& m, const std::string& key, const std::string& value) {
   auto* prop = m.proto().add_metadata_props();
