@@ -17,6 +17,9 @@ grep '^passed' "$report" | cut -f2 | while read -r case_name; do
   cp -r "/usr/share/libonnx-testdata/data/$case_name" ".device/testdata/$case_name"
 done
 rm -f "$report"
+# Fashion-MNIST's test set, for the GPU-against-CPU prediction test (tests/gpu/test_runtime.cpp).
+mkdir -p .device/data/fashion-mnist
+cp /usr/share/datasets/fashion-mnist/t10k-*.gz .device/data/fashion-mnist/
 # The device tool carries at most 64 MiB: ship it compressed; gpu_round.sh unpacks it there.
 tar -cJf .device.tar.xz .device
 du -sh .device .device.tar.xz

@@ -13,6 +13,7 @@ source .device/env.sh
 OUT=${OUT:-/tmp/cnnrt-round}
 mkdir -p "$OUT"
 export CNNRT_ONNX_TESTDATA="$here/.device/testdata"
+export CNNRT_FASHION_MNIST="$here/.device/data/fashion-mnist"
 export CNNRT_CACHE_DIR="$OUT/cache"
 summary="$OUT/summary.txt"
 : > "$summary"

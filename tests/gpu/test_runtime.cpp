@@ -1,0 +1,230 @@
+// The GPU runtime end to end, through the public API: real models against the CPU backend, no allocation
+// during inference, CUDA graph replay against step-by-step launches, batch-size changes, the caller's
+// stream, profiling, and every graph pass on against every pass off.
+//
+// Paths: the shipped models and tests/data are found under the source folder this was built from, or, on
+// the GPU machine (where the repository lies elsewhere), relative to the working directory (the repository
+// root, as scripts/gpu_round.sh runs it). Fashion-MNIST comes from CNNRT_FASHION_MNIST (a folder with the
+// t10k-*.gz files; scripts/bundle_device.sh ships them) or Debian's dataset-fashion-mnist.
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "apps/cnnrt/idx.hpp"
+#include "cnnrt/cnnrt.hpp"
+#include "conformance.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu_test_util.hpp"
+
+using namespace cnnrt;
+
+namespace {
+
+std::string repo_path(const std::string& relative) {
+  const std::filesystem::path built = std::filesystem::path(CNNRT_SOURCE_DIR) / relative;
+  return std::filesystem::exists(built) ? built.string() : relative;
+}
+
+std::string fashion_file(const std::string& name) {
+  const char* env = std::getenv("CNNRT_FASHION_MNIST");
+  const std::string dir = env && *env ? env : "/usr/share/datasets/fashion-mnist";
+  return dir + "/" + name;
+}
+
+Options options_for(Device device) {
+  Options options;
+  options.device = device;
+  options.tuning = false;  // results, not speed, are under test; the tuner has its own cases
+  options.tuning_cache = "none";
+  return options;
+}
+
+// fashion_lenet inputs: `batch` test-set images normalised as the model's metadata says.
+Tensor fashion_batch(const Model& model, int64_t first, int64_t batch) {
+  const cnnrt_cli::IdxArray images = cnnrt_cli::read_idx(fashion_file("t10k-images-idx3-ubyte.gz"));
+  const auto& meta = model.metadata();
+  const float scale = std::stof(meta.at("input_scale")), mean = std::stof(meta.at("mean")),
+              stddev = std::stof(meta.at("std"));
+  Tensor t{{batch, 1, 28, 28}, std::vector<float>(static_cast<size_t>(batch) * 784)};
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = (images.values[first * 784 + i] * scale - mean) / stddev;
+  return t;
+}
+
+// Largest |a - b| / max(1, |b|) over two equally shaped tensors.
+double max_rel_error(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape == b.shape);
+  double worst = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a.data[i]) - b.data[i]) / std::max(1.0, std::abs(double(b.data[i]))));
+  }
+  return worst;
+}
+
+std::vector<std::string> all_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, description] : graph_passes()) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("models exported by PyTorch (tests/data) give the reference outputs on the GPU") {
+  const std::string root = repo_path("tests/data");
+  REQUIRE(std::filesystem::is_directory(root));
+  set_log_level(LogLevel::Off);
+  int passed = 0, compared = 0;
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (std::filesystem::exists(entry.path() / "model.onnx")) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& dir : dirs) {
+    const std::string name = dir.filename().string();
+    if (testing::run_case(dir, name, Device::Cpu).outcome != "passed") continue;  // the CPU test lists these
+    ++compared;
+    const testing::CaseResult gpu = testing::run_case(dir, name, Device::Gpu);
+    CHECK_MESSAGE(gpu.outcome == "passed", name << ": " << gpu.detail);
+    passed += gpu.outcome == "passed";
+  }
+  set_log_level(LogLevel::Warn);
+  std::cout << "exported models (gpu): " << passed << " of " << compared << " passed\n";
+  CHECK(compared >= 60);
+}
+
+TEST_CASE("fashion_lenet: the GPU predicts the CPU's class for every Fashion-MNIST test image") {
+  const Model cpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Cpu));
+  const Model gpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Gpu));
+  const cnnrt_cli::IdxArray labels = cnnrt_cli::read_idx(fashion_file("t10k-labels-idx1-ubyte.gz"));
+  const Tensor images = fashion_batch(cpu_model, 0, 10000);
+  const Tensor cpu = Context(cpu_model).run({images})[0];
+  const Tensor gpu = Context(gpu_model).run({images})[0];
+  REQUIRE(gpu.shape == std::vector<int64_t>{10000, 10});
+  CHECK(max_rel_error(gpu, cpu) < 1e-4);
+  int disagree = 0, correct = 0;
+  for (int64_t i = 0; i < 10000; ++i) {
+    const float* g = gpu.data.data() + i * 10;
+    const float* c = cpu.data.data() + i * 10;
+    const int64_t gc = std::max_element(g, g + 10) - g, cc = std::max_element(c, c + 10) - c;
+    disagree += gc != cc;
+    correct += gc == int64_t(labels.values[i]);
+  }
+  std::cout << "fashion_lenet (gpu): accuracy " << correct / 100.0 << "%, " << disagree << " disagreements with the CPU\n";
+  CHECK(disagree == 0);
+  CHECK(correct >= 9000);
+}
+
+TEST_CASE("inference allocates nothing: 1000 runs leave the allocation counts and free device memory unchanged") {
+  const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Gpu));
+  constexpr int64_t batch = 64;
+  const std::vector<float> input = testing::random_floats(batch * 784, 11);
+  std::vector<float> output(batch * 10);
+  const float* in_ptr = input.data();
+  float* out_ptr = output.data();
+  testing::DeviceBuffer d_in(input), d_out(output.size());
+  const float* d_in_ptr = d_in.get();
+  float* d_out_ptr = d_out.get();
+
+  Context context(model);
+  context.run(&in_ptr, &out_ptr, batch);  // the first run of a batch size plans and captures
+  context.enqueue(&d_in_ptr, &d_out_ptr, batch);
+  context.synchronize();
+  const gpu::AllocationCounts before = gpu::allocation_counts();
+  size_t free_before = 0, free_after = 0, total = 0;
+  GPU_CHECK(cudaMemGetInfo(&free_before, &total));
+  for (int i = 0; i < 500; ++i) context.run(&in_ptr, &out_ptr, batch);
+  for (int i = 0; i < 500; ++i) context.enqueue(&d_in_ptr, &d_out_ptr, batch);
+  context.synchronize();
+  GPU_CHECK(cudaMemGetInfo(&free_after, &total));
+  const gpu::AllocationCounts after = gpu::allocation_counts();
+  CHECK(after.device_allocs == before.device_allocs);
+  CHECK(after.device_frees == before.device_frees);
+  CHECK(after.pinned_allocs == before.pinned_allocs);
+  CHECK(after.pinned_frees == before.pinned_frees);
+  CHECK(free_after == free_before);
+  CHECK(d_out.download() == output);  // both paths computed the same thing
+}
+
+TEST_CASE("CUDA graph replay and step-by-step launches agree bit for bit, across batch-size changes") {
+  Options graphs = options_for(Device::Gpu);
+  Options launches = graphs;
+  launches.cuda_graphs = false;
+  const Model with_graphs = Model::load(repo_path("models/fashion_lenet.onnx"), graphs);
+  const Model without = Model::load(repo_path("models/fashion_lenet.onnx"), launches);
+  const Model cpu = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Cpu));
+  Context a(with_graphs), b(without), c(cpu);
+  for (int64_t batch : {1, 64, 7, 1, 1000, 64}) {
+    CAPTURE(batch);
+    const Tensor input{{batch, 1, 28, 28}, testing::random_floats(batch * 784, uint32_t(batch))};
+    const Tensor ya = a.run({input})[0], yb = b.run({input})[0], yc = c.run({input})[0];
+    CHECK(ya.data == yb.data);
+    CHECK(max_rel_error(ya, yc) < 1e-4);
+  }
+}
+
+TEST_CASE("runs queue on the caller's stream") {
+  const Model model = Model::load(repo_path("models/edges.onnx"), options_for(Device::Gpu));
+  const Model cpu = Model::load(repo_path("models/edges.onnx"), options_for(Device::Cpu));
+  cudaStream_t stream = nullptr;
+  GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    Context context(model, stream);
+    CHECK(context.stream() == stream);
+    const Tensor input{{1, 1, 33, 31}, testing::random_floats(33 * 31, 5, 0.0f, 1.0f)};
+    testing::DeviceBuffer d_in(input.data), d_out(5 * 33 * 31);
+    const float* in = d_in.get();
+    float* out = d_out.get();
+    context.enqueue(&in, &out, 1);
+    GPU_CHECK(cudaStreamSynchronize(stream));  // the caller's own wait is enough
+    std::vector<float> got(5 * 33 * 31);
+    GPU_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const Tensor want = Context(cpu).run({input})[0];
+    CHECK(max_rel_error(Tensor{want.shape, got}, want) < 1e-4);
+  }
+  GPU_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("profiling reports a GPU time for every step, and the steps cover every ONNX node") {
+  const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Gpu));
+  Context context(model);
+  const Tensor input{{64, 1, 28, 28}, testing::random_floats(64 * 784, 3)};
+  const std::vector<StepTiming> steps = context.profile({input}, 10);
+  REQUIRE(!steps.empty());
+  std::set<std::string> covered;
+  for (const StepTiming& s : steps) {
+    CHECK_MESSAGE(s.median_ms > 0, s.step);
+    CHECK_MESSAGE(!s.kernel.empty(), s.step);
+    covered.insert(s.nodes.begin(), s.nodes.end());
+  }
+  for (const char* node : {"/conv1/Conv", "/Relu", "/MaxPool", "/conv2/Conv", "/Relu_1", "/MaxPool_1", "/fc/Gemm"}) {
+    CHECK_MESSAGE(covered.count(node) == 1, node << " is in no step");
+  }
+}
+
+TEST_CASE("every graph pass on and every pass off give the same outputs on the GPU") {
+  Options off = options_for(Device::Gpu);
+  off.disabled_passes = all_pass_names();
+  for (const std::string& path : {repo_path("models/fashion_lenet.onnx"),
+                                  repo_path("tests/data/lenet_bn_opset13/model.onnx"),
+                                  repo_path("tests/data/resnet_basic_block_opset13/model.onnx"),
+                                  repo_path("tests/data/depthwise_pointwise_opset17/model.onnx"),
+                                  repo_path("tests/data/activations_opset13/model.onnx")}) {
+    CAPTURE(path);
+    const Model fused = Model::load(path, options_for(Device::Gpu));
+    const Model plain = Model::load(path, off);
+    std::vector<int64_t> shape = fused.inputs()[0].shape;
+    for (int64_t& d : shape) d = d < 0 ? 3 : d;
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    const Tensor input{shape, testing::random_floats(size_t(count), 17)};
+    const Tensor a = Context(fused).run({input})[0], b = Context(plain).run({input})[0];
+    CHECK(max_rel_error(a, b) < 1e-5);
+  }
+}
