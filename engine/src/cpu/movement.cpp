@@ -1,5 +1,5 @@
 // Data movement kernels, for float32 activations and int64 constants alike: the views (a copy here),
-// Cast, Transpose, Slice, Expand (all through copy_through_view), Concat, Gather and Pad.
+// Cast, Transpose, Slice, Expand (all through copy_through_view), Concat, Split, Gather and Pad.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -84,6 +84,33 @@ void concat_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
       const T* src = data_of<T>(*input);
       T* dst = data_of<T>(*out[0]);
       for (int64_t o = 0; o < outer; ++o) std::copy(src + o * block, src + (o + 1) * block, dst + o * out_block + offset);
+      offset += block;
+    }
+  });
+}
+
+// The inverse of Concat: output k takes split[k] consecutive indices of `axis`, one block per outer index.
+void split_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  const size_t axis = static_cast<size_t>(node.attrs.get_int("axis", 0));
+  const std::vector<int64_t> sizes = node.attrs.get_ints("split");
+  CNNRT_CHECK(sizes.size() == out.size(), ErrorCode::Internal, "Split has {} sizes for {} outputs", sizes.size(),
+              out.size());
+  const ir::Shape& shape = in[0]->shape();
+  const int64_t outer = extent_product(shape, 0, axis);
+  const int64_t inner = extent_product(shape, axis + 1, shape.size());
+  const int64_t in_block = shape[axis] * inner;
+  dispatch_dtype(in[0]->dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = data_of<T>(*in[0]);
+    int64_t offset = 0;  // where output k's block starts inside each input block
+    for (size_t k = 0; k < out.size(); ++k) {
+      const int64_t block = sizes[k] * inner;
+      if (out[k] != nullptr) {  // an omitted output still takes its indices
+        T* dst = data_of<T>(*out[k]);
+        for (int64_t o = 0; o < outer; ++o) {
+          std::copy(src + o * in_block + offset, src + o * in_block + offset + block, dst + o * block);
+        }
+      }
       offset += block;
     }
   });
@@ -193,6 +220,7 @@ void add_movement_kernels(KernelTable& table) {
       {"Slice", slice_kernel},
       {"Expand", expand_kernel},
       {"Concat", concat_kernel},
+      {"Split", split_kernel},
       {"Gather", gather_kernel},
       {"Pad", pad_kernel},
   });

@@ -9,6 +9,7 @@
 //              counts (element i of an axis is input index starts[axis] + i * steps[axis])
 //   Gather     axis (>= 0); indices (input 1) constant int64, kept as an input, negative indices allowed
 //   Pad        pads (2 * rank, >= 0: begins then ends), mode (constant, edge, reflect), value (float)
+//   Split      axis (>= 0), split (the size of each output along axis, one per output, summing to the extent)
 //   Expand     -   the output shape is the value's shape
 #include <fmt/format.h>
 
@@ -272,6 +273,68 @@ void infer_pad(Node& node, Graph& graph, int64_t opset) {
   set_output(node, graph, 0, data.dtype, std::move(out));
 }
 
+// ---- Split -------------------------------------------------------------------------------------------
+
+constexpr int kMaxSplitOutputs = 1 << 16;
+
+void check_split(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+  check_constant_inputs(node, graph, problems, {{1, "split sizes"}});
+}
+
+// The size of each output along the split axis of extent `extent`. The sizes come from the split input
+// (opset >= 13) or attribute (< 13); without them the extent is divided among the outputs: evenly before
+// opset 18, and from 18 (num_outputs) in chunks of ceil(extent / n) with a smaller last chunk.
+std::vector<int64_t> split_sizes(const Node& node, const Graph& graph, int64_t opset, int64_t extent) {
+  const int64_t outputs = static_cast<int64_t>(node.outputs.size());
+  const auto given = ints_from_input_or_attr(node, graph, 1, "split", "split sizes");
+  if (given.has_value()) {
+    CNNRT_CHECK(!node.attrs.has("num_outputs"), ErrorCode::InvalidModel,
+                "both the split sizes and num_outputs are given (ONNX allows one)");
+    CNNRT_CHECK(static_cast<int64_t>(given->size()) == outputs, ErrorCode::InvalidModel,
+                "{} split sizes [{}] for {} outputs", given->size(), fmt::join(*given, ", "), outputs);
+    int64_t total = 0;
+    for (int64_t size : *given) {
+      CNNRT_CHECK(size >= 0, ErrorCode::InvalidModel, "split sizes [{}] have a negative size", fmt::join(*given, ", "));
+      total = add_dims(total, size);
+    }
+    CNNRT_CHECK(total == extent, ErrorCode::InvalidModel, "split sizes [{}] sum to {}, but the axis has {}",
+                fmt::join(*given, ", "), total, extent);
+    return *given;
+  }
+  const int64_t parts = node.attrs.get_int("num_outputs", outputs);
+  CNNRT_CHECK(parts == outputs, ErrorCode::InvalidModel, "num_outputs is {} but the node has {} outputs", parts,
+              outputs);
+  if (opset < 18 || extent % parts == 0) {
+    CNNRT_CHECK(extent % parts == 0, ErrorCode::InvalidModel,
+                "an axis of {} does not split evenly into {} outputs (give the split sizes)", extent, parts);
+    return std::vector<int64_t>(static_cast<size_t>(parts), extent / parts);
+  }
+  const int64_t chunk = (extent + parts - 1) / parts;  // ceil: every output but the last
+  const int64_t last = extent - chunk * (parts - 1);
+  CNNRT_CHECK(last >= 0, ErrorCode::InvalidModel, "an axis of {} cannot be split into {} chunks of {} (num_outputs)",
+              extent, parts, chunk);
+  std::vector<int64_t> sizes(static_cast<size_t>(parts), chunk);
+  sizes.back() = last;
+  return sizes;
+}
+
+void infer_split(Node& node, Graph& graph, int64_t opset) {
+  const Value& data = numeric_input(node, graph, 0);
+  const Shape x = *data.shape;  // a copy: set_output below writes into graph.values
+  const DType dtype = data.dtype;
+  const int64_t axis = normalize_axis(node.attrs.get_int("axis", 0), static_cast<int64_t>(x.size()), "axis");
+  const std::vector<int64_t> sizes = split_sizes(node, graph, opset, x[axis]);
+  keep_inputs(node, 1);
+  node.attrs.erase("num_outputs");
+  node.attrs.set("axis", axis);
+  node.attrs.set("split", sizes);
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    Shape out = x;
+    out[axis] = sizes[i];
+    set_output(node, graph, i, dtype, std::move(out));
+  }
+}
+
 // ---- Expand ------------------------------------------------------------------------------------------
 
 void check_expand(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
@@ -301,6 +364,7 @@ void add_matrix_ops(std::vector<OpInfo>& table) {
   table.push_back({"Slice", 1, 5, 1, 1, check_slice, infer_slice});
   table.push_back({"Gather", 2, 2, 1, 1, check_gather, infer_gather});
   table.push_back({"Pad", 1, 4, 1, 1, check_pad, infer_pad});
+  table.push_back({"Split", 1, 2, 1, kMaxSplitOutputs, check_split, infer_split});
   table.push_back({"Expand", 2, 2, 1, 1, check_expand, infer_expand});
 }
 
