@@ -1,4 +1,4 @@
-// Lowering of data movement (Transpose, Slice, Concat, Pad, Gather) and row-wise ops (Softmax,
+// Lowering of data movement (Transpose, Slice, Concat, Split, Pad, Gather) and row-wise ops (Softmax,
 // LogSoftmax, Reduce*). Views (Reshape, Flatten, ...) never get here: the planner aliases them.
 #include "kernels/movement.cuh"
 #include "kernels/reduce.cuh"
@@ -48,6 +48,30 @@ void lower_concat(const ir::Node& node, LowerContext& lc) {
   add_simple_step(lc, node, "strided_copy", fmt::format("{} inputs on axis {}", descs.size(), axis),
                   [descs](const float* const* i, float* const* o, Stream s) {
                     for (size_t k = 0; k < descs.size(); ++k) kernels::launch_strided_copy(i[k], o[0], descs[k], s);
+                  });
+}
+
+// One slice per output: output k starts at the sum of the sizes before it along `axis`.
+void lower_split(const ir::Node& node, LowerContext& lc) {
+  const ir::Shape& in = input_shape(lc, node, 0);
+  require_rank_at_most(in, kernels::kMaxRank, "Split input");
+  const int axis = static_cast<int>(node.attrs.get_int("axis", 0));
+  const std::vector<int64_t> sizes = node.attrs.get_ints("split");
+  CNNRT_CHECK(sizes.size() == node.outputs.size(), ErrorCode::Internal, "Split is not in canonical form (one size "
+              "per output)");
+  std::vector<kernels::StridedCopyDesc> descs;  // one per present output, in the order of output_slots
+  const std::vector<int64_t> steps(in.size(), 1);
+  std::vector<int64_t> starts(in.size(), 0);
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k] != ir::kNoValue) {
+      const ir::Shape& out = lc.graph.shape_of(node.outputs[k]);
+      descs.push_back(kernels::slice_desc(rank_of(in), in.data(), out.data(), starts.data(), steps.data()));
+    }
+    starts[axis] += sizes[k];
+  }
+  add_simple_step(lc, node, "strided_copy", fmt::format("{} outputs on axis {}", descs.size(), axis),
+                  [descs](const float* const* i, float* const* o, Stream s) {
+                    for (size_t k = 0; k < descs.size(); ++k) kernels::launch_strided_copy(i[0], o[k], descs[k], s);
                   });
 }
 
@@ -128,10 +152,10 @@ void lower_reduce(const ir::Node& node, LowerContext& lc) {
 }  // namespace
 
 std::vector<LoweringEntry> movement_lowerings() {
-  return {{"Transpose", lower_transpose}, {"Slice", lower_slice},     {"Concat", lower_concat},
-          {"Pad", lower_pad},             {"Gather", lower_gather},   {"Softmax", lower_softmax},
-          {"LogSoftmax", lower_softmax},  {"ReduceMean", lower_reduce}, {"ReduceSum", lower_reduce},
-          {"ReduceMax", lower_reduce},    {"ReduceMin", lower_reduce}};
+  return {{"Transpose", lower_transpose}, {"Slice", lower_slice},   {"Concat", lower_concat},
+          {"Split", lower_split},         {"Pad", lower_pad},       {"Gather", lower_gather},
+          {"Softmax", lower_softmax},     {"LogSoftmax", lower_softmax}, {"ReduceMean", lower_reduce},
+          {"ReduceSum", lower_reduce},    {"ReduceMax", lower_reduce},   {"ReduceMin", lower_reduce}};
 }
 
 }  // namespace cnnrt::plan
