@@ -28,7 +28,17 @@ std::string dtype_name(DType dtype) {
     case DType::Complex128: return "complex128";
     case DType::BFloat16: return "bfloat16";
   }
-  return fmt::format("dtype {}", static_cast<int>(dtype));
+  // Types ONNX added after the enum above, named as onnx_pb.h does: float8 (IR 9, opset 19 type lists) and
+  // 4-bit integers (IR 10, opset 21). cnnrt computes with none of them; only messages name them.
+  switch (static_cast<int>(dtype)) {
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    default: return fmt::format("dtype {}", static_cast<int>(dtype));
+  }
 }
 
 int64_t numel(const Shape& shape) {
