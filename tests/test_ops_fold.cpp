@@ -17,8 +17,8 @@ TEST_CASE("the op table lists every op of docs/ir-ops.md, sorted, each with a CP
       "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min",
       "Sum", "Mean", "BatchNormalization", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Softmax", "LogSoftmax", "Gemm", "MatMul", "Transpose",
-      "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Shape", "Size", "ConstantOfShape", "Range", "Equal", "Less",
-      "Greater", "Where", "Not"};
+      "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Shape", "Size", "ConstantOfShape", "Range", "Equal",
+      "Less", "Greater", "Where", "Not"};
   for (const std::string& op : documented) {
     const OpInfo* info = find_op(op);
     REQUIRE_MESSAGE(info != nullptr, op);

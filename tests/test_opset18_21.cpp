@@ -144,22 +144,26 @@ TEST_CASE("opset 22 is refused, naming the opset and the range cnnrt reads") {
 }
 
 TEST_CASE("what opsets 18 to 21 added that cnnrt does not run is Unsupported, naming node, op and opset") {
-  SUBCASE("new ops: GroupNormalization (18), Mish (18), Gelu (20)") {
+  SUBCASE("ops dynamo may write: LayerNormalization (17), GroupNormalization, Mish (18), Gelu (20)") {
     ModelBuilder m(20);
     m.proto().set_ir_version(9);
     m.input("x", {1, 4, 2, 2}).output("y");
     m.initializer("gn_scale", {4}, {1, 1, 1, 1}).initializer("gn_bias", {4}, {0, 0, 0, 0});
+    m.initializer("ln_scale", {2}, {1, 1}).initializer("ln_bias", {2}, {0, 0});
     auto& gn = m.node("GroupNormalization", {"x", "gn_scale", "gn_bias"}, {"a"}, "/gn/GroupNorm");
     ModelBuilder::attr_int(gn, "num_groups", 2);
     m.node("Mish", {"a"}, {"b"}, "/act/Mish");
-    m.node("Gelu", {"b"}, {"y"}, "/act/Gelu");
+    m.node("Gelu", {"b"}, {"c"}, "/act/Gelu");
+    auto& ln = m.node("LayerNormalization", {"c", "ln_scale", "ln_bias"}, {"y"}, "/ln/LayerNorm");
+    ModelBuilder::attr_int(ln, "axis", -1);
     const Error e = load_error(m.bytes());
     CHECK(e.code() == ErrorCode::Unsupported);
     const std::string msg = e.what();
-    CHECK(contains(msg, "3 things"));
+    CHECK(contains(msg, "4 things"));
     CHECK(contains(msg, "GroupNormalization node '/gn/GroupNorm' (#0): op GroupNormalization (opset 20)"));
     CHECK(contains(msg, "Mish node '/act/Mish' (#1): op Mish (opset 20)"));
     CHECK(contains(msg, "Gelu node '/act/Gelu' (#2): op Gelu (opset 20)"));
+    CHECK(contains(msg, "LayerNormalization node '/ln/LayerNorm' (#3): op LayerNormalization (opset 20)"));
   }
   SUBCASE("AveragePool dilations (19) other than 1") {
     ModelBuilder m(19);

@@ -278,7 +278,7 @@ void infer_pad(Node& node, Graph& graph, int64_t opset) {
 constexpr int kMaxSplitOutputs = 1 << 16;
 
 void check_split(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
-  check_constant_inputs(node, graph, problems, {{1, "split sizes"}});
+  check_constant_inputs(node, graph, problems, {{1, "split input"}});
 }
 
 // The size of each output along the split axis of extent `extent`. The sizes come from the split input
@@ -286,7 +286,7 @@ void check_split(const Node& node, const Graph& graph, int64_t opset, std::vecto
 // opset 18, and from 18 (num_outputs) in chunks of ceil(extent / n) with a smaller last chunk.
 std::vector<int64_t> split_sizes(const Node& node, const Graph& graph, int64_t opset, int64_t extent) {
   const int64_t outputs = static_cast<int64_t>(node.outputs.size());
-  const auto given = ints_from_input_or_attr(node, graph, 1, "split", "split sizes");
+  const auto given = ints_from_input_or_attr(node, graph, 1, "split", "split input");
   if (given.has_value()) {
     CNNRT_CHECK(!node.attrs.has("num_outputs"), ErrorCode::InvalidModel,
                 "both the split sizes and num_outputs are given (ONNX allows one)");
