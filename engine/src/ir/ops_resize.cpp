@@ -121,16 +121,22 @@ void infer_resize(Node& node, Graph& graph, int64_t opset) {
   const Shape& x = *in.shape;
   CNNRT_CHECK(x.size() == kRank, ErrorCode::Unsupported,
               "input '{}' has shape {}; {} resizes 4-D [N, C, H, W] tensors only", in.name, shape_str(x), node.op);
+  const std::vector<std::string> problems = attribute_problems(node, opset);
+  CNNRT_CHECK(problems.empty(), ErrorCode::Unsupported, "{}", problems.empty() ? "" : problems.front());
   if (canonical_form(node)) {
     const std::vector<int64_t> sizes = node.attrs.get_ints("sizes");
-    CNNRT_CHECK(sizes.size() == kRank && node.attrs.get_floats("scales").size() == kRank &&
-                    node.attrs.get_floats("resized_lengths").size() == kRank && sizes[0] == x[0] && sizes[1] == x[1],
-                ErrorCode::Internal, "Resize is not canonical for input {}", shape_str(x));
+    const std::vector<float> scales = node.attrs.get_floats("scales");
+    const std::vector<float> lengths = node.attrs.get_floats("resized_lengths");
+    bool valid = sizes.size() == kRank && scales.size() == kRank && lengths.size() == kRank && sizes[0] == x[0] &&
+                 sizes[1] == x[1];
+    for (size_t axis = 0; valid && axis < kRank; ++axis) {
+      valid = sizes[axis] >= 0 && scales[axis] > 0 && std::isfinite(scales[axis]) && lengths[axis] >= 0 &&
+              std::isfinite(lengths[axis]);
+    }
+    CNNRT_CHECK(valid, ErrorCode::Internal, "Resize is not canonical for input {}", shape_str(x));
     set_output(node, graph, 0, in.dtype, sizes);
     return;
   }
-  const std::vector<std::string> problems = attribute_problems(node, opset);
-  CNNRT_CHECK(problems.empty(), ErrorCode::Unsupported, "{}", problems.empty() ? "" : problems.front());
 
   const auto scales = given_scales(node, graph, opset);
   const auto sizes = given_sizes(node, graph, opset);
@@ -158,6 +164,8 @@ void infer_resize(Node& node, Graph& graph, int64_t opset) {
                   scale, axis);
       axis_scales[axis] = scale;
       const double length = static_cast<double>(x[axis]) * static_cast<double>(scale);
+      CNNRT_CHECK(length < 0x1p62, ErrorCode::InvalidModel, "scale {} makes axis {} of size {} too long", scale, axis,
+                  x[axis]);
       out[axis] = static_cast<int64_t>(std::floor(length));
       resized_lengths[axis] = static_cast<float>(length);
     } else {
