@@ -74,6 +74,14 @@ TEST_CASE("Upsample (opsets 7 and 9) becomes an asymmetric Resize that repeats p
   up7.runtime = {{"x", HostTensor::floats({1, 1, 1, 2}, {0, 1})}};
   up7.order = {"x"};
   check_close(up7.run(), {1, 1, 1, 4}, {0, 0.5f, 1, 1});  // x / 2, the edge repeating past the end
+
+  // Resize-10 (X, scales) reads like Upsample; shrinking picks with ceil: 4 -> 3 reads x / 0.75 = 0, 1.33, 2.67.
+  OneNode shrink("Resize", attrs({{"mode", std::string("nearest")}}));
+  shrink.opset = 10;
+  shrink.runtime = {{"x", HostTensor::floats({1, 1, 1, 4}, {10, 20, 30, 40})}};
+  shrink.constants = {{"scales", HostTensor::floats({4}, {1, 1, 1, 0.75f})}};
+  shrink.order = {"x", "scales"};
+  check_close(shrink.run(), {1, 1, 1, 3}, {10, 30, 40});
 }
 
 TEST_CASE("Resize output shapes: floor(input * scale), sizes, opset 18 axes") {
@@ -96,6 +104,10 @@ TEST_CASE("Resize linear for each coordinate transform") {
   check_close(resize(x, linear("half_pixel"), {}, {1, 1, 1, 1}).run(), {1, 1, 1, 1}, {0.5f});
   check_close(resize(x, linear("align_corners"), {}, {1, 1, 1, 3}).run(), {1, 1, 1, 3}, {0, 0.5f, 1});
   check_close(resize(x, linear("asymmetric"), {1, 1, 1, 2}).run(), {1, 1, 1, 4}, {0, 0.5f, 1, 1});
+  // nearest_mode means nothing to linear: any value binds.
+  Attributes odd_rounding = linear("asymmetric");
+  odd_rounding.set("nearest_mode", std::string("round_half_even"));
+  check_close(resize(x, odd_rounding, {1, 1, 1, 2}).run(), {1, 1, 1, 4}, {0, 0.5f, 1, 1});
   // Both axes: the four corners of a 2x2 input, half way.
   check_close(resize(HostTensor::floats({1, 1, 2, 2}, {0, 1, 2, 3}), linear("align_corners"), {}, {1, 1, 3, 3}).run(),
               {1, 1, 3, 3}, {0, 0.5f, 1, 1, 1.5f, 2, 2, 2.5f, 3});

@@ -133,7 +133,8 @@ void infer_resize(Node& node, Graph& graph, int64_t opset) {
       valid = sizes[axis] >= 0 && scales[axis] > 0 && std::isfinite(scales[axis]) && lengths[axis] >= 0 &&
               std::isfinite(lengths[axis]);
     }
-    CNNRT_CHECK(valid, ErrorCode::Internal, "Resize is not canonical for input {}", shape_str(x));
+    CNNRT_CHECK(valid, ErrorCode::InvalidModel, "the Resize attributes sizes, scales and resized_lengths do not fit "
+                "the input {}", shape_str(x));
     set_output(node, graph, 0, in.dtype, sizes);
     return;
   }
@@ -200,6 +201,7 @@ void infer_resize(Node& node, Graph& graph, int64_t opset) {
     nearest = shrinks ? "ceil" : "floor";
   }
   const std::string mode = resize_mode(node);
+  if (mode == "linear") nearest = "round_prefer_floor";  // unused; the model's value is not checked for linear
   node.attrs = Attributes{};
   node.attrs.set("mode", mode);
   node.attrs.set("coordinate_transformation_mode", transform);
