@@ -44,9 +44,9 @@ void lower_resize(const ir::Node& node, LowerContext& lc) {
   desc.rounding = parse_rounding(rounding);
   const std::string config = mode == "linear" ? fmt::format("linear {}", transform)
                                               : fmt::format("nearest {} {}", transform, rounding);
-  const std::vector<int> inputs = {lc.slot(node.input(0))};
-  lc.add_step(node, "resize", config, inputs, output_slots(lc, node),
-              [desc](const float* const* i, float* const* o, Stream s) { kernels::launch_resize(i[0], o[0], desc, s); });
+  add_simple_step(lc, node, "resize", config, [desc](const float* const* i, float* const* o, Stream s) {
+    kernels::launch_resize(i[0], o[0], desc, s);
+  });
 }
 
 }  // namespace
