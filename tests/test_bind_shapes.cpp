@@ -52,10 +52,10 @@ TEST_CASE("errors from a node carry its label; unknown ops are Unsupported") {
   CHECK(message == "Add node '/layer1/Add' (#0): shapes 2x3 and 4 do not broadcast (axis 1: 3 vs 4)");
 
   GraphBuilder unknown;
-  unknown.input("x", {2}).node("Resize", {"x"}, {"y"}).output("y");
+  unknown.input("x", {2}).node("GridSample", {"x"}, {"y"}).output("y");
   auto [code2, message2] = error_of([&] { passes::bind_shapes(unknown.graph, {{2}}); });
   CHECK(code2 == ErrorCode::Unsupported);
-  CHECK(message2 == "Resize node #0: op Resize (domain '') is not supported");
+  CHECK(message2 == "GridSample node #0: op GridSample (domain '') is not supported");
 
   GraphBuilder dangling;
   dangling.input("x", {2}).node("Add", {"x", "ghost"}, {"y"}).output("y");

@@ -28,13 +28,8 @@ namespace {
 // Cases the engine cannot run yet: case folder -> a piece of the error it must fail with. A case listed here
 // that passes, or fails for another reason, fails the test (update the list when the engine learns more).
 const std::map<std::string, std::string>& known_failures() {
-  // Nearest upsampling: torch writes Upsample at opset 9 and Resize (nearest, asymmetric, floor) from 11.
-  static const std::map<std::string, std::string> cases = {
-      {"upsample_nearest_opset9", "op Upsample (opset 9) is not supported"},
-      {"upsample_nearest_opset11", "op Resize (opset 11) is not supported"},
-      {"upsample_nearest_opset13", "op Resize (opset 13) is not supported"},
-      {"upsample_nearest_opset17", "op Resize (opset 17) is not supported"},
-  };
+  // None now: nearest upsampling (Upsample at opset 9, Resize from 11) runs since Resize support.
+  static const std::map<std::string, std::string> cases = {};
   return cases;
 }
 

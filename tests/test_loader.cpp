@@ -188,13 +188,13 @@ TEST_CASE("unsupported ops are listed all at once, with op, opset, node name and
   ModelBuilder m(13);
   m.input("x", {1, 1, 4, 4}).output("y");
   m.node("Relu", {"x"}, {"a"}, "fine");
-  m.node("Resize", {"a"}, {"b"}, "upsample");
+  m.node("GridSample", {"a"}, {"b"}, "warp");
   m.node("NonMaxSuppression", {"b"}, {"y"}, "nms");
   const Error e = load_error(m.bytes());
   CHECK(e.code() == ErrorCode::Unsupported);
   const std::string msg = e.what();
   CHECK(msg.find("2 things") != std::string::npos);
-  CHECK(msg.find("Resize node 'upsample' (#1)") != std::string::npos);
+  CHECK(msg.find("GridSample node 'warp' (#1)") != std::string::npos);
   CHECK(msg.find("NonMaxSuppression node 'nms' (#2)") != std::string::npos);
   CHECK(msg.find("opset 13") != std::string::npos);
 }

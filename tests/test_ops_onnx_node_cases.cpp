@@ -193,5 +193,5 @@ TEST_CASE("ONNX node test cases") {
   MESSAGE(passed << " ONNX node cases ran, " << skipped << " skipped, " << unsupported.size()
                  << " reported Unsupported (listed when this test fails)");
   INFO("Unsupported:" << unsupported_list);
-  CHECK(passed >= 250);  // 291 with libonnx-testdata 1.12
+  CHECK(passed >= 300);  // 305 with libonnx-testdata 1.12, 14 of them test_resize_* and test_upsample_*
 }

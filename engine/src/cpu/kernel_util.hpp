@@ -22,6 +22,7 @@ void add_matrix_kernels(KernelTable& table);       // matrix.cpp
 void add_movement_kernels(KernelTable& table);     // movement.cpp
 void add_shape_kernels(KernelTable& table);        // shape_ops.cpp
 void add_fused_kernels(KernelTable& table);        // fused.cpp (FusedConv, FusedGemm)
+void add_resize_kernels(KernelTable& table);       // resize.cpp
 
 // ---- typed access ------------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ static KernelTable build_table() {
   add_movement_kernels(table);
   add_shape_kernels(table);
   add_fused_kernels(table);
+  add_resize_kernels(table);
   std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < table.size(); ++i) {
     CNNRT_CHECK(table[i - 1].first != table[i].first, ErrorCode::Internal, "CPU kernel {} is registered twice",

@@ -1,6 +1,6 @@
-// The op table: each family file (ops_views, ops_elementwise, ops_window, ops_matrix, ops_fold, ops_fused) adds its
-// ops; this file assembles them once and answers look-ups. Canonical attributes are documented per op in
-// the family files and in docs/ir-ops.md.
+// The op table: each family file (ops_views, ops_elementwise, ops_window, ops_matrix, ops_fold, ops_fused,
+// ops_resize) adds its ops; this file assembles them once and answers look-ups. Canonical attributes are
+// documented per op in the family files and in docs/ir-ops.md.
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -16,6 +16,7 @@ static std::vector<OpInfo> build_table() {
   add_matrix_ops(table);
   add_fold_ops(table);
   add_fused_ops(table);
+  add_resize_ops(table);
   std::sort(table.begin(), table.end(), [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
   for (size_t i = 1; i < table.size(); ++i) {
     CNNRT_CHECK(table[i - 1].name != table[i].name, ErrorCode::Internal, "op {} is in the table twice",

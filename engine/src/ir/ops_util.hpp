@@ -18,6 +18,7 @@ void add_window_ops(std::vector<OpInfo>& table);       // ops_window.cpp (conv, 
 void add_matrix_ops(std::vector<OpInfo>& table);       // ops_matrix.cpp (matmul, data movement)
 void add_fold_ops(std::vector<OpInfo>& table);         // ops_fold.cpp (shape arithmetic, fold-only)
 void add_fused_ops(std::vector<OpInfo>& table);        // ops_fused.cpp (FusedConv, FusedGemm: written by passes)
+void add_resize_ops(std::vector<OpInfo>& table);       // ops_resize.cpp (Resize, Upsample)
 
 // ---- reading a node's values -------------------------------------------------------------------------
 

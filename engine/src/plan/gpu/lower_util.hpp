@@ -46,5 +46,6 @@ std::vector<LoweringEntry> elementwise_lowerings();
 std::vector<LoweringEntry> window_lowerings();
 std::vector<LoweringEntry> matrix_lowerings();
 std::vector<LoweringEntry> movement_lowerings();
+std::vector<LoweringEntry> resize_lowerings();
 
 }  // namespace cnnrt::plan
