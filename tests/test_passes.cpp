@@ -529,7 +529,10 @@ TEST_CASE("a LeNet-class model becomes two fused conv blocks and fused fully con
   CHECK(p.graph.nodes[3].covers == std::vector<std::string>{"fc1", "fc1_bias", "relu3"});
 }
 
-TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing the passes") {
+namespace {
+
+// x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.
+ModelBuilder conv_relu_pool() {
   ModelBuilder m;
   m.input("x", {1, 3, 6, 6}).output("y");
   conv(m, "x", "c", "conv", 3, 4);
@@ -537,6 +540,13 @@ TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing
   auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
   ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
   ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing the passes") {
+  ModelBuilder m = conv_relu_pool();
 
   const Passed without_pool = prepare(m, {{1, 3, 6, 6}}, {"fuse_pool"});
   CHECK(ops_of(without_pool.graph) == std::vector<std::string>{"FusedConv", "MaxPool"});
@@ -556,13 +566,7 @@ TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing
 }
 
 TEST_CASE("fused ops: inference checks what the passes wrote; model files may not use them") {
-  ModelBuilder m;
-  m.input("x", {1, 3, 6, 6}).output("y");
-  conv(m, "x", "c", "conv", 3, 4);
-  m.node("Relu", {"c"}, {"r"}, "relu");
-  auto& pool = m.node("MaxPool", {"r"}, {"y"}, "pool");
-  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
-  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  ModelBuilder m = conv_relu_pool();
   Passed p = prepare(m, {{1, 3, 6, 6}}, {});
   ir::Node& node = p.graph.nodes.at(0);
   const ir::OpInfo* info = ir::find_op(fused::kFusedConv);

@@ -172,8 +172,7 @@ Action add_eval_command(CLI::App& app) {
   sub->add_option("--batch", cmd->batch, "Images per run (default 64; a model with a fixed batch uses its own)");
   sub->add_option("--limit", cmd->limit, "Evaluate only the first N images (default: all)");
   sub->add_flag("--json", cmd->json_output, "Print one JSON object instead of the text report");
-  sub->add_option("--resize", cmd->resize, "auto (area to shrink, bilinear to enlarge), area or bilinear")
-      ->check(CLI::IsMember({"auto", "area", "bilinear"}));
+  add_resize_option(*sub, cmd->resize);
   cmd->norm_flags.add_to(*sub);
   cmd->engine.add_to(*sub);
   return [cmd] { return cmd->run(); };

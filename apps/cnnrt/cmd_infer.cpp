@@ -307,8 +307,7 @@ Action add_infer_command(CLI::App& app) {
   sub->add_option("--batch", cmd->batch, "Images per run (default 16; a model with a fixed batch uses its own)");
   sub->add_flag("--json", cmd->json_output, "One JSON record per image on stdout");
   sub->add_option("--save-outputs", cmd->save_outputs, "Image-to-image models: write each output map as a PNG here");
-  sub->add_option("--resize", cmd->resize, "auto (area to shrink, bilinear to enlarge), area or bilinear")
-      ->check(CLI::IsMember({"auto", "area", "bilinear"}));
+  add_resize_option(*sub, cmd->resize);
   cmd->norm_flags.add_to(*sub);
   cmd->engine.add_to(*sub);
   return [cmd] { return cmd->run(); };

@@ -212,6 +212,11 @@ ResizeFilter parse_resize_filter(const std::string& name) {
   throw Error(ErrorCode::Usage, "--resize must be auto, area or bilinear, not '" + name + "'");
 }
 
+void add_resize_option(CLI::App& command, std::string& name) {
+  command.add_option("--resize", name, "auto (area to shrink, bilinear to enlarge), area or bilinear")
+      ->check(CLI::IsMember({"auto", "area", "bilinear"}));
+}
+
 Image resize_image(const Image& image, int width, int height, ResizeFilter filter) {
   if (image.width == width && image.height == height) return image;
   if (filter == ResizeFilter::Auto) {

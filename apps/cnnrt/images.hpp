@@ -48,6 +48,8 @@ enum class ResizeFilter {
   Bilinear,  // triangle filter
 };
 ResizeFilter parse_resize_filter(const std::string& name);
+// The --resize option of infer and eval, stored in `name` (parse it with parse_resize_filter).
+void add_resize_option(CLI::App& command, std::string& name);
 Image resize_image(const Image& image, int width, int height, ResizeFilter filter = ResizeFilter::Auto);
 
 // How raw pixels become model inputs. mean and stddev hold one value, or one per channel.
