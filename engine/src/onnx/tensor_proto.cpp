@@ -95,7 +95,21 @@ std::string external_path(const std::string& location, const TensorSource& sourc
                 "{}: external data location '{}' leaves the model's folder ('..' is not allowed)", source.what,
                 location);
   }
-  return (fs::path(source.model_dir) / rel).string();
+  // A symbolic link inside the folder may still point out of it: compare the resolved paths too.
+  const fs::path full = fs::path(source.model_dir) / rel;
+  std::error_code ec;
+  const fs::path dir_real = fs::weakly_canonical(fs::path(source.model_dir), ec);
+  const fs::path full_real = ec ? fs::path() : fs::weakly_canonical(full, ec);
+  CNNRT_CHECK(!ec, ErrorCode::InvalidModel, "{}: cannot resolve external data location '{}': {}", source.what,
+              location, ec.message());
+  auto d = dir_real.begin();
+  auto f = full_real.begin();
+  for (; d != dir_real.end() && f != full_real.end() && *d == *f; ++d, ++f) {
+  }
+  CNNRT_CHECK(d == dir_real.end(), ErrorCode::InvalidModel,
+              "{}: external data location '{}' resolves to '{}', outside the model's folder '{}' (through a "
+              "symbolic link)", source.what, location, full_real.string(), dir_real.string());
+  return full.string();
 }
 
 std::string read_external(const onnx::TensorProto& proto, const TensorSource& source, int64_t expected_bytes) {
