@@ -16,6 +16,9 @@ start=$(date +%s)
 cmake --preset sanitize > /dev/null
 cmake --build --preset sanitize -j "$jobs" --target unit_tests
 built=$(date +%s)
-ctest --preset sanitize -j "$jobs" "$@"
+status=0
+ctest --preset sanitize -j "$jobs" "$@" || status=$?
 done_at=$(date +%s)
-echo "ci_sanitize: build $((built - start)) s, tests $((done_at - built)) s, total $((done_at - start)) s"
+echo "ci_sanitize: build $((built - start)) s, tests $((done_at - built)) s, total $((done_at - start)) s," \
+  "ctest exit status $status"
+exit "$status"
