@@ -157,6 +157,24 @@ TEST_CASE("tensor data must agree with its dims") {
     CHECK(std::string(e.what()).find("Limits::max_weight_bytes") != std::string::npos);
     CHECK(std::string(e.what()).find("--max-weight-bytes") != std::string::npos);
   }
+  SUBCASE("a Constant's tensor attribute over the weight limit is LimitExceeded, not InvalidModel") {
+    ModelBuilder m;
+    m.input("x", {1, 4}).output("y");
+    auto& c = m.node("Constant", {}, {"k"}, "k");
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(4);
+    for (int i = 0; i < 4; ++i) a->mutable_t()->add_float_data(1.0f);
+    m.node("Add", {"x", "k"}, {"y"}, "add");
+    Options o = cpu_options();
+    o.limits.max_weight_bytes = 8;
+    const Error e = load_error(m.bytes(), o);
+    CHECK(e.code() == ErrorCode::LimitExceeded);
+    CHECK(std::string(e.what()).find("Constant node 'k'") != std::string::npos);
+    CHECK(std::string(e.what()).find("--max-weight-bytes") != std::string::npos);
+  }
   SUBCASE("a zero dimension in an initializer is an empty tensor, checked like any other") {
     ModelBuilder m;
     m.input("x", {1, 4}).output("y");

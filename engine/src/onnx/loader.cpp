@@ -192,8 +192,8 @@ class GraphBuilder {
           continue;
         }
         if (e.code() == ErrorCode::LimitExceeded) {
-          fail(ErrorCode::LimitExceeded, "{}: initializers need more than {} bytes (Limits::max_weight_bytes; "
-               "raise it with --max-weight-bytes): {}", where(), limits_.max_weight_bytes, e.what());
+          fail(ErrorCode::LimitExceeded, "{}: initializers need more than {} bytes: {}", where(),
+               limits_.max_weight_bytes, e.what());
         }
         rethrow_with_prefix(e, where());
       }
@@ -301,6 +301,7 @@ class GraphBuilder {
         try {
           node.attrs.set(a.name(), convert_attribute(a, label, model_dir_, limits_.max_weight_bytes));
         } catch (const Error& e) {
+          if (e.code() == ErrorCode::LimitExceeded) rethrow_with_prefix(e, label);  // a tensor attribute too big
           attributes_ok = false;
           (e.code() == ErrorCode::Unsupported ? problems_.unsupported : problems_.invalid)
               .push_back(fmt::format("{}: {}", label, e.what()));

@@ -173,7 +173,8 @@ HostTensor decode_tensor(const onnx::TensorProto& proto, const TensorSource& sou
   int64_t typed_count = -1;
   if (external) {
     CNNRT_CHECK(host_bytes <= source.max_bytes, ErrorCode::LimitExceeded,
-                "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes)", what,
+                "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes; raise it with "
+                "--max-weight-bytes)", what,
                 host_bytes, source.max_bytes);
     external_bytes = read_external(proto, source, stored_bytes);
     raw = &external_bytes;
@@ -197,7 +198,8 @@ HostTensor decode_tensor(const onnx::TensorProto& proto, const TensorSource& sou
                 "{} holds {} values, but dims {} need {}", what, typed_count, ir::shape_str(dims), count);
   }
   CNNRT_CHECK(host_bytes <= source.max_bytes, ErrorCode::LimitExceeded,
-              "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes)", what, host_bytes,
+              "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes; raise it with "
+                "--max-weight-bytes)", what, host_bytes,
               source.max_bytes);
 
   if (stored == DType::Float32) {
