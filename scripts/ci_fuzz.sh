@@ -10,6 +10,7 @@ cd "$here"
 seconds=${1:-60}
 jobs=${CNNRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
+scripts/install-deps.sh --fuzz >&2  # clang and its libFuzzer runtime; a no-op when present
 start=$(date +%s)
 cmake --preset fuzz > /dev/null
 cmake --build --preset fuzz -j "$jobs" --target fuzz_load_plan

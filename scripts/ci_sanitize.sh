@@ -12,6 +12,7 @@ jobs=${CNNRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+scripts/install-deps.sh >&2  # a no-op when every package is present
 start=$(date +%s)
 cmake --preset sanitize > /dev/null
 cmake --build --preset sanitize -j "$jobs" --target unit_tests
