@@ -40,11 +40,15 @@ struct ContextImpl {
     std::vector<ir::Shape> shapes;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
-      int64_t count = 1;
       for (int64_t d : t.shape) {
         CNNRT_CHECK(d >= 0, ErrorCode::InvalidInput, "input '{}' has a negative dimension in shape {}",
                     model->inputs[i].name, fmt::join(t.shape, "x"));
-        count *= d;
+      }
+      int64_t count = 0;
+      try {
+        count = ir::numel(t.shape);  // throws when the product overflows int64
+      } catch (const Error& e) {
+        fail(ErrorCode::InvalidInput, "input '{}': {}", model->inputs[i].name, e.what());
       }
       CNNRT_CHECK(static_cast<size_t>(count) == t.data.size(), ErrorCode::InvalidInput,
                   "input '{}': shape {} needs {} values, the tensor holds {}", model->inputs[i].name,
@@ -94,6 +98,8 @@ std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
 
 void Context::run(const float* const* inputs, float* const* outputs, int64_t batch) {
   CNNRT_CHECK(inputs != nullptr && outputs != nullptr, ErrorCode::Usage, "Context::run: null buffer array");
+  // 0 means the declared shapes (a symbolic batch as 1); a negative batch is a caller's bug, not a default.
+  CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::run: batch {} is negative", batch);
   for (size_t i = 0; i < impl_->model->inputs.size(); ++i) {
     CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "Context::run: input {} ('{}') is null", i,
                 impl_->model->inputs[i].name);
@@ -110,6 +116,7 @@ void Context::enqueue(const float* const* device_inputs, float* const* device_ou
               "Context::enqueue takes device buffers, but this model runs on the CPU; use Context::run");
   CNNRT_CHECK(device_inputs != nullptr && device_outputs != nullptr, ErrorCode::Usage,
               "Context::enqueue: null buffer array");
+  CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::enqueue: batch {} is negative", batch);
   impl_->executor_for(impl_->model->shapes_for_batch(batch)).enqueue_device(device_inputs, device_outputs);
 }
 

@@ -5,6 +5,7 @@
 #include "api/model_impl.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "cpu/executor.hpp"
 #include "onnx/loader.hpp"
 #include "passes/bind_shapes.hpp"
 #include "passes/pipeline.hpp"
@@ -26,6 +27,12 @@ TensorDesc describe_value(const ir::Value& v) {
   d.dim_names = v.dim_params;
   d.dim_names.resize(d.shape.size());
   return d;
+}
+
+std::string describe_shapes(const std::vector<ir::Shape>& shapes) {
+  std::vector<std::string> parts;
+  for (const ir::Shape& s : shapes) parts.push_back(ir::shape_str(s));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 Device choose_device(Device requested) {
@@ -120,6 +127,15 @@ std::shared_ptr<const plan::Prepared> ModelImpl::prepare(const std::vector<ir::S
     rethrow_with_prefix(e, fmt::format("'{}'", graph.model_name));
   }
   for (int id : prepared->graph.outputs) prepared->output_shapes.push_back(prepared->graph.shape_of(id));
+  if (device == Device::Cpu) {
+    // The GPU planner checks its arena; the CPU backend allocates per tensor, so check its peak here,
+    // before a run allocates anything.
+    const int64_t peak = cpu::peak_activation_bytes(prepared->graph);
+    CNNRT_CHECK(peak <= options.limits.max_activation_bytes, ErrorCode::LimitExceeded,
+                "'{}' needs {} bytes of activations on the CPU for input shapes [{}], over the limit of {} bytes "
+                "(Limits::max_activation_bytes; raise it with --max-activation-bytes or use a smaller batch)",
+                graph.model_name, peak, describe_shapes(input_shapes), options.limits.max_activation_bytes);
+  }
   if (device == Device::Gpu) prepared->gpu_plan = gpu->plan(*prepared);
   prepared_.emplace(input_shapes, prepared);
   return prepared;

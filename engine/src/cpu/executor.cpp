@@ -1,5 +1,6 @@
 #include "cpu/executor.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <optional>
@@ -75,7 +76,46 @@ std::vector<size_t> last_readers(const Graph& graph) {
   return last;
 }
 
+// Bytes of one tensor of this value as the CPU backend stores it (float32 or int64), saturating.
+int64_t value_bytes(const ir::Value& value) {
+  if (!value.shape) return 0;
+  const int64_t count = ir::numel(*value.shape);
+  const int64_t elem = value.dtype == ir::DType::Float32 ? 4 : 8;
+  return count > INT64_MAX / elem ? INT64_MAX : count * elem;
+}
+
+int64_t saturating_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
 }  // namespace
+
+int64_t peak_activation_bytes(const Graph& graph) {
+  const std::vector<size_t> last_reader = last_readers(graph);
+  std::vector<bool> held(graph.values.size(), false);  // allocated by a node and not yet released
+  int64_t live = 0;
+  int64_t peak = 0;
+  auto release = [&](int id) {
+    if (id == ir::kNoValue || !held[id]) return;
+    held[id] = false;
+    live -= std::min(live, value_bytes(graph.values[id]));
+  };
+  // Mirrors run_graph: a node's outputs are allocated while its inputs are still held, then released.
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const ir::Node& node = graph.nodes[n];
+    for (int id : node.outputs) {
+      if (id == ir::kNoValue) continue;
+      held[id] = true;
+      live = saturating_add(live, value_bytes(graph.values[id]));
+    }
+    peak = std::max(peak, live);
+    for (int id : node.inputs) {
+      if (id != ir::kNoValue && last_reader[id] == n) release(id);
+    }
+    for (int id : node.outputs) {
+      if (id != ir::kNoValue && last_reader[id] == kNeverRead) release(id);
+    }
+  }
+  return peak;
+}
 
 std::vector<HostTensor> run_graph(const Graph& graph, const std::vector<HostTensor>& inputs) {
   check_inputs(graph, inputs);

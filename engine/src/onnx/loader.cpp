@@ -192,12 +192,13 @@ class GraphBuilder {
           continue;
         }
         if (e.code() == ErrorCode::LimitExceeded) {
-          fail(ErrorCode::LimitExceeded, "{}: initializers need more than {} bytes (Limits::max_weight_bytes; "
-               "raise it with --max-weight-bytes): {}", where(), limits_.max_weight_bytes, e.what());
+          fail(ErrorCode::LimitExceeded, "{}: initializers need more than {} bytes: {}", where(),
+               limits_.max_weight_bytes, e.what());
         }
         rethrow_with_prefix(e, where());
       }
       total_bytes += tensor.numel() * (tensor.dtype() == DType::Float32 ? 4 : 8);
+      initializer_bytes_ = total_bytes;
       const int id = define_value(t.name(), what);
       Value& v = graph_.values[id];
       v.dtype = tensor.dtype();
@@ -227,6 +228,14 @@ class GraphBuilder {
       if (!tt.has_shape()) continue;  // rank unknown: the caller must give the full shape
       v.declared = declared_dims(tt.shape(), in.name(), v.dim_params);
       declared_input_dims_[id] = *v.declared;
+      ir::Shape known;  // the fixed dims: their product must be countable whatever the symbolic ones become
+      for (int64_t d : *v.declared) known.push_back(d < 0 ? 1 : d);  // symbolic (or negative, reported) as 1
+      try {
+        ir::numel(known);
+      } catch (const Error&) {
+        problems_.invalid.push_back(fmt::format("graph input '{}' declares dims {} whose element count overflows "
+                                                "int64", in.name(), ir::shape_str(*v.declared)));
+      }
     }
   }
 
@@ -292,6 +301,7 @@ class GraphBuilder {
         try {
           node.attrs.set(a.name(), convert_attribute(a, label, model_dir_, limits_.max_weight_bytes));
         } catch (const Error& e) {
+          if (e.code() == ErrorCode::LimitExceeded) rethrow_with_prefix(e, label);  // a tensor attribute too big
           attributes_ok = false;
           (e.code() == ErrorCode::Unsupported ? problems_.unsupported : problems_.invalid)
               .push_back(fmt::format("{}: {}", label, e.what()));
@@ -353,9 +363,12 @@ class GraphBuilder {
     }
     try {
       HostTensor value = constant_node_value(node);
+      // Initializers and constants share one budget (numel is at most the 2^28-element tensor a protobuf
+      // under 2 GiB can hold, so the sum cannot overflow).
       constant_bytes_ += value.numel() * (value.dtype() == DType::Float32 ? 4 : 8);
-      CNNRT_CHECK(constant_bytes_ <= limits_.max_weight_bytes, ErrorCode::LimitExceeded,
-                  "constants need more than {} bytes (Limits::max_weight_bytes)", limits_.max_weight_bytes);
+      CNNRT_CHECK(initializer_bytes_ + constant_bytes_ <= limits_.max_weight_bytes, ErrorCode::LimitExceeded,
+                  "initializers and constants need more than {} bytes (Limits::max_weight_bytes; raise it with "
+                  "--max-weight-bytes)", limits_.max_weight_bytes);
       Value& v = graph_.values[node.outputs[0]];
       v.dtype = value.dtype();
       v.shape = value.shape();
@@ -465,6 +478,7 @@ class GraphBuilder {
   Graph graph_;
   Problems problems_;
   int64_t file_opset_ = 0;
+  int64_t initializer_bytes_ = 0;
   int64_t constant_bytes_ = 0;
   std::unordered_map<std::string, std::string> defined_by_;
   std::unordered_map<int, ir::Shape> declared_input_dims_;

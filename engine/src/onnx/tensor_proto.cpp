@@ -95,7 +95,21 @@ std::string external_path(const std::string& location, const TensorSource& sourc
                 "{}: external data location '{}' leaves the model's folder ('..' is not allowed)", source.what,
                 location);
   }
-  return (fs::path(source.model_dir) / rel).string();
+  // A symbolic link inside the folder may still point out of it: compare the resolved paths too.
+  const fs::path full = fs::path(source.model_dir) / rel;
+  std::error_code ec;
+  const fs::path dir_real = fs::weakly_canonical(fs::path(source.model_dir), ec);
+  const fs::path full_real = ec ? fs::path() : fs::weakly_canonical(full, ec);
+  CNNRT_CHECK(!ec, ErrorCode::InvalidModel, "{}: cannot resolve external data location '{}': {}", source.what,
+              location, ec.message());
+  auto d = dir_real.begin();
+  auto f = full_real.begin();
+  for (; d != dir_real.end() && f != full_real.end() && *d == *f; ++d, ++f) {
+  }
+  CNNRT_CHECK(d == dir_real.end(), ErrorCode::InvalidModel,
+              "{}: external data location '{}' resolves to '{}', outside the model's folder '{}' (through a "
+              "symbolic link)", source.what, location, full_real.string(), dir_real.string());
+  return full.string();
 }
 
 std::string read_external(const onnx::TensorProto& proto, const TensorSource& source, int64_t expected_bytes) {
@@ -159,7 +173,8 @@ HostTensor decode_tensor(const onnx::TensorProto& proto, const TensorSource& sou
   int64_t typed_count = -1;
   if (external) {
     CNNRT_CHECK(host_bytes <= source.max_bytes, ErrorCode::LimitExceeded,
-                "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes)", what,
+                "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes; raise it with "
+                "--max-weight-bytes)", what,
                 host_bytes, source.max_bytes);
     external_bytes = read_external(proto, source, stored_bytes);
     raw = &external_bytes;
@@ -183,7 +198,8 @@ HostTensor decode_tensor(const onnx::TensorProto& proto, const TensorSource& sou
                 "{} holds {} values, but dims {} need {}", what, typed_count, ir::shape_str(dims), count);
   }
   CNNRT_CHECK(host_bytes <= source.max_bytes, ErrorCode::LimitExceeded,
-              "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes)", what, host_bytes,
+              "{} needs {} bytes, over the weight limit of {} bytes (Limits::max_weight_bytes; raise it with "
+                "--max-weight-bytes)", what, host_bytes,
               source.max_bytes);
 
   if (stored == DType::Float32) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <new>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -30,24 +31,27 @@ void bind_inputs(Graph& graph, const std::vector<Shape>& input_shapes) {
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     Value& input = graph.values[graph.inputs[i]];
     const Shape& given = input_shapes[i];
-    if (input.shape.has_value()) {
-      const Shape& declared = *input.shape;
-      CNNRT_CHECK(declared.size() == given.size(), ErrorCode::InvalidInput,
-                  "input '{}' is declared with rank {} ({}) but given shape {}", input.name, declared.size(),
-                  ir::shape_str(declared), ir::shape_str(given));
+    // The loader records the file's dims in `declared` (-1 where symbolic); graphs built in code may only
+    // have a shape. Either way the given shape must agree with them.
+    const std::optional<Shape> declared = input.declared ? input.declared : input.shape;
+    if (declared.has_value()) {
+      CNNRT_CHECK(declared->size() == given.size(), ErrorCode::InvalidInput,
+                  "input '{}' is declared with rank {} ({}) but given shape {}", input.name, declared->size(),
+                  ir::shape_str(*declared), ir::shape_str(given));
     }
     for (size_t d = 0; d < given.size(); ++d) {
       CNNRT_CHECK(given[d] >= 0, ErrorCode::InvalidInput, "input '{}' dim {} has negative size {}", input.name, d,
                   given[d]);
+      // "?" is how the loader marks a dim with neither a size nor a name: it ties nothing together.
       const std::string symbol = d < input.dim_params.size() ? input.dim_params[d] : "";
-      if (!symbol.empty()) {
+      if (!symbol.empty() && symbol != "?") {
         auto [it, added] = symbols.emplace(symbol, std::make_pair(given[d], input.name));
         CNNRT_CHECK(added || it->second.first == given[d], ErrorCode::InvalidInput,
                     "input '{}' dim {} ('{}') is given as {}, but '{}' has '{}' = {}", input.name, d, symbol,
                     given[d], it->second.second, symbol, it->second.first);
-      } else if (input.shape.has_value() && (*input.shape)[d] >= 0) {
-        CNNRT_CHECK((*input.shape)[d] == given[d], ErrorCode::InvalidInput,
-                    "input '{}' dim {} is declared as {} but given as {}", input.name, d, (*input.shape)[d], given[d]);
+      } else if (declared.has_value() && (*declared)[d] >= 0) {
+        CNNRT_CHECK((*declared)[d] == given[d], ErrorCode::InvalidInput,
+                    "input '{}' dim {} is declared as {} but given as {}", input.name, d, (*declared)[d], given[d]);
       }
     }
     try {
