@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -16,6 +18,14 @@
   } while (0)
 
 namespace cnnrt::testing {
+
+// A file of the repository: under the source folder this was built from, or, on the GPU machine (where
+// the repository lies elsewhere), relative to the working directory, the repository root as
+// scripts/gpu_round.sh runs the tests.
+inline std::string repo_path(const std::string& relative) {
+  const std::filesystem::path built = std::filesystem::path(CNNRT_SOURCE_DIR) / relative;
+  return std::filesystem::exists(built) ? built.string() : relative;
+}
 
 // A float32 device buffer. Freshly allocated buffers are poisoned (all bytes 0xFF: a NaN pattern), so an
 // element the kernel forgot to write shows up as NaN in the comparison.

@@ -25,13 +25,9 @@
 #include "gpu_test_util.hpp"
 
 using namespace cnnrt;
+using testing::repo_path;
 
 namespace {
-
-std::string repo_path(const std::string& relative) {
-  const std::filesystem::path built = std::filesystem::path(CNNRT_SOURCE_DIR) / relative;
-  return std::filesystem::exists(built) ? built.string() : relative;
-}
 
 std::string fashion_file(const std::string& name) {
   const char* env = std::getenv("CNNRT_FASHION_MNIST");

@@ -4,8 +4,8 @@
 // gpu_tests runs it with a short count (CNNRT_SOAK_INFERENCES, default 2000) so the suite stays quick; the
 // full soak on the GPU machine is
 //   CNNRT_SOAK_INFERENCES=1000000 build/release/bin/gpu_tests -tc='soak*'
-// It needs models/fashion_lenet.onnx (CNNRT_SOAK_MODEL overrides) and skips with a message without it;
-// without a GPU the whole gpu_tests binary skips (exit 77).
+// It runs models/fashion_lenet.onnx (CNNRT_SOAK_MODEL overrides); without a GPU the whole gpu_tests binary
+// skips (exit 77).
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cnnrt/cnnrt.hpp"
+#include "gpu_test_util.hpp"
 
 namespace {
 
@@ -44,13 +45,9 @@ int64_t env_int(const char* name, int64_t fallback) {
 }  // namespace
 
 TEST_CASE("soak: repeated inferences keep memory flat and outputs bit-identical") {
-  const std::string model_path = std::getenv("CNNRT_SOAK_MODEL") ? std::getenv("CNNRT_SOAK_MODEL")
-                                                                  : std::string(CNNRT_SOURCE_DIR) +
-                                                                        "/models/fashion_lenet.onnx";
-  if (!std::filesystem::exists(model_path)) {
-    MESSAGE("soak skipped: no model at " << model_path);
-    return;
-  }
+  const char* model_env = std::getenv("CNNRT_SOAK_MODEL");
+  const std::string model_path = model_env && *model_env ? model_env : cnnrt::testing::repo_path("models/fashion_lenet.onnx");
+  REQUIRE_MESSAGE(std::filesystem::exists(model_path), "no model at " << model_path);
   const int64_t inferences = env_int("CNNRT_SOAK_INFERENCES", 2000);
   const int64_t batch = env_int("CNNRT_SOAK_BATCH", 1);
   cnnrt::Options options;
