@@ -2,7 +2,10 @@
 # find_package(cnnrt), and run the example on a model whose answers are known.
 #
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DWRITER=... -DWITH_CUDA=ON|OFF
-#       -DCXX_COMPILER=... -DGENERATOR=... -DMAKE_PROGRAM=... -DCMAKE_AR=... -P package_test.cmake
+#       -DCXX_COMPILER=... -DGENERATOR=... -DMAKE_PROGRAM=... -DCMAKE_AR=... [-DSANITIZE_LINK_FLAGS=...]
+#       -P package_test.cmake
+# SANITIZE_LINK_FLAGS: in a sanitizer build the installed library is instrumented, so the example links
+# the sanitizer runtimes too.
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -40,7 +43,8 @@ if(MAKE_PROGRAM)
 endif()
 run_step("configuring apps/examples" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/apps/examples -B ${example}
   -G ${GENERATOR} ${make_program} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_LINK_FLAGS}")
 file(STRINGS ${example}/CMakeCache.txt found_dir REGEX "^cnnrt_DIR:")
 if(NOT found_dir MATCHES "${prefix}")
   message(FATAL_ERROR "find_package(cnnrt) found a cnnrt outside ${prefix}: ${found_dir}")

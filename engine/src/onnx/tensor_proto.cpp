@@ -205,7 +205,7 @@ HostTensor decode_tensor(const onnx::TensorProto& proto, const TensorSource& sou
   if (stored == DType::Float32) {
     std::vector<float> values(static_cast<size_t>(count));
     if (raw) {
-      std::memcpy(values.data(), raw->data(), static_cast<size_t>(stored_bytes));
+      if (stored_bytes > 0) std::memcpy(values.data(), raw->data(), static_cast<size_t>(stored_bytes));
     } else {
       std::copy(proto.float_data().begin(), proto.float_data().end(), values.begin());
     }
