@@ -171,3 +171,22 @@ TEST_CASE("fuzz corpus replay: every committed corpus file loads or is refused w
     CHECK(read_file(corpus / seed.file) == seed.bytes);
   }
 }
+
+// Found by the fuzzer (tests/fuzz/corpus/regression_conv_empty_rows.onnx): a 2-D convolution of an input
+// with 0 rows was run as if it had 1 row, reading past an empty buffer. Padding still gives output rows,
+// and every tap lies in the padding, so each output is the bias.
+TEST_CASE("regression: a padded convolution of an input with 0 rows outputs its bias everywhere") {
+  testing::ModelBuilder m;
+  m.input("x", {1, 1, 0, 7}).output("y");
+  m.initializer("w", {2, 1, 3, 3}, std::vector<float>(18, 0.5f)).initializer("b", {2}, {0.25f, -1.5f});
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+  testing::ModelBuilder::attr_ints(conv, "pads", {2, 1, 1, 1});
+  const std::string bytes = m.bytes();
+  Options options;
+  options.device = Device::Cpu;
+  const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "empty_rows.onnx");
+  const std::vector<Tensor> out = Context(model).run({Tensor{{1, 1, 0, 7}, {}}});
+  REQUIRE(out.size() == 1);
+  REQUIRE(out[0].shape == std::vector<int64_t>{1, 2, 1, 7});  // rows: 0 + 2 + 1 - 3 + 1
+  for (size_t i = 0; i < out[0].data.size(); ++i) CHECK(out[0].data[i] == (i < 7 ? 0.25f : -1.5f));
+}

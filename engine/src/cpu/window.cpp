@@ -41,9 +41,12 @@ Window2d window_2d(const ir::Node& node, const ir::Shape& in, const ir::Shape& o
   }
   Window2d window;
   window.cols = axes.back();
-  if (spatial == 2) window.rows = axes.front();
-  window.rows.input = std::max<int64_t>(window.rows.input, 1);  // the unit axis of a 1-D window
-  window.rows.output = std::max<int64_t>(window.rows.output, 1);
+  if (spatial == 2) {
+    window.rows = axes.front();
+  } else {  // a 1-D window: one row of input and output (an empty 2-D input keeps its 0 rows)
+    window.rows.input = 1;
+    window.rows.output = 1;
+  }
   return window;
 }
 
