@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "apps/cnnrt/idx.hpp"
+#include "apps/cnnrt/images.hpp"
 #include "cnnrt/cnnrt.hpp"
 #include "conformance.hpp"
 #include "gpu/device_memory.hpp"
@@ -43,14 +44,17 @@ Options options_for(Device device) {
   return options;
 }
 
-// fashion_lenet inputs: `batch` test-set images normalised as the model's metadata says.
+// fashion_lenet inputs: `batch` test-set images normalised as the model's metadata says, as `cnnrt infer`
+// feeds them.
 Tensor fashion_batch(const Model& model, int64_t first, int64_t batch) {
   const cnnrt_cli::IdxArray images = cnnrt_cli::read_idx(fashion_file("t10k-images-idx3-ubyte.gz"));
-  const auto& meta = model.metadata();
-  const float scale = std::stof(meta.at("input_scale")), mean = std::stof(meta.at("mean")),
-              stddev = std::stof(meta.at("std"));
+  const cnnrt_cli::Normalization norm = cnnrt_cli::resolve_normalization(model.metadata(), {}, 1);
   Tensor t{{batch, 1, 28, 28}, std::vector<float>(static_cast<size_t>(batch) * 784)};
-  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = (images.values[first * 784 + i] * scale - mean) / stddev;
+  for (int64_t i = 0; i < batch; ++i) {
+    const auto pixels = images.values.begin() + (first + i) * 784;
+    const cnnrt_cli::Image image{28, 28, 1, std::vector<float>(pixels, pixels + 784)};
+    cnnrt_cli::normalise_into(image, norm, t.data.data() + i * 784);
+  }
   return t;
 }
 
