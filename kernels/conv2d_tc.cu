@@ -1,0 +1,435 @@
+// The 3xTF32 implicit-GEMM convolution (see conv2d_tc.cuh): kernel template, instantiations, choice.
+//
+// Shared memory per pipeline stage (BK = 32 rows of the K dimension):
+//   A: [BK][BM + 4] float2 (big, small) filter halves, filters contiguous. The +4 float2 pitch makes the
+//      64-bit fragment loads conflict-free (pitch = 4 mod 16 in float2 units).
+//   B: [BK][BN + 8] floats, pixels contiguous, gathered from the input 4 bytes at a time (zero-filled by
+//      cp.async outside the image and past K). Pitch = 8 mod 32: fragment loads are conflict-free.
+// Each warp owns WM filters x WN pixels of the block tile: (WM/16) x (WN/8) mma tiles of m16n8k8.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "kernels/conv2d_tc.cuh"
+#include "kernels/conv_device.cuh"
+
+namespace cnnrt::kernels {
+
+namespace tc {
+
+constexpr int kBK = 32;       // K slice per pipeline stage; Kpad of the packed filters is a multiple
+constexpr int kFAlign = 128;  // Fpad of the packed filters: a multiple of every BM
+constexpr int kStages = 3;    // cp.async pipeline depth
+
+inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+// Per-launch constants derived on the host.
+struct Params {
+  int K;          // C * KH * KW
+  int taps;       // KH * KW
+  unsigned div_taps, div_kw;  // magic multipliers for k / taps and t / KW (0: divisor 1)
+  int npix;       // N * OH * OW
+  int ohw;        // OH * OW
+  int f_pad;      // F rounded up to kFAlign
+  int ftiles;     // filter tiles per pixel tile
+};
+
+// q = n / d for n < 2^32 / d: q = umulhi(n, floor(2^32 / d) + 1). The rounding error n * (m - 2^32/d) / 2^32
+// stays below 1/d, less than the distance from n/d to the next integer.
+inline unsigned magic_for(int d) {
+  return d == 1 ? 0u : static_cast<unsigned>((uint64_t(1) << 32) / static_cast<unsigned>(d) + 1);
+}
+__device__ __forceinline__ int fast_div(int n, unsigned magic) {
+  return magic ? static_cast<int>(__umulhi(static_cast<unsigned>(n), magic)) : n;
+}
+
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+// Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ void split_tf32(float v, uint32_t& big, uint32_t& small) {
+  big = to_tf32(v);
+  small = to_tf32(v - __uint_as_float(big));  // v - big is exact in FP32
+}
+
+// D = A * B + D, A 16x8 (row), B 8x8 (col), TF32 in, FP32 accumulate. Fragments (lane = 4*gid + tig):
+//   a0 (gid, tig), a1 (gid+8, tig), a2 (gid, tig+4), a3 (gid+8, tig+4)   [row, col of A = filter, k]
+//   b0 (tig, gid), b1 (tig+4, gid)                                         [row, col of B = k, pixel]
+//   d0 (gid, 2tig), d1 (gid, 2tig+1), d2 (gid+8, 2tig), d3 (gid+8, 2tig+1)  [filter, pixel]
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BM_, int BN_, int WM_, int WN_, Act ACT_>
+struct Cfg {
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, BK = kBK;
+  static constexpr Act ACT = ACT_;
+  static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int MT = WM / 16, NT = WN / 8;       // mma tiles per warp
+  static constexpr int APITCH = BM + 4;                 // float2 per A row
+  static constexpr int BPITCH = BN + 8;                 // floats per B row
+  static constexpr int A_FLOATS = BK * APITCH * 2;
+  static constexpr int B_FLOATS = BK * BPITCH;
+  static constexpr int STAGE_FLOATS = A_FLOATS + B_FLOATS;
+  static constexpr int SMEM_BYTES = kStages * STAGE_FLOATS * static_cast<int>(sizeof(float));
+  static constexpr int A_CHUNKS_PER_ROW = BM / 2;       // 16-byte chunks (2 float2) per A row
+  static constexpr int A_PER_THREAD = BK * A_CHUNKS_PER_ROW / THREADS;
+  static constexpr int B_ROWSTEP = THREADS / BN;        // B rows filled per pass of the block
+  static constexpr int B_PER_THREAD = BK / B_ROWSTEP;
+  static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiling");
+  static_assert(THREADS % BN == 0 && BK % B_ROWSTEP == 0, "B loader: one pixel column per thread");
+  static_assert((BK * A_CHUNKS_PER_ROW) % THREADS == 0, "A loader: whole chunks per thread");
+  static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
+  static_assert(APITCH % 16 == 4 && BPITCH % 32 == 8, "conflict-free fragment loads");
+  static_assert(STAGE_FLOATS % 4 == 0, "stages stay 16-byte aligned");
+};
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS)
+    conv2d_tc_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
+                     const ConvGeometry g, const Epilogue e, const Params q) {
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BN;
+  const int f0 = ftile * C::BM;
+  const int nk = (q.K + kBK - 1) / kBK;
+
+  // B loader: this thread fills column `bcol` (one output pixel) of rows brow, brow + B_ROWSTEP, ...
+  const int bcol = tid % C::BN, brow = tid / C::BN;
+  const int pix = p0 + bcol;
+  const bool pix_ok = pix < q.npix;
+  int iy0 = 0, ix0 = 0;
+  int64_t xbase = 0;  // offset of input (n, 0, iy0, ix0), possibly "negative" (only used when in bounds)
+  if (pix_ok) {
+    const int n = pix / q.ohw, rem = pix - n * q.ohw;
+    const int oy = rem / g.OW, ox = rem - oy * g.OW;
+    iy0 = oy * g.stride_h - g.pad_top;
+    ix0 = ox * g.stride_w - g.pad_left;
+    xbase = static_cast<int64_t>(n) * g.C * g.H * g.W + static_cast<int64_t>(iy0) * g.W + ix0;
+  }
+  const int hw = g.H * g.W;
+
+  auto load_stage = [&](int buf, int kt) {
+    float* as = smem + buf * C::STAGE_FLOATS;
+    float* bs = as + C::A_FLOATS;
+    const float* src = wp + (static_cast<int64_t>(kt) * kBK * q.f_pad + f0) * 2;
+#pragma unroll
+    for (int i = 0; i < C::A_PER_THREAD; ++i) {
+      const int chunk = tid + i * C::THREADS;
+      const int row = chunk / C::A_CHUNKS_PER_ROW, col = chunk % C::A_CHUNKS_PER_ROW;
+      cp_async_16(as + row * C::APITCH * 2 + col * 4, src + static_cast<int64_t>(row) * q.f_pad * 2 + col * 4);
+    }
+#pragma unroll
+    for (int j = 0; j < C::B_PER_THREAD; ++j) {
+      const int r = brow + j * C::B_ROWSTEP;
+      const int k = kt * kBK + r;
+      const int c = fast_div(k, q.div_taps);
+      const int t = k - c * q.taps;
+      const int ky = fast_div(t, q.div_kw);
+      const int kx = t - ky * g.KW;
+      const bool ok = pix_ok && k < q.K && static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
+                      static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
+      cp_async_4(bs + r * C::BPITCH + bcol, ok ? x + xbase + (c * hw + ky * g.W + kx) : x, ok);
+    }
+  };
+
+  // The tensor cores' FP32 accumulation rounds toward zero (and aligns the addends to the largest), so
+  // its error grows with the number of mma steps into one accumulator, in a constant direction while the
+  // running sum keeps its sign: over 3*K/8 steps that reaches 3e-5 at K = 4608. Each stage therefore
+  // accumulates into `part`, starting from zero, and is added to `acc` with a rounded FP32 add: the
+  // truncation stays relative to one stage's partial sum (12 steps).
+  float acc[C::MT][C::NT][4], part[C::MT][C::NT][4];
+#pragma unroll
+  for (int i = 0; i < C::MT; ++i) {
+#pragma unroll
+    for (int j = 0; j < C::NT; ++j) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+    }
+  }
+  const int wm0 = (warp % C::WARPS_M) * C::WM;  // warp's first filter in the block tile
+  const int wn0 = (warp / C::WARPS_M) * C::WN;  // warp's first pixel in the block tile
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nk) load_stage(s, s);
+    cp_async_commit();  // always: keeps the group count uniform for wait_group
+  }
+#pragma unroll 1
+  for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<kStages - 2>();  // stage kt has landed (this thread's copies) ...
+    __syncthreads();               // ... and everyone's; everyone is done with stage kt - 1's buffer
+    const int next = kt + kStages - 1;
+    if (next < nk) load_stage(next % kStages, next);
+    cp_async_commit();
+
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i) {
+#pragma unroll
+      for (int j = 0; j < C::NT; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) part[i][j][r] = 0.0f;
+      }
+    }
+    const float* as = smem + (kt % kStages) * C::STAGE_FLOATS;
+    const float2* as2 = reinterpret_cast<const float2*>(as);
+    const float* bs = as + C::A_FLOATS;
+#pragma unroll
+    for (int kk = 0; kk < kBK / 8; ++kk) {
+      // A fragments (big and small halves), see mma_tf32 for the layout: A row = filter, A col = k.
+      uint32_t a_big[C::MT][4], a_small[C::MT][4];
+#pragma unroll
+      for (int mt = 0; mt < C::MT; ++mt) {
+        const float2* a = as2 + (kk * 8 + tig) * C::APITCH + wm0 + mt * 16 + gid;
+        const float2 v0 = a[0];                    // (filter gid,     k tig)
+        const float2 v1 = a[8];                    // (filter gid + 8, k tig)
+        const float2 v2 = a[4 * C::APITCH];        // (filter gid,     k tig + 4)
+        const float2 v3 = a[4 * C::APITCH + 8];    // (filter gid + 8, k tig + 4)
+        a_big[mt][0] = __float_as_uint(v0.x);
+        a_big[mt][1] = __float_as_uint(v1.x);
+        a_big[mt][2] = __float_as_uint(v2.x);
+        a_big[mt][3] = __float_as_uint(v3.x);
+        a_small[mt][0] = __float_as_uint(v0.y);
+        a_small[mt][1] = __float_as_uint(v1.y);
+        a_small[mt][2] = __float_as_uint(v2.y);
+        a_small[mt][3] = __float_as_uint(v3.y);
+      }
+      // B fragments, split here: B row = k, B col = pixel.
+      uint32_t b_big[C::NT][2], b_small[C::NT][2];
+#pragma unroll
+      for (int nt = 0; nt < C::NT; ++nt) {
+        const float* b = bs + (kk * 8 + tig) * C::BPITCH + wn0 + nt * 8 + gid;
+        split_tf32(b[0], b_big[nt][0], b_small[nt][0]);                // (k tig,     pixel gid)
+        split_tf32(b[4 * C::BPITCH], b_big[nt][1], b_small[nt][1]);    // (k tig + 4, pixel gid)
+      }
+#pragma unroll
+      for (int mt = 0; mt < C::MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < C::NT; ++nt) {
+          mma_tf32(part[mt][nt], a_small[mt], b_big[nt]);  // the correction terms first: smaller magnitudes
+          mma_tf32(part[mt][nt], a_big[mt], b_small[nt]);
+          mma_tf32(part[mt][nt], a_big[mt], b_big[nt]);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i) {
+#pragma unroll
+      for (int j = 0; j < C::NT; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[i][j][r] += part[i][j][r];
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue. Accumulator acc[mt][nt][2*h + v]: filter f0 + wm0 + mt*16 + gid + 8h, pixel
+  // p0 + wn0 + nt*8 + 2*tig + v (the d fragment layout of mma_tf32).
+  float bias[C::MT][2];
+#pragma unroll
+  for (int mt = 0; mt < C::MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
+      bias[mt][h] = e.bias && f < g.F ? __ldg(e.bias + f) : 0.0f;
+    }
+  }
+  const float* res = e.residual;
+  // Pixel pairs (2*tig, 2*tig + 1) as float2 when they are in one image and 8-byte aligned: true for
+  // every pair when OH*OW is even (pairs start at even pixels) and the tensors are 8-byte aligned.
+  const bool pairs = (q.ohw % 2 == 0) && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) % 8 == 0);
+#pragma unroll
+  for (int nt = 0; nt < C::NT; ++nt) {
+    const int p = p0 + wn0 + nt * 8 + 2 * tig;
+    if (p >= q.npix) continue;
+    if (pairs && p + 1 < q.npix) {
+      const int n = p / q.ohw, rem = p - n * q.ohw;
+      const int64_t base = static_cast<int64_t>(n) * g.F * q.ohw + rem;
+#pragma unroll
+      for (int mt = 0; mt < C::MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
+          if (f >= g.F) continue;
+          const int64_t idx = base + static_cast<int64_t>(f) * q.ohw;
+          float v0 = acc[mt][nt][2 * h] + bias[mt][h];
+          float v1 = acc[mt][nt][2 * h + 1] + bias[mt][h];
+          if (res) {
+            const float2 r = __ldg(reinterpret_cast<const float2*>(res + idx));
+            v0 += r.x;
+            v1 += r.y;
+          }
+          *reinterpret_cast<float2*>(y + idx) = make_float2(activate<C::ACT>(v0, e), activate<C::ACT>(v1, e));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int pv = p + v;
+        if (pv >= q.npix) continue;
+        const int n = pv / q.ohw, rem = pv - n * q.ohw;
+        const int64_t base = static_cast<int64_t>(n) * g.F * q.ohw + rem;
+#pragma unroll
+        for (int mt = 0; mt < C::MT; ++mt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
+            if (f >= g.F) continue;
+            const int64_t idx = base + static_cast<int64_t>(f) * q.ohw;
+            float val = acc[mt][nt][2 * h + v] + bias[mt][h];
+            if (res) val += __ldg(res + idx);
+            y[idx] = activate<C::ACT>(val, e);
+          }
+        }
+      }
+    }
+  }
+}
+
+inline Params make_params(const ConvGeometry& g, int bm) {
+  Params q;
+  q.taps = g.KH * g.KW;
+  q.K = g.C * q.taps;
+  q.div_taps = magic_for(q.taps);
+  q.div_kw = magic_for(g.KW);
+  q.ohw = g.OH * g.OW;
+  q.npix = g.N * q.ohw;
+  q.f_pad = round_up(g.F, kFAlign);
+  q.ftiles = (g.F + bm - 1) / bm;
+  return q;
+}
+
+template <class C>
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+  static std::once_flag attribute_once;
+  std::call_once(attribute_once, [] {
+    cudaFuncSetAttribute(conv2d_tc_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES);
+  });
+  const Params q = make_params(g, C::BM);
+  const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
+  conv2d_tc_kernel<C><<<static_cast<unsigned>(blocks), C::THREADS, C::SMEM_BYTES, stream>>>(x, y, w, g, e, q);
+}
+
+// The instantiated configurations (BM filters x BN pixels, warp tile WM x WN):
+//   L 128 x 128, 8 warps of 64 x 32: large layers (batch 32); 1 block per SM (150 KB of shared memory)
+//   S  64 x  64, 4 warps of 32 x 32: few filters or few pixels; 2 blocks per SM (78 KB each)
+struct Entry {
+  int bm, bn, blocks_per_sm;
+  double efficiency;  // relative throughput of a full SM, for the heuristic order
+  Act act;
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+};
+
+#define TC_ENTRY(BM, BN, WM, WN, PER_SM, EFF, ACT) \
+  Entry { BM, BN, PER_SM, EFF, ACT, &launch<Cfg<BM, BN, WM, WN, ACT>> }
+
+const Entry kEntries[] = {
+    TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Relu), TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Param),
+    TC_ENTRY(64, 64, 32, 32, 2, 0.75, Act::Relu),  TC_ENTRY(64, 64, 32, 32, 2, 0.75, Act::Param),
+};
+
+#undef TC_ENTRY
+
+// Host copy of cvt.rna.tf32.f32: round the low 13 mantissa bits away, to nearest, ties away from zero.
+inline float round_tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // Inf and NaN stay as they are
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
+
+}  // namespace tc
+
+std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW) {
+  const int K = C * KH * KW;
+  const int k_pad = tc::round_up(K, tc::kBK), f_pad = tc::round_up(F, tc::kFAlign);
+  std::vector<float> packed(static_cast<size_t>(k_pad) * f_pad * 2, 0.0f);
+  for (int f = 0; f < F; ++f) {
+    for (int k = 0; k < K; ++k) {
+      const float v = weights[static_cast<size_t>(f) * K + k];  // [F][C][KH][KW]: k = (c*KH + ky)*KW + kx
+      const float big = tc::round_tf32(v);
+      const size_t at = (static_cast<size_t>(k) * f_pad + f) * 2;
+      packed[at] = big;
+      packed[at + 1] = tc::round_tf32(v - big);
+    }
+  }
+  return packed;
+}
+
+bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* why) {
+  auto no = [why](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (g.groups != 1) return no("grouped convolution");
+  if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
+  if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return no("stride other than 1 or 2");
+  if (e.pool.kind != FusedPool::None) return no("fused pooling");
+  if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.F < 1 || g.KH < 1 || g.KW < 1 || g.OH < 1 || g.OW < 1) {
+    return no("empty tensor");
+  }
+  const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C) * taps;
+  // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; in-image offsets and pixel
+  // indices are int32; the filter tiles times the pixel tiles form a 1-D grid.
+  if (K * taps >= (int64_t(1) << 32) || K > (int64_t(1) << 24)) return no("C*KH*KW too large");
+  if (int64_t(g.C) * g.H * g.W >= (int64_t(1) << 31)) return no("input image too large for 32-bit offsets");
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  if (npix >= (int64_t(1) << 30) || g.F > (1 << 24)) return no("output too large for 32-bit indices");
+  return true;
+}
+
+std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue& e, int sm_count) {
+  std::vector<TcVariant> out;
+  if (!conv2d_tc_supports(g, e)) return out;
+  const bool relu = e.param_act == ParamAct::Relu;
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  struct Scored {
+    TcVariant variant;
+    double score;  // estimated relative time, lower is better
+  };
+  std::vector<Scored> scored;
+  for (const tc::Entry& en : tc::kEntries) {
+    if (en.act == Act::Relu && !relu) continue;
+    const double blocks = double((npix + en.bn - 1) / en.bn) * double((g.F + en.bm - 1) / en.bm);
+    const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
+    const double waves = std::ceil(blocks / slots);
+    // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn.
+    const double score = waves * en.bm * en.bn * en.blocks_per_sm / en.efficiency *
+                         (en.act == Act::Param && relu ? 1.02 : 1.0);
+    char name[64];
+    std::snprintf(name, sizeof name, "tc3_f%dx%d_k%d_%s", en.bm, en.bn, tc::kBK, en.act == Act::Relu ? "relu" : "act");
+    scored.push_back({{name, en.launch}, score});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+  for (auto& s : scored) out.push_back(std::move(s.variant));
+  return out;
+}
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,40 @@
+// Multi-channel direct convolution on the tensor cores at FP32 accuracy ("3xTF32").
+//
+// Implicit GEMM: M = F (filters), N = batch * OH * OW (output pixels, over the whole batch), K = C*KH*KW.
+// A[f][k] is the filter tensor as stored ([F][C][KH][KW] flattened is already k = (c*KH + ky)*KW + kx);
+// B[k][p] is gathered from the NCHW input on the fly (zero outside the image), never materialised.
+// Block tiles of BM filters x BN pixels step through K in slices of 32, staged in shared memory by
+// cp.async in a 3-deep pipeline; warps multiply with mma.sync m16n8k8 TF32.
+//
+// Accuracy: every FP32 operand v is split as big = tf32(v), small = tf32(v - big), and each product is
+// taken as big*big + big*small + small*big (small*small is below FP32 resolution), accumulated in FP32.
+// The filters are split once on the host (pack_tc_filters); the kernel splits the gathered input.
+//
+// Epilogue as in conv_common.cuh: + bias, + residual, activation. No fused pooling.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels {
+
+// Weight layout the kernel reads: [Kpad][Fpad][2] floats, (big, small) TF32 halves of w[f][k], with
+// k = (c*KH + ky)*KW + kx, Kpad = K rounded up to a multiple of 32 and Fpad = F rounded up to a multiple
+// of 128, zeros in the padding. Upload it to a 16-byte aligned buffer (cudaMalloc is).
+std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW);
+
+struct TcVariant {
+  std::string name;  // e.g. "tc3_f128x128_k32_relu"
+  void (*launch)(const float* x, float* y, const float* packed_w, const ConvGeometry& g, const Epilogue& e,
+                 cudaStream_t stream);
+};
+
+// groups == 1, dilation 1, equal strides 1 or 2, any kernel size and padding, no fused pooling.
+bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
+
+// The configurations for this layer, in heuristic order (best first); empty when unsupported.
+std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue& e, int sm_count);
+
+}  // namespace cnnrt::kernels
