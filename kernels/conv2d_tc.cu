@@ -96,10 +96,10 @@ struct Cfg {
   static constexpr int SMEM_BYTES = kStages * STAGE_FLOATS * static_cast<int>(sizeof(float));
   static constexpr int A_CHUNKS_PER_ROW = BM / 2;       // 16-byte chunks (2 float2) per A row
   static constexpr int A_PER_THREAD = BK * A_CHUNKS_PER_ROW / THREADS;
-  static constexpr int B_ROWSTEP = THREADS / BN;        // B rows filled per pass of the block
-  static constexpr int B_PER_THREAD = BK / B_ROWSTEP;
+  static constexpr int B_ROWS = BK / (THREADS / 32);     // B rows filled by each warp
+  static constexpr int B_PIX = BN / 32;                  // B columns (pixels) filled by each lane
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiling");
-  static_assert(THREADS % BN == 0 && BK % B_ROWSTEP == 0, "B loader: one pixel column per thread");
+  static_assert(BK % (THREADS / 32) == 0 && BN % 32 == 0, "B loader: whole rows per warp, whole columns per lane");
   static_assert((BK * A_CHUNKS_PER_ROW) % THREADS == 0, "A loader: whole chunks per thread");
   static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
   static_assert(APITCH % 16 == 4 && BPITCH % 32 == 8, "conflict-free fragment loads");
@@ -119,18 +119,23 @@ __global__ void __launch_bounds__(C::THREADS)
   const int f0 = ftile * C::BM;
   const int nk = (q.K + kBK - 1) / kBK;
 
-  // B loader: this thread fills column `bcol` (one output pixel) of rows brow, brow + B_ROWSTEP, ...
-  const int bcol = tid % C::BN, brow = tid / C::BN;
-  const int pix = p0 + bcol;
-  const bool pix_ok = pix < q.npix;
-  int iy0 = 0, ix0 = 0;
-  int64_t xbase = 0;  // offset of input (n, 0, iy0, ix0), possibly "negative" (only used when in bounds)
-  if (pix_ok) {
-    const int n = pix / q.ohw, rem = pix - n * q.ohw;
-    const int oy = rem / g.OW, ox = rem - oy * g.OW;
-    iy0 = oy * g.stride_h - g.pad_top;
-    ix0 = ox * g.stride_w - g.pad_left;
-    xbase = static_cast<int64_t>(n) * g.C * g.H * g.W + static_cast<int64_t>(iy0) * g.W + ix0;
+  // B loader: warp `warp` fills rows warp*B_ROWS .. +B_ROWS-1 of each stage, lane `lane` the pixel
+  // columns lane + 32*i. The (c, ky, kx) decode of a row is shared by the warp's pixels; each pixel's
+  // window origin is computed once for the block. An invalid pixel gets an origin far outside the image.
+  int iy0[C::B_PIX], ix0[C::B_PIX], xoff[C::B_PIX];  // xoff: offset of input (n, 0, iy0, ix0)
+#pragma unroll
+  for (int i = 0; i < C::B_PIX; ++i) {
+    const int pix = p0 + lane + 32 * i;
+    if (pix < q.npix) {
+      const int n = pix / q.ohw, rem = pix - n * q.ohw;
+      const int oy = rem / g.OW, ox = rem - oy * g.OW;
+      iy0[i] = oy * g.stride_h - g.pad_top;
+      ix0[i] = ox * g.stride_w - g.pad_left;
+      xoff[i] = n * g.C * g.H * g.W + iy0[i] * g.W + ix0[i];
+    } else {
+      iy0[i] = ix0[i] = -(1 << 30);
+      xoff[i] = 0;
+    }
   }
   const int hw = g.H * g.W;
 
@@ -145,16 +150,21 @@ __global__ void __launch_bounds__(C::THREADS)
       cp_async_16(as + row * C::APITCH * 2 + col * 4, src + static_cast<int64_t>(row) * q.f_pad * 2 + col * 4);
     }
 #pragma unroll
-    for (int j = 0; j < C::B_PER_THREAD; ++j) {
-      const int r = brow + j * C::B_ROWSTEP;
+    for (int j = 0; j < C::B_ROWS; ++j) {
+      const int r = warp * C::B_ROWS + j;
       const int k = kt * kBK + r;
       const int c = fast_div(k, q.div_taps);
       const int t = k - c * q.taps;
       const int ky = fast_div(t, q.div_kw);
       const int kx = t - ky * g.KW;
-      const bool ok = pix_ok && k < q.K && static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
-                      static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
-      cp_async_4(bs + r * C::BPITCH + bcol, ok ? x + xbase + (c * hw + ky * g.W + kx) : x, ok);
+      const bool k_ok = k < q.K;
+      const int koff = c * hw + ky * g.W + kx;
+#pragma unroll
+      for (int i = 0; i < C::B_PIX; ++i) {
+        const bool ok = k_ok && static_cast<unsigned>(iy0[i] + ky) < static_cast<unsigned>(g.H) &&
+                        static_cast<unsigned>(ix0[i] + kx) < static_cast<unsigned>(g.W);
+        cp_async_4(bs + r * C::BPITCH + lane + 32 * i, ok ? x + (xoff[i] + koff) : x, ok);
+      }
     }
   };
 
@@ -396,10 +406,10 @@ bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* w
     return no("empty tensor");
   }
   const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C) * taps;
-  // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; in-image offsets and pixel
+  // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; input offsets and pixel
   // indices are int32; the filter tiles times the pixel tiles form a 1-D grid.
   if (K * taps >= (int64_t(1) << 32) || K > (int64_t(1) << 24)) return no("C*KH*KW too large");
-  if (int64_t(g.C) * g.H * g.W >= (int64_t(1) << 31)) return no("input image too large for 32-bit offsets");
+  if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return no("input too large for 32-bit offsets");
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;
   if (npix >= (int64_t(1) << 30) || g.F > (1 << 24)) return no("output too large for 32-bit indices");
   return true;
