@@ -144,7 +144,8 @@ TEST_CASE("conv2d_tc: every variant, odd sizes, channels, kernels, strides, padd
     for (int size : {1, 7, 31, 33}) {
       check_tc_layer({1, 7, size, size, 9, K, K, 1, pad, pad, pad, pad}, seed++);
       check_tc_layer({2, 32, size, size + 3, 64, K, K, 1, pad, pad, pad, pad, ParamAct::Relu, true}, seed++);
-      check_tc_layer({3, 33, size, size, 31, K, K, 2, pad, 0, 0, pad, ParamAct::LeakyRelu}, seed++);
+      // Asymmetric: no left pad, a double right pad (keeps a 1x1 input's output non-empty).
+      check_tc_layer({3, 33, size, size, 31, K, K, 2, pad, 0, pad, 2 * pad, ParamAct::LeakyRelu}, seed++);
     }
   }
   check_tc_layer({1, 1, 31, 1000, 31, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true}, seed++);
