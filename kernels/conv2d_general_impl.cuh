@@ -8,27 +8,14 @@
 #include <mutex>
 
 #include "kernels/conv2d_general.cuh"
+#include "kernels/cp_async.cuh"
 #include "kernels/conv_device.cuh"
 
 namespace cnnrt::kernels::general {
 
 namespace cg = cooperative_groups;
 
-// cp.async: global -> shared without a register round trip. A source size of 0 writes zeros (the
-// convolution's padding) and reads nothing.
-__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
-}
+constexpr int kMaxSplit = 8;  // cluster size limit for portable clusters
 
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
@@ -209,8 +196,13 @@ __global__ void __launch_bounds__(C::BLOCK)
     const int rank = static_cast<int>(cluster.block_rank());
     const int ranks = static_cast<int>(cluster.num_blocks());
     for (int k = rank; k < C::FT * C::WT; k += ranks) {
+      // All remote reads first (independent, so their latencies overlap), then the sum in rank order.
+      float v[kMaxSplit];
+#pragma unroll
+      for (int q = 0; q < kMaxSplit; ++q) v[q] = q < ranks ? cluster.map_shared_rank(part, q)[k * C::BLOCK + tid] : 0.0f;
       float sum = 0.0f;
-      for (int q = 0; q < ranks; ++q) sum += cluster.map_shared_rank(part, q)[k * C::BLOCK + tid];
+#pragma unroll
+      for (int q = 0; q < kMaxSplit; ++q) sum += v[q];
       const int f = f0 + local_filter<C>(tx, k / C::WT);
       if (f < g.F) store_output<C>(sum + (e.bias ? __ldg(e.bias + f) : 0.0f), f, oy, c0 + pcol + k % C::WT, g, e, yn, res_n);
     }

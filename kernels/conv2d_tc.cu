@@ -15,6 +15,7 @@
 
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
 
 namespace cnnrt::kernels {
 
@@ -44,20 +45,6 @@ inline unsigned magic_for(int d) {
 }
 __device__ __forceinline__ int fast_div(int n, unsigned magic) {
   return magic ? static_cast<int>(__umulhi(static_cast<unsigned>(n), magic)) : n;
-}
-
-__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
 
 // Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
@@ -147,7 +134,7 @@ __global__ void __launch_bounds__(C::THREADS)
     for (int i = 0; i < C::A_PER_THREAD; ++i) {
       const int chunk = tid + i * C::THREADS;
       const int row = chunk / C::A_CHUNKS_PER_ROW, col = chunk % C::A_CHUNKS_PER_ROW;
-      cp_async_16(as + row * C::APITCH * 2 + col * 4, src + static_cast<int64_t>(row) * q.f_pad * 2 + col * 4);
+      cp_async_16(as + row * C::APITCH * 2 + col * 4, src + static_cast<int64_t>(row) * q.f_pad * 2 + col * 4, true);
     }
 #pragma unroll
     for (int j = 0; j < C::B_ROWS; ++j) {

@@ -3,24 +3,25 @@
 #pragma once
 
 #include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
 
 namespace cnnrt::kernels {
 
 // Copies rows [iy0, iy0 + rows) x columns [ix0, ix0 + pitch) of one H x W plane into `tile` (row pitch
-// `pitch`), writing zeros outside the plane: the convolution's padding. Warp-per-row, lanes along the
-// row: coalesced reads. Block size must be a multiple of 32.
+// `pitch`), writing zeros outside the plane: the convolution's padding. Lanes along the row: coalesced
+// reads. Every copy is a cp.async, so the whole tile is in flight at once (one memory latency per tile,
+// not one per loop iteration); this waits for this thread's copies, and the caller's __syncthreads()
+// publishes them.
 __device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
                                                  int iy0, int ix0, int block_threads) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int r = warp; r < rows; r += block_threads / 32) {
-    const int iy = iy0 + r;
-    const bool row_in = iy >= 0 && iy < H;
-    const float* src = plane + static_cast<int64_t>(iy) * W;
-    for (int c = lane; c < pitch; c += 32) {
-      const int ix = ix0 + c;
-      tile[r * pitch + c] = (row_in && ix >= 0 && ix < W) ? __ldg(src + ix) : 0.0f;
-    }
+  for (int i = threadIdx.x; i < rows * pitch; i += block_threads) {
+    const int r = i / pitch, c = i % pitch;
+    const int iy = iy0 + r, ix = ix0 + c;
+    const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+    cp_async_4(tile + i, inside ? plane + static_cast<int64_t>(iy) * W + ix : plane, inside);
   }
+  cp_async_commit();
+  cp_async_wait<0>();
 }
 
 // One window row of N floats (N a multiple of 4) from 16-byte aligned shared memory.
