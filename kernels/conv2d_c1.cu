@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 namespace cnnrt::kernels {
 
@@ -219,7 +221,7 @@ struct C1Entry {
 const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? "relu" : "act"; }
 
 // The instantiated configurations. Tiles: A = 128x32 (4 rows of 32 threads, 8 rows each: long image rows),
-// B = 64x32, C = 32x32 (small images, and the pooling tile). Kept small: CI compiles these on 2 cores.
+// B = 64x32, C = 32x32 (small images, and the pooling tiles below). Kept small: CI compiles these on 2 cores.
 #define C1_ENTRY(K, S, TW, TH, ROWS, FMAX, ACT, POOL, TILE)                                                   \
   C1Entry {                                                                                                   \
     K, S, TW, TH, FMAX, ACT, POOL, TILE, &launch_c1<C1Cfg<K, S, TW, TH, ROWS, FMAX, ACT, POOL>>               \
@@ -229,8 +231,11 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
       C1_ENTRY(K, 1, 32, 32, 2, FMAX, ACT, false, "32x32r2")
 #define C1_ACTS_S1(K, FMAX) \
   C1_TILES_S1(K, FMAX, Act::None), C1_TILES_S1(K, FMAX, Act::Relu), C1_ENTRY(K, 1, 128, 32, 8, FMAX, Act::Param, false, "128x32r8")
-#define C1_POOL(K, FMAX) \
-  C1_ENTRY(K, 1, 32, 32, 2, FMAX, Act::Relu, true, "32x32r2"), C1_ENTRY(K, 1, 32, 32, 2, FMAX, Act::Param, true, "32x32r2")
+// Pooling tiles: 32x32 (2 rows per thread), and 32x8 (1 row per thread, 64 threads) for small images
+// such as 28x28 at batch 1, where one 32x32 tile would leave all but one SM idle.
+#define C1_POOL(K, FMAX)                                                                                       \
+  C1_ENTRY(K, 1, 32, 32, 2, FMAX, Act::Relu, true, "32x32r2"), C1_ENTRY(K, 1, 32, 32, 2, FMAX, Act::Param, true, "32x32r2"), \
+      C1_ENTRY(K, 1, 32, 8, 1, FMAX, Act::Relu, true, "32x8r1")
 #define C1_S2(K, FMAX)                                                                                          \
   C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::None, false, "64x32r4"), C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::Relu, false, "64x32r4"), \
       C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::Param, false, "64x32r4")
@@ -247,6 +252,11 @@ const C1Entry kC1Entries[] = {
 }  // namespace
 
 void pack_c1_filters(const float* weights, const float* bias, int F, int KH, int KW, C1Filters* out) {
+  // The block has room for kC1MaxFilters x kC1MaxTaps: a larger layer would write past it.
+  if (F < 1 || F > kC1MaxFilters || KH < 1 || KW < 1 || KH * KW > kC1MaxTaps) {
+    throw std::length_error("pack_c1_filters: " + std::to_string(F) + " filters of " + std::to_string(KH) + "x" +
+                            std::to_string(KW) + " do not fit the single-channel kernel's parameter block");
+  }
   std::memset(out, 0, sizeof(*out));
   std::memcpy(out->w, weights, sizeof(float) * F * KH * KW);
   for (int f = 0; f < F; ++f) out->bias[f] = bias ? bias[f] : 0.0f;
