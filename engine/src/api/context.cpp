@@ -129,10 +129,14 @@ Stream Context::stream() const { return impl_->stream; }
 void Context::set_stream(Stream stream) {
   CNNRT_CHECK(impl_->model->device == Device::Gpu, ErrorCode::Usage, "set_stream: this model runs on the CPU");
   synchronize();
-  if (impl_->own_stream) impl_->model->gpu->destroy_stream(impl_->stream);
+  // The executors move to the new stream first (they wait on the old one), and only then may an old
+  // stream of our own be destroyed.
+  const Stream old = impl_->stream;
+  const bool old_owned = impl_->own_stream;
   impl_->own_stream = stream == nullptr;
   impl_->stream = stream ? stream : impl_->model->gpu->create_stream();
   for (auto& [shapes, executor] : impl_->executors) executor->set_stream(impl_->stream);
+  if (old_owned) impl_->model->gpu->destroy_stream(old);
 }
 
 std::vector<StepTiming> Context::profile(const std::vector<Tensor>& inputs, int repetitions) {
