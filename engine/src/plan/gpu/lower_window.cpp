@@ -13,6 +13,7 @@
 #include "kernels/conv2d_depthwise.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
+#include "kernels/conv2d_tc.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/pool.cuh"
 #include "plan/gpu/lower_util.hpp"
@@ -233,6 +234,16 @@ std::vector<KernelCandidate> conv_candidates(const ConvStep& cs, const ir::HostT
       out.push_back({v.name, v.split > 1 ? fmt::format("cluster split {}", v.split) : "",
                      [v, g, e, packed, with_residual](const float* const* in, float* const* o, Stream s) {
                        v.launch(in[0], o[0], packed, g, with_residual(e, in), v.split, s);
+                     }});
+    }
+  }
+  if (kernels::conv2d_tc_supports(g, e)) {
+    // The filters split into TF32 (big, small) halves once, here; the kernel splits the input.
+    const float* packed = lc.context.weights.upload(kernels::pack_tc_filters(w.f32(), g.F, g.C, g.KH, g.KW),
+                                                    "conv_tc_split");
+    for (const auto& v : kernels::conv2d_tc_variants(g, e, lc.context.device.sm_count)) {
+      out.push_back({v.name, "3xTF32 tensor cores", [v, g, e, packed, with_residual](const float* const* in, float* const* o, Stream s) {
+                       v.launch(in[0], o[0], packed, g, with_residual(e, in), s);
                      }});
     }
   }
