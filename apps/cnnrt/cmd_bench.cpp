@@ -43,7 +43,8 @@ json to_json(const bench::Comparison& c) {
     j["cudnn_algo"] = c.cudnn_algo;
     j["cudnn_us"] = c.cudnn_us > 0 ? json(c.cudnn_us) : json(nullptr);
     j["speedup"] = c.cudnn_us > 0 ? json(c.speedup()) : json(nullptr);
-    j["rel_error_vs_cudnn"] = c.cudnn_us > 0 ? json(c.rel_error) : json(nullptr);
+    j["rel_error"] = c.cudnn_us > 0 ? json(c.rel_error) : json(nullptr);
+    j["cudnn_rel_error"] = c.cudnn_us > 0 ? json(c.cudnn_rel_error) : json(nullptr);
     j["mismatch"] = c.mismatch;
   }
   return j;
@@ -69,7 +70,7 @@ std::string cudnn_cell(const bench::Comparison& c) {
 
 void print_comparison_row(const bench::Comparison& c, size_t label_width) {
   std::string speed = c.cudnn_us > 0 ? fmt::format("{:6.2f}x", c.speedup()) : "      -";
-  if (c.mismatch && c.cudnn_us > 0) speed += " MISMATCH";
+  if (c.mismatch && c.cudnn_us > 0) speed += fmt::format(" MISMATCH (ours {:.1e} from exact)", c.rel_error);
   fmt::print("{:<{}}  {:<36} {:>10.2f}  {:<42} {}  {:>9.2f}  {:>5.0f}%\n", c.label, label_width, c.kernel, c.ours_us,
              cudnn_cell(c), speed, c.floor_us, 100.0 * c.floor_share());
 }

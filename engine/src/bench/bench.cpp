@@ -96,19 +96,111 @@ Timing measure_stable(const std::function<std::vector<double>(int, int)>& sample
   return summarize(all);
 }
 
-void compare_outputs(const std::vector<float>& ours, const std::vector<float>& theirs, Comparison* c) {
-  double num = 0, den = 0, max_abs = 0;
-  bool nan = ours.size() != theirs.size();
-  for (size_t i = 0; i < ours.size() && i < theirs.size(); ++i) {
-    if (std::isnan(ours[i]) || std::isnan(theirs[i])) nan = true;
-    const double d = double(ours[i]) - theirs[i];
+// ||got - want|| / ||want|| (NaN anywhere or a size difference: infinity), and the largest |got - want|.
+double relative_error(const std::vector<float>& got, const std::vector<double>& want, double* max_abs) {
+  double num = 0, den = 0;
+  bool nan = got.size() != want.size();
+  *max_abs = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (std::isnan(got[i]) || std::isnan(want[i])) nan = true;
+    const double d = double(got[i]) - want[i];
     num += d * d;
-    den += double(theirs[i]) * theirs[i];
-    max_abs = std::max(max_abs, std::fabs(d));
+    den += want[i] * want[i];
+    *max_abs = std::max(*max_abs, std::fabs(d));
   }
-  c->max_abs_error = max_abs;
-  c->rel_error = nan ? INFINITY : (den > 0 ? std::sqrt(num / den) : std::sqrt(num));
-  c->mismatch = !(c->rel_error <= 1e-4);
+  return nan ? INFINITY : (den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+}
+
+// The exact answer (FP64) of a convolution step at a sample of its output elements: conv + bias +
+// residual + activation, then pooling, from host copies of the step's inputs. The judge between our
+// output and cuDNN's: Winograd and FFT algorithms are less accurate than a direct sum, so a difference
+// between the two is only our error when the FP64 answer says so.
+struct SampledReference {
+  std::vector<int64_t> index;  // sampled output elements
+  std::vector<double> value;
+};
+
+double activate_fp64(double v, const plan::ConvInfo& ci) {
+  if (ci.activation == "Relu") return std::max(v, 0.0);
+  if (ci.activation == "LeakyRelu") return v < 0 ? v * ci.alpha : v;
+  if (ci.activation == "Clip") return std::min(std::max(v, double(ci.alpha)), double(ci.beta));
+  if (ci.activation == "Sigmoid") return 1.0 / (1.0 + std::exp(-v));
+  if (ci.activation == "Tanh") return std::tanh(v);
+  return v;
+}
+
+SampledReference sampled_reference(const plan::ConvInfo& ci, const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>& bias, const std::vector<float>& residual, int samples) {
+  const int64_t cpg = ci.C / ci.groups, fpg = ci.F / ci.groups;
+  auto conv_at = [&](int64_t n, int64_t f, int64_t oy, int64_t ox) {
+    double acc = bias.empty() ? 0.0 : bias[f];
+    const int64_t c0 = (f / fpg) * cpg;
+    for (int64_t c = 0; c < cpg; ++c) {
+      for (int64_t ky = 0; ky < ci.KH; ++ky) {
+        const int64_t iy = oy * ci.stride_h - ci.pad_top + ky * ci.dil_h;
+        if (iy < 0 || iy >= ci.H) continue;
+        for (int64_t kx = 0; kx < ci.KW; ++kx) {
+          const int64_t ix = ox * ci.stride_w - ci.pad_left + kx * ci.dil_w;
+          if (ix < 0 || ix >= ci.W) continue;
+          acc += double(x[((n * ci.C + c0 + c) * ci.H + iy) * ci.W + ix]) * w[((f * cpg + c) * ci.KH + ky) * ci.KW + kx];
+        }
+      }
+    }
+    if (!residual.empty()) acc += residual[((n * ci.F + f) * ci.OH + oy) * ci.OW + ox];
+    return activate_fp64(acc, ci);
+  };
+  const bool pooled = !ci.pool.empty();
+  const int64_t OH = pooled ? ci.PH : ci.OH, OW = pooled ? ci.PW : ci.OW;
+  const int64_t total = ci.N * ci.F * OH * OW;
+  SampledReference r;
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int64_t> pick(0, total - 1);
+  const int64_t count = std::min<int64_t>(samples, total);
+  for (int64_t s = 0; s < count; ++s) {
+    const int64_t i = count == total ? s : pick(rng);
+    const int64_t ox = i % OW, oy = (i / OW) % OH, f = (i / (OW * OH)) % ci.F, n = i / (OW * OH * ci.F);
+    double v = 0;
+    if (!pooled) {
+      v = conv_at(n, f, oy, ox);
+    } else {
+      double best = -INFINITY, sum = 0;
+      int64_t inside = 0;
+      for (int64_t py = 0; py < ci.pool_kh; ++py) {
+        for (int64_t px = 0; px < ci.pool_kw; ++px) {
+          const int64_t y = oy * ci.pool_sh - ci.pool_pad_top + py, xx = ox * ci.pool_sw - ci.pool_pad_left + px;
+          if (y < 0 || y >= ci.OH || xx < 0 || xx >= ci.OW) continue;
+          const double c = conv_at(n, f, y, xx);
+          best = std::max(best, c);
+          sum += c;
+          ++inside;
+        }
+      }
+      v = ci.pool == "MaxPool" ? best : sum / double(ci.pool_count_include_pad ? ci.pool_kh * ci.pool_kw : std::max<int64_t>(inside, 1));
+    }
+    r.index.push_back(i);
+    r.value.push_back(v);
+  }
+  return r;
+}
+
+std::vector<float> gather(const std::vector<float>& all, const std::vector<int64_t>& index) {
+  std::vector<float> out;
+  out.reserve(index.size());
+  for (int64_t i : index) out.push_back(all[static_cast<size_t>(i)]);
+  return out;
+}
+
+// Our output and cuDNN's against the FP64 answer at sampled elements. Ours must be within 1e-5 (the
+// numerics target of FP32 direct convolution); cuDNN's error is reported, not judged.
+void compare_outputs(const plan::ConvInfo& ci, const std::vector<float>& x, const std::vector<float>& residual,
+                     const std::vector<float>& ours, const std::vector<float>& theirs, Comparison* c) {
+  const std::vector<float> w = download(ci.weights, ci.F * (ci.C / ci.groups) * ci.KH * ci.KW);
+  const std::vector<float> bias = ci.bias ? download(ci.bias, ci.F) : std::vector<float>{};
+  const SampledReference ref = sampled_reference(ci, x, w, bias, residual, 2048);
+  double cudnn_max = 0;
+  c->rel_error = relative_error(gather(ours, ref.index), ref.value, &c->max_abs_error);
+  c->cudnn_rel_error = relative_error(gather(theirs, ref.index), ref.value, &cudnn_max);
+  c->mismatch = !(c->rel_error <= 1e-5);
 }
 
 // cuDNN on a convolution step of our plan: same weights, random input of the step's shape. Fills the
@@ -144,8 +236,10 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const int64_t in_floats = ci.N * ci.C * ci.H * ci.W;
   const int64_t conv_floats = ci.N * ci.F * ci.OH * ci.OW;
   const int64_t out_floats = ci.pool.empty() ? conv_floats : ci.N * ci.F * ci.PH * ci.PW;
-  gpu::DeviceAllocation x = upload(random_values(static_cast<size_t>(in_floats), 7));
-  gpu::DeviceAllocation res = upload(random_values(static_cast<size_t>(ci.residual ? conv_floats : 1), 8));
+  const std::vector<float> x_host = random_values(static_cast<size_t>(in_floats), 7);
+  const std::vector<float> res_host = random_values(static_cast<size_t>(ci.residual ? conv_floats : 1), 8);
+  gpu::DeviceAllocation x = upload(x_host);
+  gpu::DeviceAllocation res = upload(res_host);
   gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
   gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
   int64_t workspace_floats = 0;  // our step's own scratch, if its kernel needs one
@@ -162,7 +256,8 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   step.launch(in.data(), out, s.stream);
   CNNRT_CUDA_CHECK(cudaGetLastError());
   CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  compare_outputs(download(ours.floats(), out_floats), download(theirs.floats(), out_floats), c);
+  compare_outputs(ci, x_host, ci.residual ? res_host : std::vector<float>{}, download(ours.floats(), out_floats),
+                  download(theirs.floats(), out_floats), c);
 
   const float* res_ptr = ci.residual ? res.floats() : nullptr;
   const Timing t = measure_stable(

@@ -59,6 +59,52 @@ struct ConvRunner::Impl {
   gpu::DeviceAllocation workspace;
   int OH = 0, OW = 0, PH = 0, PW = 0;
   bool fused_bias_relu = false;
+  bool found_by_hand = false;
+
+  // What cudnnFindConvolutionForwardAlgorithmEx does, one algorithm at a time, so that one failing
+  // algorithm only drops itself: each FP32 algorithm that runs is timed (CUDA events, median of 5 runs
+  // after 2 warm-ups) and `perf` is filled fastest first. Returns 0, or -1 when none runs.
+  int find_by_hand(const float* x, const float* w, float* y, void* space, size_t space_bytes,
+                   cudnnConvolutionFwdAlgoPerf_t* perf, int* returned) {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    const float one = 1.0f, zero = 0.0f;
+    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+      const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a);
+      size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv_desc, y_desc, algo, &bytes) !=
+              CUDNN_STATUS_SUCCESS ||
+          bytes > space_bytes) {
+        continue;
+      }
+      std::vector<float> ms;
+      bool ok = true;
+      for (int r = 0; r < 7 && ok; ++r) {
+        cudaEventRecord(start, stream);
+        ok = cudnnConvolutionForward(handle, &one, x_desc, x, w_desc, w, conv_desc, algo, space, bytes, &zero, y_desc,
+                                     y) == CUDNN_STATUS_SUCCESS;
+        cudaEventRecord(stop, stream);
+        ok = ok && cudaEventSynchronize(stop) == cudaSuccess;
+        float t = 0;
+        if (ok && r >= 2 && cudaEventElapsedTime(&t, start, stop) == cudaSuccess) ms.push_back(t);
+      }
+      cudaGetLastError();
+      if (!ok || ms.empty()) continue;
+      std::sort(ms.begin(), ms.end());
+      cudnnConvolutionFwdAlgoPerf_t& p = perf[(*returned)++];
+      p = {};
+      p.algo = algo;
+      p.status = CUDNN_STATUS_SUCCESS;
+      p.time = ms[ms.size() / 2];
+      p.memory = bytes;
+      p.mathType = CUDNN_FMA_MATH;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(perf, perf + *returned, [](const auto& a, const auto& b) { return a.time < b.time; });
+    return *returned > 0 ? 0 : -1;
+  }
 
   ~Impl() {
     if (pool_desc) cudnnDestroyPoolingDescriptor(pool_desc);
@@ -112,17 +158,27 @@ ConvRunner::ConvRunner(const ConvSpec& s, cudaStream_t stream, const float* x, c
   gpu::DeviceAllocation search_space(most);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  check(cudnnFindConvolutionForwardAlgorithmEx(m.handle, m.x_desc, x, m.w_desc, w, m.conv_desc, m.y_desc, y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, search_space.get(), most),
-        "cudnnFindConvolutionForwardAlgorithmEx");
+  const cudnnStatus_t found = cudnnFindConvolutionForwardAlgorithmEx(
+      m.handle, m.x_desc, x, m.w_desc, w, m.conv_desc, m.y_desc, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf,
+      search_space.get(), most);
   int best = -1;
-  for (int i = 0; i < returned; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
-      best = i;
-      break;
+  if (found == CUDNN_STATUS_SUCCESS) {
+    for (int i = 0; i < returned; ++i) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) {
+        best = i;
+        break;
+      }
     }
+  } else {
+    // Seen on the H100 for a 1-channel 5x5 layer at batch 1024 (CUDNN_STATUS_INTERNAL_ERROR): one algorithm
+    // fails and takes the whole search down. Do the search by hand: every algorithm that runs, timed.
+    cudaGetLastError();
+    returned = 0;
+    best = m.find_by_hand(x, w, y, search_space.get(), most, perf, &returned);
+    m.found_by_hand = true;
   }
-  CNNRT_CHECK(best >= 0, ErrorCode::DeviceError, "cuDNN found no FP32 algorithm for this convolution");
+  CNNRT_CHECK(best >= 0, ErrorCode::DeviceError, "cuDNN found no FP32 algorithm for this convolution ({})",
+              cudnnGetErrorString(found));
   m.algo = perf[best].algo;
   m.workspace = gpu::DeviceAllocation(perf[best].memory);
 
@@ -183,6 +239,7 @@ void ConvRunner::run(const float* x, const float* w, const float* bias, const fl
 std::string ConvRunner::algorithm() const {
   const Impl& m = *impl_;
   std::string name = algo_name(m.algo);
+  if (m.found_by_hand) name += " (hand search)";
   if (m.fused_bias_relu) name += " +bias+relu";
   else if (m.act_desc) name += " +" + m.spec.activation;
   if (m.pool_desc) name += m.spec.pool == "MaxPool" ? " +maxpool" : " +avgpool";
