@@ -7,7 +7,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bin=build/release/bin
-"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests"
+# gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
+"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" $(command -v gdb || true)
+if command -v gdb > /dev/null; then
+  # gdb embeds Python and will not start without its standard library (gpu_round.sh sets PYTHONHOME).
+  py=/usr/lib/python3.$(ldd "$(command -v gdb)" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
+  mkdir -p .device/py/lib
+  tar -C "$(dirname "$py")" --exclude test --exclude site-packages --exclude dist-packages --exclude idlelib \
+    --exclude tkinter --exclude ensurepip --exclude lib2to3 --exclude pydoc_data --exclude __pycache__ \
+    --exclude 'config-*' -cf - "$(basename "$py")" | tar -C .device/py/lib -xf -
+  mkdir -p .device/gdb-data && cp -r /usr/share/gdb/python .device/gdb-data/
+fi
 # Conformance data: every case the CPU suite passes, found by running it here.
 report=$(mktemp)
 CNNRT_CONFORMANCE_REPORT="$report" "$bin/unit_tests" -tc="ONNX conformance on the CPU backend" > /dev/null 2>&1 || true

@@ -3,17 +3,19 @@
 # Build here first (cmake --preset release), then bundle:
 #   scripts/bundle_device.sh          # programs + libraries + conformance data into .device/
 # and run, on the GPU machine, from the repo root:
-#   scripts/gpu_round.sh [tests] [sanitize] [bench] [model MODEL...]
+#   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [MODEL.onnx...]
 # Full logs and JSON go to $OUT (default /tmp/cnnrt-round); a short summary is printed last.
 set -u
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
 [ -d .device ] || tar -xJf .device.tar.xz
-source .device/env.sh
-OUT=${OUT:-/tmp/cnnrt-round}
+export CNNRT_ONNX_TESTDATA="$repo/.device/testdata"
+export CNNRT_FASHION_MNIST="$repo/.device/data/fashion-mnist"
+source .device/env.sh  # sets its own variables (among them `here`): keep ours under other names
+# The device tool brings back only a few files: everything goes into $OUT/round/, packed at the end.
+FINAL_OUT=${OUT:-/tmp/cnnrt-round}
+OUT="$FINAL_OUT/round"
 mkdir -p "$OUT"
-export CNNRT_ONNX_TESTDATA="$here/.device/testdata"
-export CNNRT_FASHION_MNIST="$here/.device/data/fashion-mnist"
 export CNNRT_CACHE_DIR="$OUT/cache"
 summary="$OUT/summary.txt"
 : > "$summary"
@@ -25,10 +27,33 @@ steps=("$@")
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      CNNRT_CONFORMANCE_REPORT="$OUT/conformance_gpu.tsv" gpu_tests > "$OUT/gpu_tests.log" 2>&1
-      echo "gpu_tests exit $?: $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/gpu_tests.log" | tr '\n' ' ')" >> "$summary"
+      # One process per test case: a crash loses only its own case, and is rerun under gdb for a
+      # backtrace (the GPU machine has no debugger of its own: bundle_device.sh ships one).
+      gpu_tests -ltc 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]' > "$OUT/test_cases.txt"
+      passed=0; failed=0; crashed=0
+      : > "$OUT/gpu_tests.log"
+      while IFS= read -r name; do
+        [ -n "$name" ] || continue
+        filter=${name//,/?}
+        CNNRT_CONFORMANCE_REPORT="$OUT/conformance_gpu.tsv" stdbuf -oL -eL gpu_tests -tc="$filter" --duration=true >> "$OUT/gpu_tests.log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ]; then passed=$((passed + 1));
+        elif [ $rc -ge 128 ]; then
+          crashed=$((crashed + 1))
+          echo "CRASH ($rc): $name" >> "$summary"
+          if command -v gdb > /dev/null; then
+            PYTHONHOME="$repo/.device/py" gdb -data-directory "$repo/.device/gdb-data" -batch -ex run -ex bt -ex "thread apply all bt 8" --args "$(command -v gpu_tests)" -tc="$filter" \
+              > "$OUT/gdb_$crashed.log" 2>&1
+            grep -A25 "received signal" "$OUT/gdb_$crashed.log" | head -40 >> "$summary"
+          fi
+        else
+          failed=$((failed + 1))
+          echo "FAILED: $name" >> "$summary"
+        fi
+      done < "$OUT/test_cases.txt"
+      echo "gpu_tests: $passed passed, $failed failed, $crashed crashed (one process per case)" >> "$summary"
       grep -E "conformance \(gpu\)|variant checks in all" "$OUT/gpu_tests.log" >> "$summary"
-      grep -B2 -A6 "ERROR" "$OUT/gpu_tests.log" | head -60 >> "$summary"
+      grep -B2 -A6 "ERROR" "$OUT/gpu_tests.log" | head -80 >> "$summary"
       ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do
@@ -36,8 +61,10 @@ for step in "${steps[@]}"; do
         echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY' "$OUT/sanitize_$tool.log") summaries; $(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | sort | uniq -c | tr '\n' ' '))" >> "$summary"
       done
       ;;
-    bench)
-      for suite in special general small; do
+    bench|bench:*)
+      suites="special general small"
+      [ "$step" = bench ] || suites=${step#bench:}
+      for suite in ${suites//,/ }; do
         cnnrt bench --suite "$suite" --json "$OUT/bench_$suite.json" > "$OUT/bench_$suite.txt" 2> "$OUT/bench_$suite.err"
         echo "bench $suite exit $?: $(tail -1 "$OUT/bench_$suite.txt")" >> "$summary"
       done
@@ -47,10 +74,17 @@ for step in "${steps[@]}"; do
     *.onnx)
       name=$(basename "$step" .onnx)
       for batch in 1 4096; do
-        cnnrt bench "$step" --batch "$batch" --json "$OUT/model_${name}_b$batch.json" > "$OUT/model_${name}_b$batch.txt" 2>&1
-        echo "model $name batch $batch exit $?: $(grep -E '^(latency|throughput)' "$OUT/model_${name}_b$batch.txt" | tr '\n' ' ')" >> "$summary"
+        stdbuf -oL -eL cnnrt bench "$step" --batch "$batch" --json "$OUT/model_${name}_b$batch.json" > "$OUT/model_${name}_b$batch.txt" 2>&1
+        rc=$?
+        echo "model $name batch $batch exit $rc: $(grep -E '^(latency|throughput)' "$OUT/model_${name}_b$batch.txt" | tr '\n' ' ')" >> "$summary"
+        if [ $rc -ge 128 ] && command -v gdb > /dev/null; then
+          PYTHONHOME="$repo/.device/py" gdb -data-directory "$repo/.device/gdb-data" -batch -ex run -ex bt --args "$(command -v cnnrt)" bench "$step" --batch "$batch" > "$OUT/gdb_model_${name}_b$batch.log" 2>&1
+          grep -A25 "received signal" "$OUT/gdb_model_${name}_b$batch.log" | head -40 >> "$summary"
+        fi
       done
       ;;
   esac
 done
-cat "$summary"
+cp "$summary" "$FINAL_OUT/summary.txt"
+tar -czf "$FINAL_OUT/round.tar.gz" -C "$FINAL_OUT" round && rm -rf "$OUT"
+cat "$FINAL_OUT/summary.txt"

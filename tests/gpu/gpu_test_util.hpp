@@ -1,6 +1,8 @@
 // Helpers for GPU test cases: device buffers, poisoned outputs, random inputs, error norms.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -22,6 +24,15 @@ namespace cnnrt::testing {
 // A file of the repository: under the source folder this was built from, or, on the GPU machine (where
 // the repository lies elsewhere), relative to the working directory, the repository root as
 // scripts/gpu_round.sh runs the tests.
+// What the tests are doing now, for the crash report of tests/gpu/main.cpp (fixed buffer: the signal
+// handler must not allocate).
+extern char g_check_point[512];
+inline void note_check_point(const std::string& what) {
+  const size_t n = std::min(what.size(), sizeof(g_check_point) - 1);
+  std::memcpy(g_check_point, what.data(), n);
+  g_check_point[n] = '\0';
+}
+
 inline std::string repo_path(const std::string& relative) {
   const std::filesystem::path built = std::filesystem::path(CNNRT_SOURCE_DIR) / relative;
   return std::filesystem::exists(built) ? built.string() : relative;
