@@ -71,9 +71,9 @@ struct ConvRunner::Impl {
     cudaEventCreate(&stop);
     const float one = 1.0f, zero = 0.0f;
     for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
-      const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a);
+      const auto candidate = static_cast<cudnnConvolutionFwdAlgo_t>(a);
       size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv_desc, y_desc, algo, &bytes) !=
+      if (cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv_desc, y_desc, candidate, &bytes) !=
               CUDNN_STATUS_SUCCESS ||
           bytes > space_bytes) {
         continue;
@@ -82,7 +82,7 @@ struct ConvRunner::Impl {
       bool ok = true;
       for (int r = 0; r < 7 && ok; ++r) {
         cudaEventRecord(start, stream);
-        ok = cudnnConvolutionForward(handle, &one, x_desc, x, w_desc, w, conv_desc, algo, space, bytes, &zero, y_desc,
+        ok = cudnnConvolutionForward(handle, &one, x_desc, x, w_desc, w, conv_desc, candidate, space, bytes, &zero, y_desc,
                                      y) == CUDNN_STATUS_SUCCESS;
         cudaEventRecord(stop, stream);
         ok = ok && cudaEventSynchronize(stop) == cudaSuccess;
@@ -94,7 +94,7 @@ struct ConvRunner::Impl {
       std::sort(ms.begin(), ms.end());
       cudnnConvolutionFwdAlgoPerf_t& p = perf[(*returned)++];
       p = {};
-      p.algo = algo;
+      p.algo = candidate;
       p.status = CUDNN_STATUS_SUCCESS;
       p.time = ms[ms.size() / 2];
       p.memory = bytes;

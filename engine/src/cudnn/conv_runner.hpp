@@ -31,8 +31,9 @@ std::string unsupported_reason(const ConvSpec& spec, int out_h, int out_w, int p
 
 class ConvRunner {
  public:
-  // Finds the algorithm on the given buffers (x, w, bias, residual; `y` is overwritten while searching).
-  ConvRunner(const ConvSpec& spec, cudaStream_t stream, const float* x, const float* w, float* y);
+  // Finds the algorithm on the given buffers; `conv_out` (N*F*OH*OW floats, the unpooled convolution output
+  // even when the spec pools) is overwritten while searching.
+  ConvRunner(const ConvSpec& spec, cudaStream_t stream, const float* x, const float* w, float* conv_out);
   ~ConvRunner();
   ConvRunner(const ConvRunner&) = delete;
   ConvRunner& operator=(const ConvRunner&) = delete;
