@@ -16,11 +16,14 @@ namespace {
 
 // One instantiation's compile-time configuration. K == 0: KH, KW read at run time (any size up to 11,
 // window read from shared memory instead of registers; the rare-shape path).
-template <int K_, int S_, int TW_, int TH_, int ROWS_, int FMAX_, Act ACT_, bool POOL_>
+// SMEM_W: the filters come from a device buffer (pack_c1_smem_filters) staged into shared memory with the
+// input tile, instead of the kernel's parameter block (see conv2d_c1.cuh for why both exist).
+template <int K_, int S_, int TW_, int TH_, int ROWS_, int FMAX_, Act ACT_, bool POOL_, bool SMEM_W_ = false>
 struct C1Cfg {
   static constexpr int K = K_, S = S_, TW = TW_, TH = TH_, ROWS = ROWS_, FMAX = FMAX_;
   static constexpr Act ACT = ACT_;
-  static constexpr bool POOL = POOL_;
+  static constexpr bool POOL = POOL_, SMEM_W = SMEM_W_;
+  static_assert(!SMEM_W || K > 0, "shared-memory filters need a compile-time kernel size");
   static constexpr int COL_GROUPS = TW / 4;                 // threads across a tile row (4 outputs each)
   static constexpr int BLOCK = COL_GROUPS * (TH / ROWS);
   static constexpr int KMAX = K > 0 ? K : 11;
@@ -28,7 +31,9 @@ struct C1Cfg {
   static constexpr int IN_W = (TW - 1) * S + KMAX;          // input columns under a full tile
   static constexpr int PITCH = (IN_W + 3) / 4 * 4 + 4;      // floats; multiple of 4 for float4 rows, +slack
   static constexpr int IN_H = (TH - 1) * S + KMAX;
-  static constexpr int SMEM_FLOATS = IN_H * PITCH + (POOL ? FMAX * TH * TW : 0);
+  static constexpr int KP = (KMAX + 3) / 4 * 4;             // filter row pitch in shared memory (float4s)
+  static constexpr int W_FLOATS = SMEM_W ? FMAX * KMAX * KP + (FMAX + 3) / 4 * 4 : 0;
+  static constexpr int SMEM_FLOATS = IN_H * PITCH + (POOL ? FMAX * TH * TW : 0) + W_FLOATS;
   static_assert(TW % 4 == 0 && TH % ROWS == 0, "tile must split into 4-wide columns and ROWS-high segments");
   static_assert(BLOCK % 32 == 0, "whole warps only");
 };
@@ -59,14 +64,15 @@ __device__ __forceinline__ void finish_outputs(float (&acc)[4], int f, int rr, i
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_c1_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
-                     const __grid_constant__ C1Params<Cfg::TAPS, Cfg::FMAX> filt, int tiles_x, int ptile_h,
-                     int ptile_w) {
+                     const __grid_constant__ C1Params<Cfg::SMEM_W ? 1 : Cfg::TAPS, Cfg::SMEM_W ? 1 : Cfg::FMAX> filt,
+                     const float* __restrict__ w_packed, int tiles_x, int ptile_h, int ptile_w) {
   constexpr int S = Cfg::S;
   const int KH = Cfg::K > 0 ? Cfg::K : g.KH;
   const int KW = Cfg::K > 0 ? Cfg::K : g.KW;
   extern __shared__ float4 smem_f4[];
   float* in_tile = reinterpret_cast<float*>(smem_f4);  // [IN_H][PITCH]
   float* conv_tile = in_tile + Cfg::IN_H * Cfg::PITCH;  // POOL: [FMAX][TH][TW] activated conv outputs
+  float* w_tile = conv_tile + (Cfg::POOL ? Cfg::FMAX * Cfg::TH * Cfg::TW : 0);  // SMEM_W: [F][K][KP], bias[F]
 
   const int n = blockIdx.x / tiles_x;
   const int tile_x = blockIdx.x % tiles_x;
@@ -83,7 +89,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     RW = Cfg::TW;
   }
 
-  // 1. Stage the input tile with its halo; zeros outside the image are the convolution's padding.
+  // 1. Stage the input tile with its halo; zeros outside the image are the convolution's padding. The
+  //    filters (SMEM_W) join the same cp.async group, so both arrive within one memory latency.
+  if constexpr (Cfg::SMEM_W) {
+    const int quads = (g.F * Cfg::K * Cfg::KP + ((g.F + 3) & ~3)) / 4;
+    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, w_packed + 4 * i, true);
+  }
   const int in_h = (RH - 1) * S + KH;
   stage_plane_tile(in_tile, Cfg::PITCH, in_h, x + static_cast<int64_t>(n) * g.H * g.W, g.H, g.W, r0 * S - g.pad_top,
                    c0 * S - g.pad_left, Cfg::BLOCK);
@@ -119,14 +130,26 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
         for (int f = 0; f < Cfg::FMAX; ++f) {
           if (f < F) {
             float acc[4];
-            const float b = filt.bias[f];
+            float b;
+            if constexpr (Cfg::SMEM_W) {
+              b = w_tile[F * K * Cfg::KP + f];
+            } else {
+              b = filt.bias[f];
+            }
 #pragma unroll
             for (int j = 0; j < 4; ++j) acc[j] = b;
 #pragma unroll
             for (int ky = 0; ky < K; ++ky) {
+              float wrow[Cfg::KP];  // SMEM_W: one filter row, as float4 broadcasts (every lane reads the same)
+              if constexpr (Cfg::SMEM_W) load_window_row(wrow, w_tile + (f * K + ky) * Cfg::KP);
 #pragma unroll
               for (int kx = 0; kx < K; ++kx) {
-                const float w = filt.w[(f * K + ky) * K + kx];
+                float w;
+                if constexpr (Cfg::SMEM_W) {
+                  w = wrow[kx];
+                } else {
+                  w = filt.w[(f * K + ky) * K + kx];
+                }
 #pragma unroll
                 for (int j = 0; j < 4; ++j) acc[j] = fmaf(w, win[ky][j * S + kx], acc[j]);
               }
@@ -184,12 +207,14 @@ int pooled_tile(int conv_tile, int kernel, int dilation, int stride) {
 
 template <class Cfg>
 void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& packed,
-               cudaStream_t stream) {
-  C1Params<Cfg::TAPS, Cfg::FMAX> params;
-  const int taps = g.KH * g.KW;
-  for (int f = 0; f < g.F; ++f) {
-    std::memcpy(params.w + f * taps, packed.w + f * taps, sizeof(float) * taps);
-    params.bias[f] = packed.bias[f];
+               const float* smem_packed, cudaStream_t stream) {
+  C1Params<Cfg::SMEM_W ? 1 : Cfg::TAPS, Cfg::SMEM_W ? 1 : Cfg::FMAX> params{};
+  if constexpr (!Cfg::SMEM_W) {
+    const int taps = g.KH * g.KW;
+    for (int f = 0; f < g.F; ++f) {
+      std::memcpy(params.w + f * taps, packed.w + f * taps, sizeof(float) * taps);
+      params.bias[f] = packed.bias[f];
+    }
   }
   const size_t smem = sizeof(float) * Cfg::SMEM_FLOATS;
   static std::once_flag attribute_once;
@@ -207,7 +232,7 @@ void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& 
     tiles_y = (g.OH + Cfg::TH - 1) / Cfg::TH;
   }
   const dim3 grid(static_cast<unsigned>(tiles_x * g.N), static_cast<unsigned>(tiles_y));
-  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, tiles_x, ptile_h, ptile_w);
+  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, smem_packed, tiles_x, ptile_h, ptile_w);
 }
 
 struct C1Entry {
@@ -215,7 +240,8 @@ struct C1Entry {
   Act act;
   bool pool;
   const char* tile_name;
-  void (*launch)(const float*, float*, const ConvGeometry&, const Epilogue&, const C1Filters&, cudaStream_t);
+  void (*launch)(const float*, float*, const ConvGeometry&, const Epilogue&, const C1Filters&, const float*, cudaStream_t);
+  bool smem_weights = false;
 };
 
 const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? "relu" : "act"; }
@@ -226,6 +252,17 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
   C1Entry {                                                                                                   \
     K, S, TW, TH, FMAX, ACT, POOL, TILE, &launch_c1<C1Cfg<K, S, TW, TH, ROWS, FMAX, ACT, POOL>>               \
   }
+#define C1_ENTRY_SMEM(K, TW, TH, ROWS, FMAX, ACT, POOL, TILE)                                                  \
+  C1Entry {                                                                                                   \
+    K, 1, TW, TH, FMAX, ACT, POOL, TILE, &launch_c1<C1Cfg<K, 1, TW, TH, ROWS, FMAX, ACT, POOL, true>>, true    \
+  }
+// Shared-memory-filter twins of the stride-1 tiles (None and Relu) and of the pooling tiles (Relu).
+#define C1_SMEM_TILES(K, FMAX, ACT)                                                                            \
+  C1_ENTRY_SMEM(K, 128, 32, 8, FMAX, ACT, false, "128x32r8"), C1_ENTRY_SMEM(K, 64, 32, 4, FMAX, ACT, false, "64x32r4"), \
+      C1_ENTRY_SMEM(K, 32, 32, 2, FMAX, ACT, false, "32x32r2")
+#define C1_SMEM(K, FMAX)                                                                                       \
+  C1_SMEM_TILES(K, FMAX, Act::None), C1_SMEM_TILES(K, FMAX, Act::Relu),                                        \
+      C1_ENTRY_SMEM(K, 32, 32, 2, FMAX, Act::Relu, true, "32x32r2"), C1_ENTRY_SMEM(K, 32, 8, 1, FMAX, Act::Relu, true, "32x8r1")
 #define C1_TILES_S1(K, FMAX, ACT)                                                                             \
   C1_ENTRY(K, 1, 128, 32, 8, FMAX, ACT, false, "128x32r8"), C1_ENTRY(K, 1, 64, 32, 4, FMAX, ACT, false, "64x32r4"), \
       C1_ENTRY(K, 1, 32, 32, 2, FMAX, ACT, false, "32x32r2")
@@ -240,7 +277,7 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
   C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::None, false, "64x32r4"), C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::Relu, false, "64x32r4"), \
       C1_ENTRY(K, 2, 64, 32, 4, FMAX, Act::Param, false, "64x32r4")
 #define C1_FIXED_K(K) \
-  C1_ACTS_S1(K, 8), C1_ACTS_S1(K, 32), C1_POOL(K, 8), C1_POOL(K, 32), C1_S2(K, 8), C1_S2(K, 32)
+  C1_ACTS_S1(K, 8), C1_ACTS_S1(K, 32), C1_POOL(K, 8), C1_POOL(K, 32), C1_S2(K, 8), C1_S2(K, 32), C1_SMEM(K, 8), C1_SMEM(K, 32)
 
 const C1Entry kC1Entries[] = {
     C1_FIXED_K(1), C1_FIXED_K(3), C1_FIXED_K(5),
@@ -250,6 +287,22 @@ const C1Entry kC1Entries[] = {
 };
 
 }  // namespace
+
+std::vector<float> pack_c1_smem_filters(const float* weights, const float* bias, int F, int K) {
+  if (F < 1 || F > kC1MaxFilters || K < 1 || K > 11) {
+    throw std::length_error("pack_c1_smem_filters: " + std::to_string(F) + " filters of " + std::to_string(K) + "x" +
+                            std::to_string(K) + " do not fit the single-channel kernel");
+  }
+  const int kp = (K + 3) / 4 * 4;
+  std::vector<float> out(static_cast<size_t>(F) * K * kp + (F + 3) / 4 * 4, 0.0f);
+  for (int f = 0; f < F; ++f) {
+    for (int ky = 0; ky < K; ++ky) {
+      for (int kx = 0; kx < K; ++kx) out[(static_cast<size_t>(f) * K + ky) * kp + kx] = weights[(f * K + ky) * K + kx];
+    }
+    out[static_cast<size_t>(F) * K * kp + f] = bias ? bias[f] : 0.0f;
+  }
+  return out;
+}
 
 void pack_c1_filters(const float* weights, const float* bias, int F, int KH, int KW, C1Filters* out) {
   // The block has room for kC1MaxFilters x kC1MaxTaps: a larger layer would write past it.
@@ -312,8 +365,8 @@ std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue&
   for (const C1Entry* en : fitting) {
     const std::string k = en->k > 0 ? std::to_string(en->k) : "any";
     out.push_back({"c1_k" + k + "s" + std::to_string(en->s) + "_f" + std::to_string(en->fmax) + "_" + en->tile_name +
-                       "_" + act_name(en->act) + (en->pool ? "_pool" : ""),
-                   en->launch});
+                       "_" + act_name(en->act) + (en->pool ? "_pool" : "") + (en->smem_weights ? "_smemw" : ""),
+                   en->launch, en->smem_weights});
   }
   return out;
 }

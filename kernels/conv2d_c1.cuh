@@ -33,11 +33,20 @@ struct C1Filters {
 // Packs host weights [F][1][KH][KW] and bias [F] (nullptr: zeros) into the parameter block.
 void pack_c1_filters(const float* weights, const float* bias, int F, int KH, int KW, C1Filters* out);
 
+// The same filters for the variants that stage them in shared memory ("_smemw"): [F][K][KP] (rows padded to
+// KP = K rounded up to 4, zeros), then bias[F] padded to a multiple of 4. Upload to a 16-byte aligned buffer.
+// Why both: filters in the parameter block are FFMA operands straight from the constant bank, but every
+// launch starts with a cold constant cache, and on the H100 each missed 64-byte line costs a serial trip
+// to L2 (docs/perf-notes.md); staged with the input tile, all lines arrive in one latency and are read as
+// float4 broadcasts. The planner times both.
+std::vector<float> pack_c1_smem_filters(const float* weights, const float* bias, int F, int K);
+
 // One instantiated configuration of the kernel.
 struct C1Variant {
   std::string name;  // e.g. "c1_k5s1_f8_t128x32r8_relu"
   void (*launch)(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& f,
-                 cudaStream_t stream);
+                 const float* smem_packed, cudaStream_t stream);
+  bool smem_weights = false;  // reads `smem_packed` (pack_c1_smem_filters), not `f`
 };
 
 // True when the kernel family can run this layer: C == 1, groups == 1, F <= 32, KH, KW <= 11,

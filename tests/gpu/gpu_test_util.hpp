@@ -11,6 +11,7 @@
 #include <string>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #define GPU_CHECK(call)                                                                      \
@@ -50,6 +51,12 @@ class DeviceBuffer {
   ~DeviceBuffer() { cudaFree(data_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(other.data_), count_(other.count_) { other.data_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
 
   float* get() const { return data_; }
   size_t size() const { return count_; }

@@ -149,10 +149,14 @@ void check_layer(const Layer& L, uint32_t seed) {
                             std::to_string(L.pad_right) + " g" + std::to_string(L.groups);
 
   kernels::C1Filters filters;
-  if (kernels::conv2d_c1_supports(ref.g, with_bias.e)) kernels::pack_c1_filters(w.f32(), b.f32(), L.F, L.K, L.K, &filters);
+  DeviceBuffer smem_filters(std::vector<float>{0.0f});
+  if (kernels::conv2d_c1_supports(ref.g, with_bias.e)) {
+    kernels::pack_c1_filters(w.f32(), b.f32(), L.F, L.K, L.K, &filters);
+    smem_filters = DeviceBuffer(kernels::pack_c1_smem_filters(w.f32(), b.f32(), L.F, L.K));
+  }
   for (const auto& v : kernels::conv2d_c1_variants(ref.g, with_bias.e)) {
     check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
-      v.launch(xp, yp, ref.g, e, filters, nullptr);
+      v.launch(xp, yp, ref.g, e, filters, smem_filters.get(), nullptr);
     });
     ++variants_checked;
   }

@@ -221,9 +221,16 @@ std::vector<KernelCandidate> conv_candidates(const ConvStep& cs, const ir::HostT
     // Filters and bias travel by value in the kernel's parameter block (the constant bank).
     auto filters = std::make_shared<kernels::C1Filters>();
     kernels::pack_c1_filters(w.f32(), bias ? bias->f32() : nullptr, g.F, g.KH, g.KW, filters.get());
+    // ... or, for the "_smemw" twins, from a device buffer staged into shared memory with the input tile.
+    const float* smem_packed = nullptr;
+    if (g.KH == g.KW) {
+      smem_packed = lc.context.weights.upload(
+          kernels::pack_c1_smem_filters(w.f32(), bias ? bias->f32() : nullptr, g.F, g.KH), "conv_c1_smem");
+    }
     for (const auto& v : kernels::conv2d_c1_variants(g, e)) {
-      out.push_back({v.name, "", [v, g, e, filters, with_residual](const float* const* in, float* const* o, Stream s) {
-                       v.launch(in[0], o[0], g, with_residual(e, in), *filters, s);
+      if (v.smem_weights && !smem_packed) continue;
+      out.push_back({v.name, "", [v, g, e, filters, smem_packed, with_residual](const float* const* in, float* const* o, Stream s) {
+                       v.launch(in[0], o[0], g, with_residual(e, in), *filters, smem_packed, s);
                      }});
     }
   }
