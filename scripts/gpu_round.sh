@@ -55,10 +55,15 @@ for step in "${steps[@]}"; do
       grep -E "conformance \(gpu\)|variant checks in all" "$OUT/gpu_tests.log" >> "$summary"
       grep -B2 -A6 "ERROR" "$OUT/gpu_tests.log" | head -80 >> "$summary"
       ;;
-    sanitize)
+    sanitize|sanitize:*)
+      # compute-sanitizer over the kernel test cases (every convolution family, pooling, GEMM): the tools
+      # slow kernels 10-100x, so the whole-model and conformance cases stay out. SANITIZE_TIMEOUT bounds
+      # each tool (the device time of a round is limited).
+      cases='conv2d_*,direct convolution*,*pool*,*gemm*,*GEMM*'
+      [ "$step" = sanitize ] || cases=${step#sanitize:}
       for tool in memcheck racecheck synccheck; do
-        compute-sanitizer --tool "$tool" --error-exitcode 99 gpu_tests -tce="*conformance*" > "$OUT/sanitize_$tool.log" 2>&1
-        echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY' "$OUT/sanitize_$tool.log") summaries; $(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | sort | uniq -c | tr '\n' ' '))" >> "$summary"
+        timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 gpu_tests -tc="$cases" > "$OUT/sanitize_$tool.log" 2>&1
+        echo "compute-sanitizer $tool: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | sort | uniq -c | tr '\n' ' '); $(grep -E '^\[doctest\] test cases' "$OUT/sanitize_$tool.log"))" >> "$summary"
       done
       ;;
     bench|bench:*)
@@ -84,7 +89,9 @@ for step in "${steps[@]}"; do
       done
       ;;
   esac
+  # Packed after every step: a round cut off by its time limit still brings back what it finished.
+  cp "$summary" "$FINAL_OUT/summary.txt"
+  tar -czf "$FINAL_OUT/round.tar.gz.part" -C "$FINAL_OUT" round && mv "$FINAL_OUT/round.tar.gz.part" "$FINAL_OUT/round.tar.gz"
 done
-cp "$summary" "$FINAL_OUT/summary.txt"
-tar -czf "$FINAL_OUT/round.tar.gz" -C "$FINAL_OUT" round && rm -rf "$OUT"
+rm -rf "$OUT"
 cat "$FINAL_OUT/summary.txt"
