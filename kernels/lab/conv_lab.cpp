@@ -8,7 +8,9 @@
 //   build/release/bin/conv_lab N,C,H,W,F,K[,stride,pad]      e.g.  conv_lab 1,1,512,512,8,5
 //
 // Families (kernels/): c1 (one input channel; filters from the constant bank, or "_smemw" from shared
-// memory), gen (DAC 2017 Algorithm 2, with cluster split-K), tc3 (3xTF32 tensor cores), dw (depthwise).
+// memory), gen (DAC 2017 Algorithm 2, with cluster split-K), tc3 (3xTF32 tensor cores), and the plain
+// direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and `cnnrt plan --explain`).
+// Under study (kernels/lab/, marked "(lab)"): c1 with filter groups across blocks (c1_filter_groups.cuh).
 // A variant that disagrees with the oracle by more than 1e-5 (relative L2) is marked WRONG.
 #include <cuda_runtime.h>
 
@@ -24,10 +26,10 @@
 
 #include "gpu/graph_timing.hpp"
 #include "kernels/conv2d_c1.cuh"
-#include "kernels/conv2d_depthwise.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
 #include "kernels/conv2d_tc.cuh"
+#include "kernels/lab/c1_filter_groups.cuh"
 
 namespace {
 
@@ -144,6 +146,9 @@ int main(int argc, char** argv) {
     Buffer smem_filters(kernels::pack_c1_smem_filters(w.data(), b.data(), g.F, g.KH));
     for (const auto& var : kernels::conv2d_c1_variants(g, e)) {
       run(var.name, [&] { var.launch(dx.ptr, y.ptr, g, e, filters, smem_filters.ptr, stream); });
+    }
+    for (const auto& var : kernels::lab::c1_filter_group_variants(g, e)) {
+      run(var.name + " (lab)", [&] { var.launch(dx.ptr, y.ptr, g, e, filters, smem_filters.ptr, stream); });
     }
   }
   if (kernels::conv2d_general_supports(g, e)) {

@@ -1,0 +1,254 @@
+// The single-input-channel convolution kernel template (see conv2d_c1.cuh), shared by conv2d_c1.cu (the
+// instantiations the planner uses) and the kernel lab (kernels/lab/), which instantiates variants under
+// study from the same template.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "kernels/conv2d_c1.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/conv_tile.cuh"
+
+namespace cnnrt::kernels::c1 {
+
+// One instantiation's compile-time configuration. K == 0: KH, KW read at run time (any size up to 11,
+// window read from shared memory instead of registers; the rare-shape path).
+// SMEM_W: the filters come from a device buffer (pack_c1_smem_filters) staged into shared memory with the
+// input tile, instead of the kernel's parameter block (see conv2d_c1.cuh for why both exist).
+// FGROUPS (with SMEM_W): F may exceed FMAX; blockIdx.z picks a group of FMAX filters, so a small image
+// gets F / FMAX times more blocks, each thread fewer filters (kernels/lab: under study).
+template <int K_, int S_, int TW_, int TH_, int ROWS_, int FMAX_, Act ACT_, bool POOL_, bool SMEM_W_ = false,
+          bool FGROUPS_ = false>
+struct C1Cfg {
+  static constexpr int K = K_, S = S_, TW = TW_, TH = TH_, ROWS = ROWS_, FMAX = FMAX_;
+  static constexpr Act ACT = ACT_;
+  static constexpr bool POOL = POOL_, SMEM_W = SMEM_W_, FGROUPS = FGROUPS_;
+  static_assert(!SMEM_W || K > 0, "shared-memory filters need a compile-time kernel size");
+  static_assert(!FGROUPS || SMEM_W, "filter groups read their group's filters from shared memory");
+  static constexpr int COL_GROUPS = TW / 4;                 // threads across a tile row (4 outputs each)
+  static constexpr int BLOCK = COL_GROUPS * (TH / ROWS);
+  static constexpr int KMAX = K > 0 ? K : 11;
+  static constexpr int TAPS = KMAX * KMAX;
+  static constexpr int IN_W = (TW - 1) * S + KMAX;          // input columns under a full tile
+  static constexpr int PITCH = (IN_W + 3) / 4 * 4 + 4;      // floats; multiple of 4 for float4 rows, +slack
+  static constexpr int IN_H = (TH - 1) * S + KMAX;
+  static constexpr int KP = (KMAX + 3) / 4 * 4;             // filter row pitch in shared memory (float4s)
+  static constexpr int W_FLOATS = SMEM_W ? FMAX * KMAX * KP + (FMAX + 3) / 4 * 4 : 0;
+  static constexpr int SMEM_FLOATS = IN_H * PITCH + (POOL ? FMAX * TH * TW : 0) + W_FLOATS;
+  static_assert(TW % 4 == 0 && TH % ROWS == 0, "tile must split into 4-wide columns and ROWS-high segments");
+  static_assert(BLOCK % 32 == 0, "whole warps only");
+};
+
+// The filters this instantiation reads, sized for it (a few hundred bytes for the common shapes).
+template <int TAPS, int FMAX>
+struct C1Params {
+  float w[FMAX * TAPS];
+  float bias[FMAX];
+};
+
+// Bias is already in acc. Adds the residual, activates, and stores the 4 outputs, or (pooling) parks them
+// in the pooling tile.
+template <class Cfg>
+__device__ __forceinline__ void finish_outputs(float (&acc)[4], int f, int rr, int col, int oy, int ox,
+                                               const ConvGeometry& g, const Epilogue& e, float* yn,
+                                               const float* res_n, float* conv_tile) {
+  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
+  if constexpr (Cfg::POOL) {
+    if (oy < 0 || oy >= g.OH) return;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) conv_tile[(f * Cfg::TH + rr) * Cfg::TW + col + j] = activate<Cfg::ACT>(acc[j], e);
+  } else {
+    store_four<Cfg::ACT>(acc, yn + f * plane, res_n ? res_n + f * plane : nullptr, oy, ox, g.OH, g.OW, e);
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::BLOCK)
+    conv2d_c1_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
+                     const __grid_constant__ C1Params<Cfg::SMEM_W ? 1 : Cfg::TAPS, Cfg::SMEM_W ? 1 : Cfg::FMAX> filt,
+                     const float* __restrict__ w_packed, int tiles_x, int ptile_h, int ptile_w) {
+  constexpr int S = Cfg::S;
+  const int KH = Cfg::K > 0 ? Cfg::K : g.KH;
+  const int KW = Cfg::K > 0 ? Cfg::K : g.KW;
+  extern __shared__ float4 smem_f4[];
+  float* in_tile = reinterpret_cast<float*>(smem_f4);  // [IN_H][PITCH]
+  float* conv_tile = in_tile + Cfg::IN_H * Cfg::PITCH;  // POOL: [FMAX][TH][TW] activated conv outputs
+  float* w_tile = conv_tile + (Cfg::POOL ? Cfg::FMAX * Cfg::TH * Cfg::TW : 0);  // SMEM_W: [F][K][KP], bias[F]
+  // Filters [f_begin, f_begin + F) of g.F are this block's (all of them unless FGROUPS).
+  const int f_begin = Cfg::FGROUPS ? static_cast<int>(blockIdx.z) * Cfg::FMAX : 0;
+  const int F = Cfg::FGROUPS ? min(Cfg::FMAX, g.F - f_begin) : g.F;
+
+  const int n = blockIdx.x / tiles_x;
+  const int tile_x = blockIdx.x % tiles_x;
+  // This block's conv-output region [r0, r0 + RH) x [c0, c0 + RW).
+  int r0, c0, RH, RW;
+  if constexpr (Cfg::POOL) {
+    const PoolGeometry& p = e.pool;
+    pool_source_range(blockIdx.y * ptile_h, ptile_h, p.sh, p.pad_top, p.kh, p.dil_h, &r0, &RH);
+    pool_source_range(tile_x * ptile_w, ptile_w, p.sw, p.pad_left, p.kw, p.dil_w, &c0, &RW);
+  } else {
+    r0 = blockIdx.y * Cfg::TH;
+    c0 = tile_x * Cfg::TW;
+    RH = Cfg::TH;
+    RW = Cfg::TW;
+  }
+
+  // 1. Stage the input tile with its halo; zeros outside the image are the convolution's padding. The
+  //    filters (SMEM_W) join the same cp.async group, so both arrive within one memory latency.
+  if constexpr (Cfg::FGROUPS) {
+    // This group's filter rows, then its biases (at [FMAX*K*KP], 4 bytes each: f_begin + F*K*KP need not
+    // be a multiple of 4).
+    const float* group_w = w_packed + static_cast<int64_t>(f_begin) * Cfg::K * Cfg::KP;
+    const int quads = F * Cfg::K * Cfg::KP / 4;
+    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, group_w + 4 * i, true);
+    const float* group_bias = w_packed + static_cast<int64_t>(g.F) * Cfg::K * Cfg::KP + f_begin;
+    for (int i = threadIdx.x; i < F; i += Cfg::BLOCK) cp_async_4(w_tile + Cfg::FMAX * Cfg::K * Cfg::KP + i, group_bias + i, true);
+  } else if constexpr (Cfg::SMEM_W) {
+    const int quads = (g.F * Cfg::K * Cfg::KP + ((g.F + 3) & ~3)) / 4;
+    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, w_packed + 4 * i, true);
+  }
+  const int in_h = (RH - 1) * S + KH;
+  stage_plane_tile(in_tile, Cfg::PITCH, in_h, x + static_cast<int64_t>(n) * g.H * g.W, g.H, g.W, r0 * S - g.pad_top,
+                   c0 * S - g.pad_left, Cfg::BLOCK);
+  __syncthreads();
+
+  // 2. Four adjacent outputs per thread, sliding down ROWS rows.
+  const int col = 4 * (threadIdx.x % Cfg::COL_GROUPS);
+  const int row_begin = (threadIdx.x / Cfg::COL_GROUPS) * Cfg::ROWS;
+  const int row_end = min(row_begin + Cfg::ROWS, RH);
+  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
+  const int64_t out_plane = Cfg::POOL ? int64_t(e.pool.PH) * e.pool.PW : plane;
+  // Image n's planes, starting at this block's first filter: local filter f writes plane f_begin + f.
+  float* yn = y + (static_cast<int64_t>(n) * g.F + f_begin) * out_plane;
+  const float* res_n = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f_begin) * plane : nullptr;
+
+  if (row_begin < RH && col < RW) {
+    if constexpr (Cfg::K > 0) {
+      constexpr int K = Cfg::K;
+      constexpr int WIN = (3 * S + K + 3) / 4 * 4;  // window columns, rounded to whole float4s
+      float win[K][WIN];
+#pragma unroll
+      for (int k = 0; k < K - S; ++k) load_window_row(win[k + S], in_tile + (row_begin * S + k) * Cfg::PITCH + col * S);
+      for (int rr = row_begin; rr < row_end; ++rr) {
+#pragma unroll
+        for (int k = 0; k < K - S; ++k) {
+#pragma unroll
+          for (int q = 0; q < WIN; ++q) win[k][q] = win[k + S][q];
+        }
+#pragma unroll
+        for (int k = (K > S ? K - S : 0); k < K; ++k) {
+          load_window_row(win[k], in_tile + (rr * S + k) * Cfg::PITCH + col * S);
+        }
+#pragma unroll
+        for (int f = 0; f < Cfg::FMAX; ++f) {
+          if (f < F) {
+            float acc[4];
+            float b;
+            if constexpr (Cfg::SMEM_W) {
+              b = w_tile[(Cfg::FGROUPS ? Cfg::FMAX : F) * K * Cfg::KP + f];
+            } else {
+              b = filt.bias[f];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[j] = b;
+#pragma unroll
+            for (int ky = 0; ky < K; ++ky) {
+              float wrow[Cfg::KP];  // SMEM_W: one filter row, as float4 broadcasts (every lane reads the same)
+              if constexpr (Cfg::SMEM_W) load_window_row(wrow, w_tile + (f * K + ky) * Cfg::KP);
+#pragma unroll
+              for (int kx = 0; kx < K; ++kx) {
+                float w;
+                if constexpr (Cfg::SMEM_W) {
+                  w = wrow[kx];
+                } else {
+                  w = filt.w[(f * K + ky) * K + kx];
+                }
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[j] = fmaf(w, win[ky][j * S + kx], acc[j]);
+              }
+            }
+            finish_outputs<Cfg>(acc, f, rr, col, r0 + rr, c0 + col, g, e, yn, res_n, conv_tile);
+          }
+        }
+      }
+    } else {
+      // Any KH, KW <= 11: taps read from shared memory directly.
+      for (int rr = row_begin; rr < row_end; ++rr) {
+#pragma unroll 1
+        for (int f = 0; f < F; ++f) {
+          float acc[4];
+          const float b = filt.bias[f];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[j] = b;
+          for (int ky = 0; ky < KH; ++ky) {
+            const float* src = in_tile + (rr * S + ky) * Cfg::PITCH + col * S;
+            for (int kx = 0; kx < KW; ++kx) {
+              const float w = filt.w[(f * KH + ky) * KW + kx];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) acc[j] = fmaf(w, src[j * S + kx], acc[j]);
+            }
+          }
+          finish_outputs<Cfg>(acc, f, rr, col, r0 + rr, c0 + col, g, e, yn, res_n, conv_tile);
+        }
+      }
+    }
+  }
+
+  // 3. Pooling from the activated tile in shared memory.
+  if constexpr (Cfg::POOL) {
+    __syncthreads();
+    const PoolGeometry& p = e.pool;
+    const int py0 = blockIdx.y * ptile_h, px0 = tile_x * ptile_w;
+    const int per_filter = ptile_h * ptile_w;
+    for (int i = threadIdx.x; i < F * per_filter; i += Cfg::BLOCK) {
+      const int f = i / per_filter;
+      const int py = py0 + (i % per_filter) / ptile_w;
+      const int px = px0 + (i % per_filter) % ptile_w;
+      if (py < p.PH && px < p.PW) {
+        yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
+            pool_from_smem(conv_tile + f * Cfg::TH * Cfg::TW, Cfg::TW, r0, c0, py, px, p, g.OH, g.OW);
+      }
+    }
+  }
+}
+
+// Largest pooled tile whose source region fits the conv tile along one axis.
+inline int pooled_tile(int conv_tile, int kernel, int dilation, int stride) {
+  const int span = (kernel - 1) * dilation + 1;
+  return span > conv_tile ? 0 : (conv_tile - span) / stride + 1;
+}
+
+template <class Cfg>
+void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& packed,
+               const float* smem_packed, cudaStream_t stream) {
+  C1Params<Cfg::SMEM_W ? 1 : Cfg::TAPS, Cfg::SMEM_W ? 1 : Cfg::FMAX> params{};
+  if constexpr (!Cfg::SMEM_W) {
+    const int taps = g.KH * g.KW;
+    for (int f = 0; f < g.F; ++f) {
+      std::memcpy(params.w + f * taps, packed.w + f * taps, sizeof(float) * taps);
+      params.bias[f] = packed.bias[f];
+    }
+  }
+  const size_t smem = sizeof(float) * Cfg::SMEM_FLOATS;
+  static std::once_flag attribute_once;
+  std::call_once(attribute_once, [smem] {
+    cudaFuncSetAttribute(conv2d_c1_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  });
+  int ptile_h = 0, ptile_w = 0, tiles_x, tiles_y;
+  if constexpr (Cfg::POOL) {
+    ptile_h = pooled_tile(Cfg::TH, e.pool.kh, e.pool.dil_h, e.pool.sh);
+    ptile_w = pooled_tile(Cfg::TW, e.pool.kw, e.pool.dil_w, e.pool.sw);
+    tiles_x = (e.pool.PW + ptile_w - 1) / ptile_w;
+    tiles_y = (e.pool.PH + ptile_h - 1) / ptile_h;
+  } else {
+    tiles_x = (g.OW + Cfg::TW - 1) / Cfg::TW;
+    tiles_y = (g.OH + Cfg::TH - 1) / Cfg::TH;
+  }
+  const dim3 grid(static_cast<unsigned>(tiles_x * g.N), static_cast<unsigned>(tiles_y),
+                  static_cast<unsigned>(Cfg::FGROUPS ? (g.F + Cfg::FMAX - 1) / Cfg::FMAX : 1));
+  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, smem_packed, tiles_x, ptile_h, ptile_w);
+}
+
+}  // namespace cnnrt::kernels::c1
