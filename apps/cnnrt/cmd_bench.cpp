@@ -43,7 +43,7 @@ json to_json(const bench::Comparison& c) {
     j["cudnn_algo"] = c.cudnn_algo;
     j["cudnn_us"] = c.cudnn_us > 0 ? json(c.cudnn_us) : json(nullptr);
     j["speedup"] = c.cudnn_us > 0 ? json(c.speedup()) : json(nullptr);
-    j["rel_error"] = c.cudnn_us > 0 ? json(c.rel_error) : json(nullptr);
+    j["rel_error"] = c.rel_error;
     j["cudnn_rel_error"] = c.cudnn_us > 0 ? json(c.cudnn_rel_error) : json(nullptr);
     j["mismatch"] = c.mismatch;
   }
@@ -70,7 +70,7 @@ std::string cudnn_cell(const bench::Comparison& c) {
 
 void print_comparison_row(const bench::Comparison& c, size_t label_width) {
   std::string speed = c.cudnn_us > 0 ? fmt::format("{:6.2f}x", c.speedup()) : "      -";
-  if (c.mismatch && c.cudnn_us > 0) speed += fmt::format(" MISMATCH (ours {:.1e} from exact)", c.rel_error);
+  if (c.mismatch) speed += fmt::format(" MISMATCH (ours {:.1e} from exact)", c.rel_error);
   fmt::print("{:<{}}  {:<36} {:>10.2f}  {:<42} {}  {:>9.2f}  {:>5.0f}%\n", c.label, label_width, c.kernel, c.ours_us,
              cudnn_cell(c), speed, c.floor_us, 100.0 * c.floor_share());
 }
@@ -120,7 +120,7 @@ struct BenchCommand {
       fmt::print(stderr, "wrote {}\n", json_path);
     }
     if (!plot_path.empty()) plot(doc);
-    if (mismatch) fmt::print(stderr, "error: our output differs from cuDNN's on at least one layer (see MISMATCH)\n");
+    if (mismatch) fmt::print(stderr, "error: our output is more than 1e-5 from the exact answer on at least one layer (see MISMATCH)\n");
     return mismatch ? 1 : 0;
   }
 
@@ -141,8 +141,8 @@ struct BenchCommand {
         log_sum += std::log(c.speedup());
         min_speedup = std::min(min_speedup, c.speedup());
         ++compared;
-        mismatch |= c.mismatch;
       }
+      mismatch |= c.mismatch;  // ours is judged against the FP64 answer with or without a cuDNN column
     }
     json summary = {{"layers", layers.size()}, {"compared", compared}};
     if (compared > 0) {
@@ -179,7 +179,7 @@ struct BenchCommand {
       json j = to_json(s.timing);
       j["share"] = s.share;
       steps.push_back(j);
-      mismatch |= s.is_conv && s.timing.cudnn_us > 0 && s.timing.mismatch;
+      mismatch |= s.is_conv && s.timing.mismatch;
     }
     fmt::print("{:<{}}  {:<36} {:>10.2f}\n", "total (sum of steps)", width, "", r.steps_ours_us);
     if (r.conv_cudnn_us > 0) {

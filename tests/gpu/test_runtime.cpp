@@ -204,6 +204,8 @@ TEST_CASE("set_stream moves a context between its own stream and the caller's, a
   {
     Context context(model);
     CHECK(max_rel_error(context.run({input})[0], want) < 1e-4);  // executor exists on the own stream
+    context.set_stream(context.stream());  // its own stream again: kept, not destroyed
+    CHECK(max_rel_error(context.run({input})[0], want) < 1e-4);
     context.set_stream(mine);  // the own stream is destroyed after the executor has left it
     CHECK(context.stream() == mine);
     CHECK(max_rel_error(context.run({input})[0], want) < 1e-4);

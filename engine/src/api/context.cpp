@@ -131,11 +131,13 @@ void Context::set_stream(Stream stream) {
   synchronize();
   // The executors move to the new stream first (they wait on the old one), and only then may an old
   // stream of our own be destroyed.
+  if (stream != nullptr && stream == impl_->stream) return;  // set_stream(stream()): nothing changes hands
   const Stream old = impl_->stream;
   const bool old_owned = impl_->own_stream;
+  const Stream next = stream ? stream : impl_->model->gpu->create_stream();  // may throw: nothing changed yet
+  impl_->stream = next;
   impl_->own_stream = stream == nullptr;
-  impl_->stream = stream ? stream : impl_->model->gpu->create_stream();
-  for (auto& [shapes, executor] : impl_->executors) executor->set_stream(impl_->stream);
+  for (auto& [shapes, executor] : impl_->executors) executor->set_stream(next);
   if (old_owned) impl_->model->gpu->destroy_stream(old);
 }
 

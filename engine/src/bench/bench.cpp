@@ -168,7 +168,8 @@ SampledReference sampled_reference(const plan::ConvInfo& ci, const std::vector<f
       int64_t inside = 0;
       for (int64_t py = 0; py < ci.pool_kh; ++py) {
         for (int64_t px = 0; px < ci.pool_kw; ++px) {
-          const int64_t y = oy * ci.pool_sh - ci.pool_pad_top + py, xx = ox * ci.pool_sw - ci.pool_pad_left + px;
+          const int64_t y = oy * ci.pool_sh - ci.pool_pad_top + py * ci.pool_dil_h;
+          const int64_t xx = ox * ci.pool_sw - ci.pool_pad_left + px * ci.pool_dil_w;
           if (y < 0 || y >= ci.OH || xx < 0 || xx >= ci.OW) continue;
           const double c = conv_at(n, f, y, xx);
           best = std::max(best, c);
@@ -176,7 +177,15 @@ SampledReference sampled_reference(const plan::ConvInfo& ci, const std::vector<f
           ++inside;
         }
       }
-      v = ci.pool == "MaxPool" ? best : sum / double(ci.pool_count_include_pad ? ci.pool_kh * ci.pool_kw : std::max<int64_t>(inside, 1));
+      // count_include_pad counts padded positions, but not those past the padded extent (ceil_mode).
+      auto padded_taps = [](int64_t first, int64_t kernel, int64_t dil, int64_t end) {
+        int64_t taps = 0;
+        for (int64_t k = 0; k < kernel; ++k) taps += first + k * dil < end;
+        return taps;
+      };
+      const int64_t padded = padded_taps(oy * ci.pool_sh - ci.pool_pad_top, ci.pool_kh, ci.pool_dil_h, ci.OH + ci.pool_pad_bottom) *
+                             padded_taps(ox * ci.pool_sw - ci.pool_pad_left, ci.pool_kw, ci.pool_dil_w, ci.OW + ci.pool_pad_right);
+      v = ci.pool == "MaxPool" ? best : sum / double(ci.pool_count_include_pad ? std::max<int64_t>(padded, 1) : std::max<int64_t>(inside, 1));
     }
     r.index.push_back(i);
     r.value.push_back(v);
@@ -228,11 +237,10 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   if (why.empty() && !ci.pool.empty() && (ci.pool_pad_top != ci.pool_pad_bottom || ci.pool_pad_left != ci.pool_pad_right)) {
     why = "cuDNN pooling has no asymmetric padding";
   }
-  if (why.empty()) why = cudnn::unsupported_reason(spec, int(ci.OH), int(ci.OW), int(ci.PH), int(ci.PW));
-  if (!why.empty()) {
-    c->cudnn_algo = "n/a: " + why;
-    return;
+  if (why.empty() && !ci.pool.empty() && (ci.pool_dil_h != 1 || ci.pool_dil_w != 1)) {
+    why = "cuDNN pooling has no dilation";
   }
+  if (why.empty()) why = cudnn::unsupported_reason(spec, int(ci.OH), int(ci.OW), int(ci.PH), int(ci.PW));
   OwnedStream s;
   const int64_t in_floats = ci.N * ci.C * ci.H * ci.W;
   const int64_t conv_floats = ci.N * ci.F * ci.OH * ci.OW;
@@ -258,6 +266,12 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   const std::vector<float> ours_host = download(ours.floats(), out_floats);
   const std::vector<float> residual_host = ci.residual ? res_host : std::vector<float>{};
+  if (!why.empty()) {  // no cuDNN column, but ours is still judged
+    compare_outputs(ci, x_host, residual_host, ours_host, ours_host, c);
+    c->cudnn_rel_error = 0;
+    c->cudnn_algo = "n/a: " + why;
+    return;
+  }
 
   std::unique_ptr<cudnn::ConvRunner> runner;
   const float* res_ptr = ci.residual ? res.floats() : nullptr;

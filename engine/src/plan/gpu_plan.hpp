@@ -50,6 +50,7 @@ struct ConvInfo {
   std::string pool;                 // "", MaxPool, AveragePool
   int64_t pool_kh = 1, pool_kw = 1, pool_sh = 1, pool_sw = 1;
   int64_t pool_pad_top = 0, pool_pad_left = 0, pool_pad_bottom = 0, pool_pad_right = 0;
+  int64_t pool_dil_h = 1, pool_dil_w = 1;
   int64_t PH = 0, PW = 0;
   bool pool_count_include_pad = false;
 };

@@ -223,7 +223,7 @@ std::vector<KernelCandidate> conv_candidates(const ConvStep& cs, const ir::HostT
     kernels::pack_c1_filters(w.f32(), bias ? bias->f32() : nullptr, g.F, g.KH, g.KW, filters.get());
     // ... or, for the "_smemw" twins, from a device buffer staged into shared memory with the input tile.
     const float* smem_packed = nullptr;
-    if (g.KH == g.KW) {
+    if (g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5)) {  // the sizes with _smemw instantiations
       smem_packed = lc.context.weights.upload(
           kernels::pack_c1_smem_filters(w.f32(), bias ? bias->f32() : nullptr, g.F, g.KH), "conv_c1_smem");
     }
@@ -301,6 +301,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
     info->pool_kh = p.kh; info->pool_kw = p.kw; info->pool_sh = p.sh; info->pool_sw = p.sw;
     info->pool_pad_top = p.pad_top; info->pool_pad_left = p.pad_left;
     info->pool_pad_bottom = p.pad_bottom; info->pool_pad_right = p.pad_right;
+    info->pool_dil_h = p.dil_h; info->pool_dil_w = p.dil_w;
     info->PH = p.PH; info->PW = p.PW;
     info->pool_count_include_pad = p.count_include_pad;
   }
