@@ -254,3 +254,31 @@ TEST_CASE("every graph pass on and every pass off give the same outputs on the G
     CHECK(max_rel_error(a, b) < 1e-5);
   }
 }
+
+TEST_CASE("enqueue refuses a host pointer where device memory belongs, naming which one") {
+  const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options_for(Device::Gpu));
+  Context context(model);
+  std::vector<float> host_in(784, 0.5f), host_out(10, 0.0f);
+  testing::DeviceBuffer d_in(host_in), d_out(10);
+  const float* in_host = host_in.data();
+  const float* in_dev = d_in.get();
+  float* out_host = host_out.data();
+  float* out_dev = d_out.get();
+  try {
+    context.enqueue(&in_host, &out_dev, 1);
+    FAIL("a pageable host input was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK(std::string(e.what()).find("input 0 is not device memory") != std::string::npos);
+  }
+  try {
+    context.enqueue(&in_dev, &out_host, 1);
+    FAIL("a pageable host output was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidInput);
+    CHECK(std::string(e.what()).find("output 0 is not device memory") != std::string::npos);
+  }
+  context.enqueue(&in_dev, &out_dev, 1);  // and the context still works
+  context.synchronize();
+  CHECK(std::isfinite(d_out.download()[0]));
+}
