@@ -12,7 +12,6 @@ namespace {
 
 using c1::C1Cfg;
 using c1::launch_c1;
-using c1::pooled_tile;
 
 struct C1Entry {
   int k, s, tw, th, fmax;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv_device.cuh"
@@ -214,12 +213,6 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
   }
 }
 
-// Largest pooled tile whose source region fits the conv tile along one axis.
-inline int pooled_tile(int conv_tile, int kernel, int dilation, int stride) {
-  const int span = (kernel - 1) * dilation + 1;
-  return span > conv_tile ? 0 : (conv_tile - span) / stride + 1;
-}
-
 template <class Cfg>
 void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& packed,
                const float* smem_packed, cudaStream_t stream) {
@@ -232,23 +225,12 @@ void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& 
     }
   }
   const size_t smem = sizeof(float) * Cfg::SMEM_FLOATS;
-  static std::once_flag attribute_once;
-  std::call_once(attribute_once, [smem] {
-    cudaFuncSetAttribute(conv2d_c1_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  });
-  int ptile_h = 0, ptile_w = 0, tiles_x, tiles_y;
-  if constexpr (Cfg::POOL) {
-    ptile_h = pooled_tile(Cfg::TH, e.pool.kh, e.pool.dil_h, e.pool.sh);
-    ptile_w = pooled_tile(Cfg::TW, e.pool.kw, e.pool.dil_w, e.pool.sw);
-    tiles_x = (e.pool.PW + ptile_w - 1) / ptile_w;
-    tiles_y = (e.pool.PH + ptile_h - 1) / ptile_h;
-  } else {
-    tiles_x = (g.OW + Cfg::TW - 1) / Cfg::TW;
-    tiles_y = (g.OH + Cfg::TH - 1) / Cfg::TH;
-  }
-  const dim3 grid(static_cast<unsigned>(tiles_x * g.N), static_cast<unsigned>(tiles_y),
+  allow_dynamic_smem<conv2d_c1_kernel<Cfg>>(static_cast<int>(smem));
+  const TileGrid t = tile_grid(Cfg::TH, Cfg::TW, Cfg::POOL, g, e);
+  const dim3 grid(static_cast<unsigned>(t.tiles_x * g.N), static_cast<unsigned>(t.tiles_y),
                   static_cast<unsigned>(Cfg::FGROUPS ? (g.F + Cfg::FMAX - 1) / Cfg::FMAX : 1));
-  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, smem_packed, tiles_x, ptile_h, ptile_w);
+  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, smem_packed, t.tiles_x, t.ptile_h,
+                                                            t.ptile_w);
 }
 
 }  // namespace cnnrt::kernels::c1

@@ -59,8 +59,8 @@ std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const
     int tiles;
     double useful;  // fraction of computed outputs that are kept
     if (pool) {
-      const int ph = general::pooled_tile(en.th, e.pool.kh, e.pool.dil_h, e.pool.sh);
-      const int pw = general::pooled_tile(tw, e.pool.kw, e.pool.dil_w, e.pool.sw);
+      const int ph = pooled_tile(en.th, e.pool.kh, e.pool.dil_h, e.pool.sh);
+      const int pw = pooled_tile(tw, e.pool.kw, e.pool.dil_w, e.pool.sw);
       if (ph < 1 || pw < 1) continue;
       tiles = ((e.pool.PH + ph - 1) / ph) * ((e.pool.PW + pw - 1) / pw);
       useful = 1.0;

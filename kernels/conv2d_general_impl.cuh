@@ -5,7 +5,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "kernels/conv2d_general.cuh"
 #include "kernels/cp_async.cuh"
@@ -255,29 +254,13 @@ __global__ void __launch_bounds__(C::BLOCK)
   (void)rw;
 }
 
-inline int pooled_tile(int conv_tile, int kernel, int dilation, int stride) {
-  const int span = (kernel - 1) * dilation + 1;
-  return span > conv_tile ? 0 : (conv_tile - span) / stride + 1;
-}
-
 template <class C>
 void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, int split,
             cudaStream_t stream) {
   const size_t smem = sizeof(float) * C::SMEM_FLOATS;
-  static std::once_flag attribute_once;
-  std::call_once(attribute_once, [smem] {
-    cudaFuncSetAttribute(conv2d_general_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  });
-  int ptile_h = 0, ptile_w = 0, tiles_x, tiles_y;
-  if constexpr (C::POOL) {
-    ptile_h = pooled_tile(C::TH, e.pool.kh, e.pool.dil_h, e.pool.sh);
-    ptile_w = pooled_tile(C::TW, e.pool.kw, e.pool.dil_w, e.pool.sw);
-    tiles_x = (e.pool.PW + ptile_w - 1) / ptile_w;
-    tiles_y = (e.pool.PH + ptile_h - 1) / ptile_h;
-  } else {
-    tiles_x = (g.OW + C::TW - 1) / C::TW;
-    tiles_y = (g.OH + C::TH - 1) / C::TH;
-  }
+  allow_dynamic_smem<conv2d_general_kernel<C>>(static_cast<int>(smem));
+  const TileGrid t = tile_grid(C::TH, C::TW, C::POOL, g, e);
+  const int tiles_x = t.tiles_x, tiles_y = t.tiles_y, ptile_h = t.ptile_h, ptile_w = t.ptile_w;
   const int per_split = (g.C + split - 1) / split;
   const int c_per_split = (per_split + C::CSH - 1) / C::CSH * C::CSH;
   const dim3 grid(static_cast<unsigned>(tiles_x * tiles_y * g.N), static_cast<unsigned>((g.F + C::FTB - 1) / C::FTB),

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/conv_device.cuh"
@@ -323,10 +322,7 @@ inline Params make_params(const ConvGeometry& g, int bm) {
 
 template <class C>
 void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
-  static std::once_flag attribute_once;
-  std::call_once(attribute_once, [] {
-    cudaFuncSetAttribute(conv2d_tc_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES);
-  });
+  allow_dynamic_smem<conv2d_tc_kernel<C>>(C::SMEM_BYTES);
   const Params q = make_params(g, C::BM);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
   conv2d_tc_kernel<C><<<static_cast<unsigned>(blocks), C::THREADS, C::SMEM_BYTES, stream>>>(x, y, w, g, e, q);

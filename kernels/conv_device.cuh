@@ -1,9 +1,18 @@
 // Device-side helpers of the fused convolution epilogue (see conv_common.cuh). Included by .cu files only.
 #pragma once
 
+#include <mutex>
+
 #include "kernels/conv_common.cuh"
 
 namespace cnnrt::kernels {
+
+// Lets `Kernel` use `bytes` of dynamic shared memory (above the 48 KB default); done once per kernel.
+template <auto Kernel>
+void allow_dynamic_smem(int bytes) {
+  static std::once_flag once;
+  std::call_once(once, [bytes] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); });
+}
 
 template <Act ACT>
 __device__ __forceinline__ float activate(float v, const Epilogue& e) {
