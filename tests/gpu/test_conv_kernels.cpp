@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cpu/ops.hpp"
+#include "conv_test_util.hpp"
 #include "gpu_test_util.hpp"
+#include "kernel_test_util.hpp"
 #include "ir/window.hpp"
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv2d_depthwise.cuh"
@@ -31,13 +32,6 @@ struct Layer {
   bool pool_ceil = false;
 };
 
-ir::HostTensor run_cpu(const char* op, const ir::Node& node, std::vector<const ir::HostTensor*> in, ir::Shape out_shape) {
-  ir::HostTensor out(ir::DType::Float32, std::move(out_shape));
-  cpu::Outputs outs = {&out};
-  cpu::find_kernel(op)(node, in, outs);
-  return out;
-}
-
 // The reference: CPU Conv, + residual, activation, CPU pooling, each the backend's own kernel.
 struct Reference {
   ir::HostTensor output;
@@ -47,50 +41,27 @@ struct Reference {
 
 Reference reference(const Layer& L, const ir::HostTensor& x, const ir::HostTensor& w, const ir::HostTensor& b,
                     const ir::HostTensor* residual) {
-  ir::Node conv;
-  conv.op = "Conv";
-  conv.attrs.set("kernel_shape", std::vector<int64_t>{L.K, L.K});
-  conv.attrs.set("strides", std::vector<int64_t>{L.stride, L.stride});
-  conv.attrs.set("dilations", std::vector<int64_t>{1, 1});
-  conv.attrs.set("pads", std::vector<int64_t>{L.pad_top, L.pad_left, L.pad_bottom, L.pad_right});
-  conv.attrs.set("group", int64_t(L.groups));
-  const auto axes = ir::resolve_window(conv.attrs, {L.H, L.W}, {L.K, L.K}, false);
+  const ConvCase conv = make_conv_case(L.N, L.C, L.H, L.W, L.F, L.K, L.K, L.stride, L.pad_top, L.pad_left, L.pad_bottom,
+                                       L.pad_right, L.groups);
   Reference r;
-  ConvGeometry& g = r.g;
-  g.N = L.N; g.C = L.C; g.H = L.H; g.W = L.W; g.F = L.F; g.KH = L.K; g.KW = L.K;
-  g.OH = static_cast<int>(axes[0].output); g.OW = static_cast<int>(axes[1].output);
-  g.stride_h = g.stride_w = L.stride;
-  g.pad_top = L.pad_top; g.pad_left = L.pad_left;
-  g.groups = L.groups;
-  ir::HostTensor y = run_cpu("Conv", conv, {&x, &w, &b}, {L.N, L.F, g.OH, g.OW});
-  float* v = y.f32();
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    if (residual) v[i] += residual->f32()[i];
-    switch (L.act) {
-      case kernels::ParamAct::Relu: v[i] = std::max(v[i], 0.0f); break;
-      case kernels::ParamAct::LeakyRelu: v[i] = v[i] < 0 ? 0.1f * v[i] : v[i]; break;
-      case kernels::ParamAct::Clip: v[i] = std::min(std::max(v[i], -0.5f), 0.5f); break;
-      case kernels::ParamAct::Sigmoid: v[i] = 1.0f / (1.0f + std::exp(-v[i])); break;
-      case kernels::ParamAct::Tanh: v[i] = std::tanh(v[i]); break;
-      default: break;
-    }
-  }
-  r.e.param_act = L.act;
-  r.e.alpha = L.act == kernels::ParamAct::LeakyRelu ? 0.1f : -0.5f;
-  r.e.beta = 0.5f;
+  r.g = conv.g;
+  ir::HostTensor y = cpu_reference("Conv", conv.attrs, {&x, &w, &b}, {L.N, L.F, r.g.OH, r.g.OW});
+  apply_test_epilogue(y, residual, L.act);
+  set_test_activation(r.e, L.act);
   if (L.pool == kernels::FusedPool::None) {
     r.output = std::move(y);
     return r;
   }
-  ir::Node pool;
-  pool.op = L.pool == kernels::FusedPool::Max ? "MaxPool" : "AveragePool";
-  pool.attrs.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.pool_k});
-  pool.attrs.set("strides", std::vector<int64_t>{L.pool_s, L.pool_s});
-  pool.attrs.set("dilations", std::vector<int64_t>{1, 1});
-  pool.attrs.set("pads", std::vector<int64_t>{L.pool_pad, L.pool_pad, L.pool_pad, L.pool_pad});
-  pool.attrs.set("ceil_mode", int64_t(L.pool_ceil));
-  pool.attrs.set("count_include_pad", int64_t(0));
-  const auto paxes = ir::resolve_window(pool.attrs, {g.OH, g.OW}, {}, true);
+  const char* pool_op = L.pool == kernels::FusedPool::Max ? "MaxPool" : "AveragePool";
+  ir::Attributes pool_attrs;
+  const ConvGeometry& g = r.g;
+  pool_attrs.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.pool_k});
+  pool_attrs.set("strides", std::vector<int64_t>{L.pool_s, L.pool_s});
+  pool_attrs.set("dilations", std::vector<int64_t>{1, 1});
+  pool_attrs.set("pads", std::vector<int64_t>{L.pool_pad, L.pool_pad, L.pool_pad, L.pool_pad});
+  pool_attrs.set("ceil_mode", int64_t(L.pool_ceil));
+  pool_attrs.set("count_include_pad", int64_t(0));
+  const auto paxes = ir::resolve_window(pool_attrs, {g.OH, g.OW}, {}, true);
   auto& p = r.e.pool;
   p.kind = L.pool;
   p.kh = p.kw = L.pool_k;
@@ -100,7 +71,7 @@ Reference reference(const Layer& L, const ir::HostTensor& x, const ir::HostTenso
   p.pad_right = static_cast<int>(paxes[1].pad_end);
   p.PH = static_cast<int>(paxes[0].output);
   p.PW = static_cast<int>(paxes[1].output);
-  r.output = run_cpu(pool.op.c_str(), pool, {&y}, {L.N, L.F, p.PH, p.PW});
+  r.output = cpu_reference(pool_op, pool_attrs, {&y}, {L.N, L.F, p.PH, p.PW});
   return r;
 }
 

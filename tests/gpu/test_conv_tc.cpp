@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cpu/ops.hpp"
+#include "conv_test_util.hpp"
 #include "gpu_test_util.hpp"
-#include "ir/window.hpp"
+#include "kernel_test_util.hpp"
 #include "kernels/conv2d_tc.cuh"
 
 using namespace cnnrt;
@@ -28,13 +28,6 @@ struct TcLayer {
   bool positive = false;  // inputs and weights in [0, 1): sums keep their sign (worst case for rounding bias)
 };
 
-ir::HostTensor run_cpu_conv(const ir::Node& node, std::vector<const ir::HostTensor*> in, ir::Shape out_shape) {
-  ir::HostTensor out(ir::DType::Float32, std::move(out_shape));
-  cpu::Outputs outs = {&out};
-  cpu::find_kernel("Conv")(node, in, outs);
-  return out;
-}
-
 int tc_variants_checked = 0;
 
 void check_tc_layer(const TcLayer& L, uint32_t seed) {
@@ -44,36 +37,15 @@ void check_tc_layer(const TcLayer& L, uint32_t seed) {
                                   random_floats(size_t(L.F) * L.C * L.KH * L.KW, seed + 1, lo));
   auto b = ir::HostTensor::floats({L.F}, random_floats(size_t(L.F), seed + 2));
 
-  ir::Node conv;
-  conv.op = "Conv";
-  conv.attrs.set("kernel_shape", std::vector<int64_t>{L.KH, L.KW});
-  conv.attrs.set("strides", std::vector<int64_t>{L.stride, L.stride});
-  conv.attrs.set("dilations", std::vector<int64_t>{1, 1});
-  conv.attrs.set("pads", std::vector<int64_t>{L.pad_top, L.pad_left, L.pad_bottom, L.pad_right});
-  conv.attrs.set("group", int64_t(1));
-  const auto axes = ir::resolve_window(conv.attrs, {L.H, L.W}, {L.KH, L.KW}, false);
-  ConvGeometry g;
-  g.N = L.N; g.C = L.C; g.H = L.H; g.W = L.W; g.F = L.F; g.KH = L.KH; g.KW = L.KW;
-  g.OH = static_cast<int>(axes[0].output); g.OW = static_cast<int>(axes[1].output);
-  g.stride_h = g.stride_w = L.stride;
-  g.pad_top = L.pad_top; g.pad_left = L.pad_left;
+  const ConvCase conv = make_conv_case(L.N, L.C, L.H, L.W, L.F, L.KH, L.KW, L.stride, L.pad_top, L.pad_left,
+                                       L.pad_bottom, L.pad_right, 1);
+  const ConvGeometry& g = conv.g;
 
   // Reference: CPU Conv (with bias), + residual, activation.
-  ir::HostTensor ref = run_cpu_conv(conv, {&x, &w, &b}, {L.N, L.F, g.OH, g.OW});
+  ir::HostTensor ref = cpu_reference("Conv", conv.attrs, {&x, &w, &b}, {L.N, L.F, g.OH, g.OW});
   ir::HostTensor res;
   if (L.residual) res = ir::HostTensor::floats(ref.shape(), random_floats(size_t(ref.numel()), seed + 3));
-  float* v = ref.f32();
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    if (L.residual) v[i] += res.f32()[i];
-    switch (L.act) {
-      case kernels::ParamAct::Relu: v[i] = std::max(v[i], 0.0f); break;
-      case kernels::ParamAct::LeakyRelu: v[i] = v[i] < 0 ? 0.1f * v[i] : v[i]; break;
-      case kernels::ParamAct::Clip: v[i] = std::min(std::max(v[i], -0.5f), 0.5f); break;
-      case kernels::ParamAct::Sigmoid: v[i] = 1.0f / (1.0f + std::exp(-v[i])); break;
-      case kernels::ParamAct::Tanh: v[i] = std::tanh(v[i]); break;
-      default: break;
-    }
-  }
+  apply_test_epilogue(ref, L.residual ? &res : nullptr, L.act);
 
   DeviceBuffer dx(x.float_values()), db(b.float_values());
   DeviceBuffer dres(L.residual ? res.float_values() : std::vector<float>{0.0f});
@@ -81,9 +53,7 @@ void check_tc_layer(const TcLayer& L, uint32_t seed) {
   Epilogue e;
   e.bias = db.get();
   e.residual = L.residual ? dres.get() : nullptr;
-  e.param_act = L.act;
-  e.alpha = L.act == kernels::ParamAct::LeakyRelu ? 0.1f : -0.5f;
-  e.beta = 0.5f;
+  set_test_activation(e, L.act);
 
   const std::string where = "N" + std::to_string(L.N) + " C" + std::to_string(L.C) + " " + std::to_string(L.H) + "x" +
                             std::to_string(L.W) + " F" + std::to_string(L.F) + " K" + std::to_string(L.KH) + "x" +
