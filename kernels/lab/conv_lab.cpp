@@ -18,12 +18,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "gpu/device_memory.hpp"
 #include "gpu/graph_timing.hpp"
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv2d_direct.cuh"
@@ -42,23 +44,17 @@ void check_cuda(cudaError_t err, const char* what) {
   }
 }
 
-struct Buffer {
-  float* ptr = nullptr;
-  size_t count = 0;
-  explicit Buffer(const std::vector<float>& host) : count(host.size()) {
-    check_cuda(cudaMalloc(&ptr, std::max<size_t>(count, 1) * sizeof(float)), "cudaMalloc");
-    check_cuda(cudaMemcpy(ptr, host.data(), count * sizeof(float), cudaMemcpyHostToDevice), "upload");
-  }
-  explicit Buffer(size_t n) : count(n) { check_cuda(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(float)), "cudaMalloc"); }
-  ~Buffer() { cudaFree(ptr); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  std::vector<float> download() const {
-    std::vector<float> host(count);
-    check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(float), cudaMemcpyDeviceToHost), "download");
-    return host;
-  }
-};
+gpu::DeviceAllocation upload(const std::vector<float>& host) {
+  gpu::DeviceAllocation d(std::max<size_t>(host.size(), 1) * sizeof(float));
+  check_cuda(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  return d;
+}
+
+std::vector<float> download(const gpu::DeviceAllocation& d, size_t count) {
+  std::vector<float> host(count);
+  check_cuda(cudaMemcpy(host.data(), d.get(), count * sizeof(float), cudaMemcpyDeviceToHost), "download");
+  return host;
+}
 
 std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
@@ -85,7 +81,7 @@ struct Row {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_lab(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: conv_lab N,C,H,W,F,K[,stride,pad]\n");
     return 2;
@@ -115,27 +111,28 @@ int main(int argc, char** argv) {
   const std::vector<float> x = random_values(in_n, 1, 1.0f);
   const std::vector<float> w = random_values(w_n, 2, 1.0f / std::sqrt(float(g.C * g.KH * g.KW)));
   const std::vector<float> b = random_values(size_t(g.F), 3, 0.1f);
-  Buffer dx(x), dw(w), db(b), y(out_n), oracle(out_n);
+  const gpu::DeviceAllocation dx = upload(x), dw = upload(w), db = upload(b);
+  const gpu::DeviceAllocation y(out_n * sizeof(float)), oracle(out_n * sizeof(float));
   kernels::Epilogue e;
-  e.bias = db.ptr;
+  e.bias = db.floats();
 
   kernels::Conv2dDesc d;
   d.batch = g.N; d.in_channels = g.C; d.out_channels = g.F;
   d.rows = {g.H, g.OH, g.KH, g.stride_h, 1, g.pad_top, (g.OH - 1) * g.stride_h + g.KH - g.H - g.pad_top};
   d.cols = {g.W, g.OW, g.KW, g.stride_w, 1, g.pad_left, (g.OW - 1) * g.stride_w + g.KW - g.W - g.pad_left};
-  kernels::launch_conv2d_direct(dx.ptr, dw.ptr, db.ptr, oracle.ptr, d, nullptr);
+  kernels::launch_conv2d_direct(dx.floats(), dw.floats(), db.floats(), oracle.floats(), d, nullptr);
   check_cuda(cudaDeviceSynchronize(), "oracle");
-  const std::vector<float> want = oracle.download();
+  const std::vector<float> want = download(oracle, out_n);
 
   cudaStream_t stream = nullptr;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   std::vector<Row> rows;
   auto run = [&](const std::string& name, const std::function<void()>& launch) {
-    check_cuda(cudaMemsetAsync(y.ptr, 0xFF, out_n * sizeof(float), stream), "poison");
+    check_cuda(cudaMemsetAsync(y.get(), 0xFF, out_n * sizeof(float), stream), "poison");
     launch();
     check_cuda(cudaGetLastError(), name.c_str());
     check_cuda(cudaStreamSynchronize(stream), name.c_str());
-    Row r{name, 0, relative_error(y.download(), want)};
+    Row r{name, 0, relative_error(download(y, out_n), want)};
     r.us = gpu::median(gpu::time_captured_runs(stream, 50, 15, launch));
     rows.push_back(r);
   };
@@ -143,27 +140,27 @@ int main(int argc, char** argv) {
   if (kernels::conv2d_c1_supports(g, e)) {
     kernels::C1Filters filters;
     kernels::pack_c1_filters(w.data(), b.data(), g.F, g.KH, g.KW, &filters);
-    Buffer smem_filters(kernels::pack_c1_smem_filters(w.data(), b.data(), g.F, g.KH));
+    const gpu::DeviceAllocation smem_filters = upload(kernels::pack_c1_smem_filters(w.data(), b.data(), g.F, g.KH));
     for (const auto& var : kernels::conv2d_c1_variants(g, e)) {
-      run(var.name, [&] { var.launch(dx.ptr, y.ptr, g, e, filters, smem_filters.ptr, stream); });
+      run(var.name, [&] { var.launch(dx.floats(), y.floats(), g, e, filters, smem_filters.floats(), stream); });
     }
     for (const auto& var : kernels::lab::c1_filter_group_variants(g, e)) {
-      run(var.name + " (lab)", [&] { var.launch(dx.ptr, y.ptr, g, e, filters, smem_filters.ptr, stream); });
+      run(var.name + " (lab)", [&] { var.launch(dx.floats(), y.floats(), g, e, filters, smem_filters.floats(), stream); });
     }
   }
   if (kernels::conv2d_general_supports(g, e)) {
-    Buffer packed(kernels::pack_general_filters(w.data(), g.F, g.C, g.KH, g.KW));
+    const gpu::DeviceAllocation packed = upload(kernels::pack_general_filters(w.data(), g.F, g.C, g.KH, g.KW));
     for (const auto& var : kernels::conv2d_general_variants(g, e, sm_count)) {
-      run(var.name, [&] { var.launch(dx.ptr, y.ptr, packed.ptr, g, e, var.split, stream); });
+      run(var.name, [&] { var.launch(dx.floats(), y.floats(), packed.floats(), g, e, var.split, stream); });
     }
   }
   if (kernels::conv2d_tc_supports(g, e)) {
-    Buffer packed(kernels::pack_tc_filters(w.data(), g.F, g.C, g.KH, g.KW));
+    const gpu::DeviceAllocation packed = upload(kernels::pack_tc_filters(w.data(), g.F, g.C, g.KH, g.KW));
     for (const auto& var : kernels::conv2d_tc_variants(g, e, sm_count)) {
-      run(var.name, [&] { var.launch(dx.ptr, y.ptr, packed.ptr, g, e, stream); });
+      run(var.name, [&] { var.launch(dx.floats(), y.floats(), packed.floats(), g, e, stream); });
     }
   }
-  run("direct (oracle)", [&] { kernels::launch_conv2d_direct(dx.ptr, dw.ptr, db.ptr, y.ptr, d, stream); });
+  run("direct (oracle)", [&] { kernels::launch_conv2d_direct(dx.floats(), dw.floats(), db.floats(), y.floats(), d, stream); });
   cudaStreamDestroy(stream);
 
   const double flops = 2.0 * out_n * g.C * g.KH * g.KW;
@@ -177,4 +174,13 @@ int main(int argc, char** argv) {
                 100.0 * floor_us / r.us, r.err, r.err > 1e-5 ? "  WRONG" : "");
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_lab(argc, argv);
+  } catch (const std::exception& e) {  // the engine's allocations throw cnnrt::Error
+    std::fprintf(stderr, "conv_lab: %s\n", e.what());
+    return 1;
+  }
 }
