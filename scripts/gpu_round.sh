@@ -22,6 +22,16 @@ summary="$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
   | tee "$OUT/gpu.txt" >> "$summary"
 
+# Reruns a crashed command under the bundled gdb (the GPU machine has no debugger of its own) into LOG, and
+# puts the backtrace into the summary: backtrace_of LOG PROGRAM ARGS...
+backtrace_of() {
+  local log=$1; shift
+  command -v gdb > /dev/null || return 0
+  PYTHONHOME="$repo/.device/py" gdb -data-directory "$repo/.device/gdb-data" -batch -ex run -ex bt \
+    -ex "thread apply all bt 8" --args "$(command -v "$1")" "${@:2}" > "$log" 2>&1
+  grep -A25 "received signal" "$log" | head -40 >> "$summary"
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests bench)
 for step in "${steps[@]}"; do
@@ -41,11 +51,7 @@ for step in "${steps[@]}"; do
         elif [ $rc -ge 128 ]; then
           crashed=$((crashed + 1))
           echo "CRASH ($rc): $name" >> "$summary"
-          if command -v gdb > /dev/null; then
-            PYTHONHOME="$repo/.device/py" gdb -data-directory "$repo/.device/gdb-data" -batch -ex run -ex bt -ex "thread apply all bt 8" --args "$(command -v gpu_tests)" -tc="$filter" \
-              > "$OUT/gdb_$crashed.log" 2>&1
-            grep -A25 "received signal" "$OUT/gdb_$crashed.log" | head -40 >> "$summary"
-          fi
+          backtrace_of "$OUT/gdb_$crashed.log" gpu_tests -tc="$filter"
         else
           failed=$((failed + 1))
           echo "FAILED: $name" >> "$summary"
@@ -74,18 +80,13 @@ for step in "${steps[@]}"; do
         echo "bench $suite exit $?: $(tail -1 "$OUT/bench_$suite.txt")" >> "$summary"
       done
       ;;
-    model)
-      ;;
     *.onnx)
       name=$(basename "$step" .onnx)
       for batch in 1 4096; do
         stdbuf -oL -eL cnnrt bench "$step" --batch "$batch" --json "$OUT/model_${name}_b$batch.json" > "$OUT/model_${name}_b$batch.txt" 2>&1
         rc=$?
         echo "model $name batch $batch exit $rc: $(grep -E '^(latency|throughput)' "$OUT/model_${name}_b$batch.txt" | tr '\n' ' ')" >> "$summary"
-        if [ $rc -ge 128 ] && command -v gdb > /dev/null; then
-          PYTHONHOME="$repo/.device/py" gdb -data-directory "$repo/.device/gdb-data" -batch -ex run -ex bt --args "$(command -v cnnrt)" bench "$step" --batch "$batch" > "$OUT/gdb_model_${name}_b$batch.log" 2>&1
-          grep -A25 "received signal" "$OUT/gdb_model_${name}_b$batch.log" | head -40 >> "$summary"
-        fi
+        [ $rc -ge 128 ] && backtrace_of "$OUT/gdb_model_${name}_b$batch.log" cnnrt bench "$step" --batch "$batch"
       done
       ;;
   esac
