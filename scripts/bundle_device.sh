@@ -31,5 +31,5 @@ rm -f "$report"
 mkdir -p .device/data/fashion-mnist
 cp /usr/share/datasets/fashion-mnist/t10k-*.gz .device/data/fashion-mnist/
 # The device tool carries at most 64 MiB: ship it compressed; gpu_round.sh unpacks it there.
-tar -cJf .device.tar.xz .device
+XZ_OPT="-T2 ${XZ_OPT:--6}" tar -cJf .device.tar.xz .device
 du -sh .device .device.tar.xz

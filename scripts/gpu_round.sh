@@ -61,16 +61,71 @@ for step in "${steps[@]}"; do
       grep -E "conformance \(gpu\)|variant checks in all" "$OUT/gpu_tests.log" >> "$summary"
       grep -B2 -A6 "ERROR" "$OUT/gpu_tests.log" | head -80 >> "$summary"
       ;;
-    sanitize|sanitize:*)
-      # compute-sanitizer over the kernel test cases (every convolution family, pooling, GEMM): the tools
-      # slow kernels 10-100x, so the whole-model and conformance cases stay out. SANITIZE_TIMEOUT bounds
-      # each tool (the device time of a round is limited).
-      cases='conv2d_*,direct convolution*,*pool*,*gemm*,*GEMM*'
-      [ "$step" = sanitize ] || cases=${step#sanitize:}
-      for tool in memcheck racecheck synccheck; do
-        timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 gpu_tests -tc="$cases" > "$OUT/sanitize_$tool.log" 2>&1
-        echo "compute-sanitizer $tool: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.log" | sort | uniq -c | tr '\n' ' '); $(grep -E '^\[doctest\] test cases' "$OUT/sanitize_$tool.log"))" >> "$summary"
+    sanitize|sanitize:*|sanitize-all:*)
+      # compute-sanitizer, one process per test case, SANITIZE_JOBS (default 4) at a time, each bounded by
+      # SANITIZE_TIMEOUT seconds. `sanitize` runs memcheck, racecheck and synccheck over the kernel test cases
+      # (every convolution family, pooling, GEMM); `sanitize:TOOL[,TOOL][:CASES]` the tools named, over the
+      # kernel cases or the doctest filter CASES;
+      # `sanitize-all:TOOL[,TOOL]` over every test case of gpu_tests.
+      tools=memcheck,racecheck,synccheck
+      cases='conv2d_*,direct convolution*,MaxPool*,global pools*,Gemm*,*GEMM*'
+      case "$step" in
+        sanitize:*:*) tools=${step#sanitize:}; cases=${tools#*:}; tools=${tools%%:*} ;;
+        sanitize:*) tools=${step#sanitize:} ;;
+        sanitize-all:*) tools=${step#sanitize-all:}; cases='*' ;;
+      esac
+      gpu_tests -ltc -tc="$cases" 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]' > "$OUT/sanitize_cases.txt"
+      for tool in ${tools//,/ }; do
+        dir="$OUT/sanitize_$tool${step%%:*}"
+        mkdir -p "$dir"
+        i=0
+        while IFS= read -r name; do
+          [ -n "$name" ] || continue
+          i=$((i + 1))
+          while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-4}" ]; do wait -n; done
+          ( timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 gpu_tests -tc="${name//,/?}" > "$dir/$i.log" 2>&1
+            echo "$? $name" > "$dir/$i.rc" ) &
+        done < "$OUT/sanitize_cases.txt"
+        wait
+        clean=$(grep -l 'ERROR SUMMARY: 0 errors' "$dir"/*.log 2>/dev/null | wc -l)
+        echo "compute-sanitizer $tool over $i test cases ($cases): $clean with 'ERROR SUMMARY: 0 errors'; exits: $(cut -d' ' -f1 "$dir"/*.rc | sort | uniq -c | tr '\n' ' ')" >> "$summary"
+        grep -v '^0 ' "$dir"/*.rc | head -20 >> "$summary"
+        grep -h 'ERROR SUMMARY: [1-9]' "$dir"/*.log | head -5 >> "$summary"
       done
+      ;;
+    sanitize-bench:*)
+      # compute-sanitizer over one `cnnrt bench` run of a model (tuning, graph capture, profiling, cuDNN).
+      tools=${step#sanitize-bench:}
+      for tool in ${tools//,/ }; do
+        timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 cnnrt bench models/fashion_lenet.onnx --iterations 50 --warmup-ms 0 > "$OUT/sanitize_bench_$tool.log" 2>&1
+        echo "compute-sanitizer $tool over cnnrt bench models/fashion_lenet.onnx --iterations 50 --warmup-ms 0: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/sanitize_bench_$tool.log" | tr '\n' ' '))" >> "$summary"
+      done
+      ;;
+    profile)
+      # Nsight Compute over one batch-1 inference of the shipped model (tuned first, outside the profiler, so
+      # the profiled run launches only the plan's kernels), and over the c1 variants of two special-suite layers.
+      cnnrt infer models/fashion_lenet.onnx samples/fashion_0_ankle_boot.png --batch 1 --no-cuda-graph > /dev/null 2>&1
+      sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats"
+      ncu --clock-control none $sections cnnrt infer models/fashion_lenet.onnx samples/fashion_0_ankle_boot.png --batch 1 --no-cuda-graph > "$OUT/ncu_lenet_b1.txt" 2>&1
+      echo "ncu lenet b1: exit $? $(grep -E '^  [a-z_:<>]|Duration' "$OUT/ncu_lenet_b1.txt" | head -20 | tr -s ' ' | tr '\n' ';')" >> "$summary"
+      for shape in 1,1,4096,4096,32,5 1,1,512,512,32,5; do
+        ncu --clock-control none $sections -k regex:conv2d_c1 --launch-count 24 conv_lab "$shape" > "$OUT/ncu_lab_$shape.txt" 2>&1
+        echo "ncu conv_lab $shape: exit $?" >> "$summary"
+      done
+      ;;
+    lab:*)
+      # The kernel lab on each shape (N,C,H,W,F,K[,stride,pad] separated by '+'): every variant checked and timed.
+      shapes=${step#lab:}
+      for shape in ${shapes//+/ }; do
+        conv_lab "$shape" > "$OUT/lab_$shape.txt" 2>&1
+        echo "conv_lab $shape exit $?: $(grep -v '^#' "$OUT/lab_$shape.txt" | sed -n 1,6p | tr -s ' ' | tr '\n' ';')" >> "$summary"
+      done
+      ;;
+    soak|soak:*)
+      n=2000
+      [ "$step" = soak ] || n=${step#soak:}
+      CNNRT_SOAK_INFERENCES=$n gpu_tests -tc='soak*' --duration=true > "$OUT/soak.log" 2>&1
+      echo "soak $n inferences: exit $? $(grep -E 'MESSAGE|test cases' "$OUT/soak.log" | tr '\n' ' ')" >> "$summary"
       ;;
     bench|bench:*)
       suites="special general small"
@@ -90,6 +145,7 @@ for step in "${steps[@]}"; do
       done
       ;;
   esac
+  echo "  (step $step done at ${SECONDS}s)" >> "$summary"
   # Packed after every step: a round cut off by its time limit still brings back what it finished.
   cp "$summary" "$FINAL_OUT/summary.txt"
   tar -czf "$FINAL_OUT/round.tar.gz.part" -C "$FINAL_OUT" round && mv "$FINAL_OUT/round.tar.gz.part" "$FINAL_OUT/round.tar.gz"
