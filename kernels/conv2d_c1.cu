@@ -20,6 +20,7 @@ struct C1Entry {
   const char* tile_name;
   void (*launch)(const float*, float*, const ConvGeometry&, const Epilogue&, const C1Filters&, const float*, cudaStream_t);
   bool smem_weights = false;
+  bool filter_groups = false;  // blockIdx.z picks a group of fmax filters: eligible when F > fmax
 };
 
 const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? "relu" : "act"; }
@@ -41,6 +42,19 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
 #define C1_SMEM(K, FMAX)                                                                                       \
   C1_SMEM_TILES(K, FMAX, Act::None), C1_SMEM_TILES(K, FMAX, Act::Relu),                                        \
       C1_ENTRY_SMEM(K, 32, 32, 2, FMAX, Act::Relu, true, "32x32r2"), C1_ENTRY_SMEM(K, 32, 8, 1, FMAX, Act::Relu, true, "32x8r1")
+// Filter groups (shared-memory filters): F = 16 or 32 split into groups of FMAX across blocks, so each thread
+// keeps 4 x FMAX accumulators instead of 4 x 32 (the 32-filter k5 tiles ran at 41% of the FMA rate on the
+// H100), and a small image puts F / FMAX times more blocks on the SMs.
+// The pooled 32x8 tiles with groups of 2 or 4 filters are for LeNet-sized images at batch 1 (28x28 in 4
+// tiles: 8 filters in groups of 2 make 16 blocks, each thread a quarter of the FFMA chain).
+#define C1_ENTRY_FG(K, TW, TH, ROWS, FMAX, ACT, POOL, TILE)                                                     \
+  C1Entry {                                                                                                   \
+    K, 1, TW, TH, FMAX, ACT, POOL, TILE, &launch_c1<C1Cfg<K, 1, TW, TH, ROWS, FMAX, ACT, POOL, true, true>>, true, true \
+  }
+#define C1_FG(K)                                                                                               \
+  C1_ENTRY_FG(K, 128, 32, 8, 8, Act::None, false, "128x32r8"), C1_ENTRY_FG(K, 32, 32, 2, 8, Act::None, false, "32x32r2"), \
+      C1_ENTRY_FG(K, 128, 32, 8, 8, Act::Relu, false, "128x32r8"),                                            \
+      C1_ENTRY_FG(K, 128, 32, 8, 16, Act::None, false, "128x32r8"), C1_ENTRY_FG(K, 32, 8, 1, 2, Act::Relu, true, "32x8r1")
 #define C1_TILES_S1(K, FMAX, ACT)                                                                             \
   C1_ENTRY(K, 1, 128, 32, 8, FMAX, ACT, false, "128x32r8"), C1_ENTRY(K, 1, 64, 32, 4, FMAX, ACT, false, "64x32r4"), \
       C1_ENTRY(K, 1, 32, 32, 2, FMAX, ACT, false, "32x32r2")
@@ -58,7 +72,7 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
   C1_ACTS_S1(K, 8), C1_ACTS_S1(K, 32), C1_POOL(K, 8), C1_POOL(K, 32), C1_S2(K, 8), C1_S2(K, 32), C1_SMEM(K, 8), C1_SMEM(K, 32)
 
 const C1Entry kC1Entries[] = {
-    C1_FIXED_K(1), C1_FIXED_K(3), C1_FIXED_K(5),
+    C1_FIXED_K(1), C1_FIXED_K(3), C1_FIXED_K(5), C1_FG(3), C1_FG(5), C1_ENTRY_FG(5, 32, 8, 1, 4, Act::Relu, true, "32x8r1"),
     // Any KH, KW <= 11 (K = 0): one configuration per stride and pooling mode.
     C1_ENTRY(0, 1, 64, 32, 4, 32, Act::Param, false, "64x32r4"), C1_ENTRY(0, 2, 64, 32, 4, 32, Act::Param, false, "64x32r4"),
     C1_ENTRY(0, 1, 32, 32, 2, 32, Act::Param, true, "32x32r2"),
@@ -117,7 +131,10 @@ std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue&
   // (Param covers everything, the dedicated ones are faster).
   std::vector<const C1Entry*> fitting;
   for (const C1Entry& entry : kC1Entries) {
-    if (entry.s != g.stride_h || entry.pool != pool || entry.fmax < g.F) continue;
+    if (entry.s != g.stride_h || entry.pool != pool) continue;
+    // A grouped entry only where it makes two groups or more (one group is its _smemw twin); it has no
+    // residual path.
+    if (entry.filter_groups ? (entry.fmax >= g.F || e.residual) : entry.fmax < g.F) continue;
     if (square_fixed ? entry.k != g.KH : entry.k != 0) continue;
     const bool act_ok = entry.act == Act::Param || (entry.act == Act::None && e.param_act == ParamAct::None) ||
                         (entry.act == Act::Relu && e.param_act == ParamAct::Relu);
@@ -137,12 +154,13 @@ std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue&
   std::stable_sort(fitting.begin(), fitting.end(), [&](const C1Entry* a, const C1Entry* b) {
     const bool pa = a->act == Act::Param, pb = b->act == Act::Param;
     if (pa != pb) return !pa;
+    if (a->filter_groups != b->filter_groups) return !a->filter_groups;
     if (a->fmax != b->fmax) return a->fmax < b->fmax;
     return waste(a) < waste(b);
   });
   for (const C1Entry* en : fitting) {
     const std::string k = en->k > 0 ? std::to_string(en->k) : "any";
-    out.push_back({"c1_k" + k + "s" + std::to_string(en->s) + "_f" + std::to_string(en->fmax) + "_" + en->tile_name +
+    out.push_back({"c1_k" + k + "s" + std::to_string(en->s) + (en->filter_groups ? "_fg" : "_f") + std::to_string(en->fmax) + "_" + en->tile_name +
                        "_" + act_name(en->act) + (en->pool ? "_pool" : "") + (en->smem_weights ? "_smemw" : ""),
                    en->launch, en->smem_weights});
   }

@@ -154,7 +154,7 @@ TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations")
   uint32_t seed = 100;
   for (int K : {1, 3, 5, 2, 7}) {
     for (int size : {1, 7, 31, 33}) {
-      for (int F : {1, 3, 8, 32}) {
+      for (int F : {1, 3, 8, 17, 32}) {  // 17: a partial last filter group (the _fg variants)
         const int pad = K / 2;
         check_layer({1, 1, size, size + 2, F, K, 1, pad, pad, pad, pad, 1}, seed++);
         // Asymmetric padding (top/right only), where the padded extent still holds one window.
@@ -164,6 +164,9 @@ TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations")
   }
   check_layer({1, 1, 1000, 33, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu}, seed++);
   check_layer({1, 1, 31, 1000, 32, 3, 1, 1, 1, 1, 1, 1}, seed++);
+  // Stride 1 with ReLU and more filters than one group holds.
+  check_layer({2, 1, 33, 70, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu}, seed++);
+  check_layer({1, 1, 67, 31, 17, 3, 1, 1, 0, 1, 0, 1, kernels::ParamAct::Relu}, seed++);
   for (auto act : {kernels::ParamAct::LeakyRelu, kernels::ParamAct::Clip, kernels::ParamAct::Sigmoid, kernels::ParamAct::Tanh}) {
     check_layer({2, 1, 33, 31, 8, 3, 1, 1, 1, 1, 1, 1, act}, seed++);
   }
@@ -181,24 +184,30 @@ TEST_CASE("conv2d_c1: fused max and average pooling, overlapping and ceil_mode w
     for (auto pool : {kernels::FusedPool::Max, kernels::FusedPool::Avg}) {
       check_layer({2, 1, size, size, 8, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::Relu, false, pool, 3, 2, 1, true}, seed++);
       check_layer({1, 1, size, size + 4, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Tanh, false, pool, 3, 3}, seed++);
+      // LeNet's first layer at other sizes, and 6 filters: a partial last group of the _fg4 tile.
+      check_layer({1, 1, size, size, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, pool, 2, 2}, seed++);
+      check_layer({2, 1, size, size + 1, 6, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, pool, 2, 2}, seed++);
     }
   }
 }
 
-TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, splits") {
-  uint32_t seed = 900;
-  for (int K : {1, 3, 5}) {
-    for (int size : {1, 7, 14, 33}) {
-      const int pad = K / 2;
-      check_layer({1, 7, size, size, 9, K, 1, pad, pad, pad, pad, 1}, seed++);
-      check_layer({2, 32, size, size + 3, 64, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
-      check_layer({1, 33, size, size, 31, K, 2, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
-    }
-    check_layer({1, 256, 14, 14, 256, K, 1, K / 2, K / 2, K / 2, K / 2, 1}, seed++);
-    check_layer({2, 64, 31, 31, 128, K, 1, K / 2, K / 2, K / 2, K / 2, 1, kernels::ParamAct::Clip, true}, seed++);
+// One test case per filter size, so each runs in its own process (compute-sanitizer's racecheck takes
+// minutes over each of them).
+static void check_general_layers(int K, uint32_t seed) {
+  const int pad = K / 2;
+  for (int size : {1, 7, 14, 33}) {
+    check_layer({1, 7, size, size, 9, K, 1, pad, pad, pad, pad, 1}, seed++);
+    check_layer({2, 32, size, size + 3, 64, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
+    check_layer({1, 33, size, size, 31, K, 2, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
   }
+  check_layer({1, 256, 14, 14, 256, K, 1, pad, pad, pad, pad, 1}, seed++);
+  check_layer({2, 64, 31, 31, 128, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Clip, true}, seed++);
   MESSAGE(variants_checked << " variant checks so far");
 }
+
+TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, splits, 1x1") { check_general_layers(1, 900); }
+TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, splits, 3x3") { check_general_layers(3, 920); }
+TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, splits, 5x5") { check_general_layers(5, 940); }
 
 TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 max)") {
   uint32_t seed = 1300;
