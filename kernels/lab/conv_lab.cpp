@@ -10,7 +10,8 @@
 // Families (kernels/): c1 (one input channel; filters from the constant bank, or "_smemw" from shared
 // memory), gen (DAC 2017 Algorithm 2, with cluster split-K), tc3 (3xTF32 tensor cores), and the plain
 // direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and `cnnrt plan --explain`).
-// Under study (kernels/lab/, marked "(lab)"): c1 with filter groups across blocks (c1_filter_groups.cuh).
+// A variant under study lives in kernels/lab/ beside this file and is listed here marked "(lab)" until it is
+// promoted (the c1 filter groups were: docs/perf-notes.md, v4).
 // A variant that disagrees with the oracle by more than 1e-5 (relative L2) is marked WRONG.
 #include <cuda_runtime.h>
 
@@ -31,7 +32,6 @@
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
 #include "kernels/conv2d_tc.cuh"
-#include "kernels/lab/c1_filter_groups.cuh"
 
 namespace {
 
@@ -143,9 +143,6 @@ int run_lab(int argc, char** argv) {
     const gpu::DeviceAllocation smem_filters = upload(kernels::pack_c1_smem_filters(w.data(), b.data(), g.F, g.KH));
     for (const auto& var : kernels::conv2d_c1_variants(g, e)) {
       run(var.name, [&] { var.launch(dx.floats(), y.floats(), g, e, filters, smem_filters.floats(), stream); });
-    }
-    for (const auto& var : kernels::lab::c1_filter_group_variants(g, e)) {
-      run(var.name + " (lab)", [&] { var.launch(dx.floats(), y.floats(), g, e, filters, smem_filters.floats(), stream); });
     }
   }
   if (kernels::conv2d_general_supports(g, e)) {
