@@ -10,7 +10,8 @@
 //
 // Small-work path (batch 1, small images): the channel reduction is split across the blocks of a thread
 // block cluster (up to 8); each block reduces its channel slice, then the cluster sums the partial tiles
-// through distributed shared memory in a fixed order (deterministic, no workspace, one launch).
+// through distributed shared memory in a fixed order (deterministic, no workspace, one launch). With a
+// fused pool, the ranks write the activated conv tile into rank 0's shared memory and pool from there.
 //
 // Epilogue as in conv_common.cuh (bias, residual, activation, pooling through shared memory).
 // Weights must be uploaded in the layout pack_general_filters() produces.

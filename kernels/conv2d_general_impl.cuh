@@ -37,9 +37,10 @@ struct Cfg {
   static constexpr int FPITCH = FTB + 4;                  // +4: rows start in different banks
   static constexpr int FLT = CSH * K * K * FPITCH;
   static constexpr int STAGE = IMG + FLT;
-  static constexpr int SMEM_FLOATS = std::max({2 * STAGE, POOL ? FTB * TH * TW : 0, SPLIT ? FT * WT * BLOCK : 0});
+  // Split: the partial tiles [FT*WT][BLOCK]; split and pooled: then rank 0's activated conv tile after them.
+  static constexpr int PART = SPLIT ? FT * WT * BLOCK : 0;
+  static constexpr int SMEM_FLOATS = std::max({2 * STAGE, (POOL ? FTB * TH * TW : 0) + PART});
   static_assert(FT % 4 == 0, "filters are read as float4");
-  static_assert(!(POOL && SPLIT), "pooling after a split reduction is not instantiated");
 };
 
 // Filter `i` (0..FT-1) of thread `tx`, as an index into the block's FTB filters. Interleaved in chunks
@@ -194,6 +195,9 @@ __global__ void __launch_bounds__(C::BLOCK)
     cluster.sync();
     const int rank = static_cast<int>(cluster.block_rank());
     const int ranks = static_cast<int>(cluster.num_blocks());
+    // Pooling: every rank writes its finished share of the activated conv tile into rank 0's shared
+    // memory (after rank 0's partial tiles, which the other ranks are still reading), then they pool it.
+    float* conv_tile0 = C::POOL ? cluster.map_shared_rank(smem + C::PART, 0) : nullptr;
     for (int k = rank; k < C::FT * C::WT; k += ranks) {
       // All remote reads first (independent, so their latencies overlap), then the sum in rank order.
       float v[kMaxSplit];
@@ -202,10 +206,33 @@ __global__ void __launch_bounds__(C::BLOCK)
       float sum = 0.0f;
 #pragma unroll
       for (int q = 0; q < kMaxSplit; ++q) sum += v[q];
-      const int f = f0 + local_filter<C>(tx, k / C::WT);
-      if (f < g.F) store_output<C>(sum + (e.bias ? __ldg(e.bias + f) : 0.0f), f, oy, c0 + pcol + k % C::WT, g, e, yn, res_n);
+      const int lf = local_filter<C>(tx, k / C::WT);
+      const int f = f0 + lf;
+      if (f >= g.F) continue;
+      const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
+      if constexpr (C::POOL) {
+        conv_tile0[(lf * C::TH + prow) * C::TW + pcol + k % C::WT] = activate<C::ACT>(sum + b, e);
+      } else {
+        store_output<C>(sum + b, f, oy, c0 + pcol + k % C::WT, g, e, yn, res_n);
+      }
     }
-    cluster.sync();  // keep this block's shared memory alive until every rank has read it
+    cluster.sync();  // every partial tile read (and, pooling, rank 0's conv tile complete)
+    if constexpr (C::POOL) {
+      // The ranks share the pooled outputs of the tile.
+      const PoolGeometry& p = e.pool;
+      const int py0 = tile_y * ptile_h, px0 = tile_x * ptile_w;
+      const int per_filter = ptile_h * ptile_w;
+      for (int i = rank * C::BLOCK + tid; i < C::FTB * per_filter; i += ranks * C::BLOCK) {
+        const int lf = i / per_filter;
+        const int py = py0 + (i % per_filter) / ptile_w, px = px0 + (i % per_filter) % ptile_w;
+        const int f = f0 + lf;
+        if (f < g.F && py < p.PH && px < p.PW) {
+          yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
+              pool_from_smem(conv_tile0 + lf * C::TH * C::TW, C::TW, r0, c0, py, px, p, g.OH, g.OW);
+        }
+      }
+      cluster.sync();  // keep rank 0's shared memory alive until every rank has pooled from it
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < C::FT; ++i) {
@@ -307,23 +334,26 @@ struct Entry {
 //   C 4x7 per thread, 64 filters x 14x4 pixels   (small work: more, smaller blocks)
 //   D 4x4 per thread, 16 filters x 12x12 pixels  (few filters on small maps: LeNet-class conv + pool)
 //   E 8x8 per thread, 128 filters x 32x4 pixels  (many filters, large batches)
+//   F as D, one channel per stage                 (D's shape at batch 1, channels split across a cluster)
 #define GEN_CFG_A 8, 8, 8, 4, 4, 4
 #define GEN_CFG_B 8, 7, 8, 2, 8, 4
 #define GEN_CFG_C 4, 7, 16, 2, 4, 4
 #define GEN_CFG_D 4, 4, 4, 3, 12, 8
 #define GEN_CFG_E 8, 8, 16, 4, 4, 4
+#define GEN_CFG_F 4, 4, 4, 3, 12, 1
 
 #define GEN_ACTS(K, S, CFG, POOL, SPLIT) \
   GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Relu, POOL, SPLIT), GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Param, POOL, SPLIT)
 
-// Everything instantiated for one kernel size K: plain (5 tiles), split (3 tiles), pooled (2 tiles,
-// K > 1), stride 2 (2 tiles).
+// Everything instantiated for one kernel size K: plain (5 tiles), split (3 tiles), pooled (2 tiles, and F
+// split; K > 1), stride 2 (2 tiles).
 #define GEN_PLAIN_AND_SPLIT(K)                                                                                     \
   GEN_ACTS(K, 1, GEN_CFG_A, false, false), GEN_ACTS(K, 1, GEN_CFG_B, false, false),                                \
       GEN_ACTS(K, 1, GEN_CFG_C, false, false), GEN_ACTS(K, 1, GEN_CFG_D, false, false),                            \
       GEN_ACTS(K, 1, GEN_CFG_E, false, false), GEN_ACTS(K, 1, GEN_CFG_A, false, true),                             \
       GEN_ACTS(K, 1, GEN_CFG_B, false, true), GEN_ACTS(K, 1, GEN_CFG_C, false, true),                              \
       GEN_ACTS(K, 2, GEN_CFG_A, false, false), GEN_ACTS(K, 2, GEN_CFG_C, false, false)
-#define GEN_POOLED(K) GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false)
+#define GEN_POOLED(K) \
+  GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false), GEN_ACTS(K, 1, GEN_CFG_F, true, true)
 
 }  // namespace cnnrt::kernels::general

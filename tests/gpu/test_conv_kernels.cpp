@@ -214,6 +214,8 @@ TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 
   check_layer({4, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
   check_layer({1, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
   check_layer({2, 16, 15, 15, 24, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Avg, 3, 2, 1, true}, seed++);
+  // 7 channels over a cluster of 4 or 8 (uneven slices, one empty): the pooled split variants.
+  check_layer({1, 7, 13, 13, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2}, seed++);
 }
 
 TEST_CASE("conv2d_depthwise: every variant, multipliers, strides, odd sizes") {
