@@ -13,8 +13,9 @@
 
 namespace cnnrt::plan {
 
-// Bump when a kernel changes in a way that invalidates cached timings.
-constexpr int kKernelSetVersion = 1;
+// Bump when a kernel changes in a way that invalidates cached timings, or candidates are added (a cached
+// winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split.
+constexpr int kKernelSetVersion = 2;
 
 struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
