@@ -47,14 +47,17 @@ const char* act_name(Act a) { return a == Act::None ? "none" : a == Act::Relu ? 
 // H100), and a small image puts F / FMAX times more blocks on the SMs.
 // The pooled 32x8 tiles with groups of 2 or 4 filters are for LeNet-sized images at batch 1 (28x28 in 4
 // tiles: 8 filters in groups of 2 make 16 blocks, each thread a quarter of the FFMA chain).
-#define C1_ENTRY_FG(K, TW, TH, ROWS, FMAX, ACT, POOL, TILE)                                                     \
-  C1Entry {                                                                                                   \
-    K, 1, TW, TH, FMAX, ACT, POOL, TILE, &launch_c1<C1Cfg<K, 1, TW, TH, ROWS, FMAX, ACT, POOL, true, true>>, true, true \
+#define C1_ENTRY_FG(K, TW, TH, ROWS, FMAX, ACT, POOL, TILE)                                         \
+  C1Entry {                                                                                       \
+    K, 1, TW, TH, FMAX, ACT, POOL, TILE,                                                          \
+        &launch_c1<C1Cfg<K, 1, TW, TH, ROWS, FMAX, ACT, POOL, true, true>>, true, true            \
   }
-#define C1_FG(K)                                                                                               \
-  C1_ENTRY_FG(K, 128, 32, 8, 8, Act::None, false, "128x32r8"), C1_ENTRY_FG(K, 32, 32, 2, 8, Act::None, false, "32x32r2"), \
-      C1_ENTRY_FG(K, 128, 32, 8, 8, Act::Relu, false, "128x32r8"),                                            \
-      C1_ENTRY_FG(K, 128, 32, 8, 16, Act::None, false, "128x32r8"), C1_ENTRY_FG(K, 32, 8, 1, 2, Act::Relu, true, "32x8r1")
+#define C1_FG(K)                                                                                  \
+  C1_ENTRY_FG(K, 128, 32, 8, 8, Act::None, false, "128x32r8"),                                    \
+      C1_ENTRY_FG(K, 32, 32, 2, 8, Act::None, false, "32x32r2"),                                  \
+      C1_ENTRY_FG(K, 128, 32, 8, 8, Act::Relu, false, "128x32r8"),                                \
+      C1_ENTRY_FG(K, 128, 32, 8, 16, Act::None, false, "128x32r8"),                               \
+      C1_ENTRY_FG(K, 32, 8, 1, 2, Act::Relu, true, "32x8r1")
 #define C1_TILES_S1(K, FMAX, ACT)                                                                             \
   C1_ENTRY(K, 1, 128, 32, 8, FMAX, ACT, false, "128x32r8"), C1_ENTRY(K, 1, 64, 32, 4, FMAX, ACT, false, "64x32r4"), \
       C1_ENTRY(K, 1, 32, 32, 2, FMAX, ACT, false, "32x32r2")
