@@ -135,9 +135,9 @@ std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue&
   std::vector<const C1Entry*> fitting;
   for (const C1Entry& entry : kC1Entries) {
     if (entry.s != g.stride_h || entry.pool != pool) continue;
-    // A grouped entry only where it makes two groups or more (one group is its _smemw twin); it has no
-    // residual path.
-    if (entry.filter_groups ? (entry.fmax >= g.F || e.residual) : entry.fmax < g.F) continue;
+    // A grouped entry only where it makes two groups or more (one group is its _smemw twin). (Whether the
+    // step adds a residual is not known here: e.residual is bound at launch; every c1 tile handles one.)
+    if (entry.filter_groups ? entry.fmax >= g.F : entry.fmax < g.F) continue;
     if (square_fixed ? entry.k != g.KH : entry.k != 0) continue;
     const bool act_ok = entry.act == Act::Param || (entry.act == Act::None && e.param_act == ParamAct::None) ||
                         (entry.act == Act::Relu && e.param_act == ParamAct::Relu);

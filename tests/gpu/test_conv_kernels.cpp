@@ -172,6 +172,9 @@ TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations")
   }
   Layer res{2, 1, 31, 33, 8, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, true};
   check_layer(res, seed++);
+  // A residual with more filters than one group holds (the _fg tiles offset it by their first filter).
+  check_layer({2, 1, 33, 35, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, true}, seed++);
+  check_layer({1, 1, 31, 9, 17, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::None, true}, seed++);
   MESSAGE(variants_checked << " variant checks so far");
 }
 
@@ -214,7 +217,9 @@ TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 
   check_layer({4, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
   check_layer({1, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 3, 3}, seed++);
   check_layer({2, 16, 15, 15, 24, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Avg, 3, 2, 1, true}, seed++);
-  // 7 channels over a cluster of 4 or 8 (uneven slices, one empty): the pooled split variants.
+  // The pooled split variants with 9 channels: slices of 5+4 (split 2), 3+3+3+0 (split 4) and
+  // 2+2+2+2+1+0+0+0 (split 8), so some ranks reduce nothing; and with 7 (4+3, 2+2+2+1).
+  check_layer({1, 9, 13, 13, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2}, seed++);
   check_layer({1, 7, 13, 13, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2}, seed++);
 }
 
