@@ -173,6 +173,9 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
     const float* a_matrix = a + offsets[kBatchA];
     const float* b_column = b + offsets[kBatchB] + j * params.b.q_stride;  // p_stride == 1
     float sums[kSmallM] = {};
+    // Unrolled so that several iterations' loads are in flight at once: a batch-1 fully connected layer is
+    // a few of these iterations per lane, each otherwise a full memory latency (256 -> 10: 6.4 us in ncu).
+#pragma unroll 4
     for (int64_t p = lane; p < params.k; p += kWarpSize) {
       const float b_value = b_column[p];
 #pragma unroll
@@ -208,6 +211,7 @@ __global__ void gemm_small_m_columns_kernel(const float* __restrict__ a, const f
     const float* b_matrix = b + offsets[kBatchB];
     float sums[kSmallM] = {};
     if (j < params.n) {
+#pragma unroll 4
       for (int64_t p = threadIdx.y; p < params.k; p += kKSlices) {
         const float b_value = b_matrix[p * params.b.p_stride + j * params.b.q_stride];
 #pragma unroll
