@@ -31,5 +31,7 @@ rm -f "$report"
 mkdir -p .device/data/fashion-mnist
 cp /usr/share/datasets/fashion-mnist/t10k-*.gz .device/data/fashion-mnist/
 # The device tool carries at most 64 MiB: ship it compressed; gpu_round.sh unpacks it there.
+# The commit the programs were built from (with "-dirty" if the tree had uncommitted changes).
+git describe --always --dirty > .device/commit.txt 2>/dev/null || echo unknown > .device/commit.txt
 XZ_OPT="-T2 ${XZ_OPT:--6}" tar -cJf .device.tar.xz .device
 du -sh .device .device.tar.xz

@@ -19,6 +19,8 @@ mkdir -p "$OUT"
 export CNNRT_CACHE_DIR="$OUT/cache"
 summary="$OUT/summary.txt"
 : > "$summary"
+# What ran: the bundle's commit (scripts/bundle_device.sh records it) and the settings of this round.
+echo "bundle: $(cat .device/commit.txt 2>/dev/null || echo unknown); round: $*; SANITIZE_JOBS=${SANITIZE_JOBS:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300}" >> "$summary"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
   | tee "$OUT/gpu.txt" >> "$summary"
 
@@ -94,10 +96,11 @@ for step in "${steps[@]}"; do
         done < "$OUT/sanitize_cases.txt"
         wait
         for entry in "${alone[@]}"; do sanitize_case "${entry%%:*}" "${entry#*:}"; done
-        clean=$(grep -l 'ERROR SUMMARY: 0 errors' "$dir"/*.log 2>/dev/null | wc -l)
-        echo "compute-sanitizer $tool over $i test cases ($cases): $clean with 'ERROR SUMMARY: 0 errors'; exits: $(cut -d' ' -f1 "$dir"/*.rc | sort | uniq -c | tr '\n' ' ')" >> "$summary"
+        # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY: ...".
+        clean=$(grep -l -E 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' "$dir"/*.log 2>/dev/null | wc -l)
+        echo "compute-sanitizer $tool over $i test cases ($cases): $clean with a clean summary line; exits: $(cut -d' ' -f1 "$dir"/*.rc | sort | uniq -c | tr '\n' ' ')" >> "$summary"
         grep -v '^0 ' "$dir"/*.rc | head -20 >> "$summary"
-        grep -h 'ERROR SUMMARY: [1-9]' "$dir"/*.log | head -5 >> "$summary"
+        grep -h -E 'ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$dir"/*.log | head -5 >> "$summary"
       done
       ;;
     sanitize-bench:*)
@@ -105,7 +108,7 @@ for step in "${steps[@]}"; do
       tools=${step#sanitize-bench:}
       for tool in ${tools//,/ }; do
         timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 cnnrt bench models/fashion_lenet.onnx --iterations 50 --warmup-ms 0 > "$OUT/sanitize_bench_$tool.log" 2>&1
-        echo "compute-sanitizer $tool over cnnrt bench models/fashion_lenet.onnx --iterations 50 --warmup-ms 0: exit $? ($(grep -E 'ERROR SUMMARY' "$OUT/sanitize_bench_$tool.log" | tr '\n' ' '))" >> "$summary"
+        echo "compute-sanitizer $tool over cnnrt bench models/fashion_lenet.onnx --iterations 50 --warmup-ms 0: exit $? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_bench_$tool.log" | tr '\n' ' '))" >> "$summary"
       done
       ;;
     profile)
