@@ -198,18 +198,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
   // 3. Pooling from the activated tile in shared memory.
   if constexpr (Cfg::POOL) {
     __syncthreads();
-    const PoolGeometry& p = e.pool;
-    const int py0 = blockIdx.y * ptile_h, px0 = tile_x * ptile_w;
-    const int per_filter = ptile_h * ptile_w;
-    for (int i = threadIdx.x; i < F * per_filter; i += Cfg::BLOCK) {
-      const int f = i / per_filter;
-      const int py = py0 + (i % per_filter) / ptile_w;
-      const int px = px0 + (i % per_filter) % ptile_w;
-      if (py < p.PH && px < p.PW) {
-        yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
-            pool_from_smem(conv_tile + f * Cfg::TH * Cfg::TW, Cfg::TW, r0, c0, py, px, p, g.OH, g.OW);
-      }
-    }
+    pool_tile(conv_tile, Cfg::TH, Cfg::TW, F, r0, c0, blockIdx.y * ptile_h, tile_x * ptile_w, ptile_h, ptile_w, e.pool,
+              g.OH, g.OW, yn, threadIdx.x, Cfg::BLOCK);
   }
 }
 

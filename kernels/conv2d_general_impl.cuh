@@ -219,18 +219,9 @@ __global__ void __launch_bounds__(C::BLOCK)
     cluster.sync();  // every partial tile read (and, pooling, rank 0's conv tile complete)
     if constexpr (C::POOL) {
       // The ranks share the pooled outputs of the tile.
-      const PoolGeometry& p = e.pool;
-      const int py0 = tile_y * ptile_h, px0 = tile_x * ptile_w;
-      const int per_filter = ptile_h * ptile_w;
-      for (int i = rank * C::BLOCK + tid; i < C::FTB * per_filter; i += ranks * C::BLOCK) {
-        const int lf = i / per_filter;
-        const int py = py0 + (i % per_filter) / ptile_w, px = px0 + (i % per_filter) % ptile_w;
-        const int f = f0 + lf;
-        if (f < g.F && py < p.PH && px < p.PW) {
-          yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
-              pool_from_smem(conv_tile0 + lf * C::TH * C::TW, C::TW, r0, c0, py, px, p, g.OH, g.OW);
-        }
-      }
+      pool_tile(conv_tile0, C::TH, C::TW, min(C::FTB, g.F - f0), r0, c0, tile_y * ptile_h, tile_x * ptile_w, ptile_h,
+                ptile_w, e.pool, g.OH, g.OW, yn + static_cast<int64_t>(f0) * e.pool.PH * e.pool.PW,
+                rank * C::BLOCK + tid, ranks * C::BLOCK);
       cluster.sync();  // keep rank 0's shared memory alive until every rank has pooled from it
     }
   } else {
@@ -263,18 +254,8 @@ __global__ void __launch_bounds__(C::BLOCK)
 
     if constexpr (C::POOL) {
       __syncthreads();
-      const PoolGeometry& p = e.pool;
-      const int py0 = tile_y * ptile_h, px0 = tile_x * ptile_w;
-      const int per_filter = ptile_h * ptile_w;
-      for (int i = tid; i < C::FTB * per_filter; i += C::BLOCK) {
-        const int lf = i / per_filter;
-        const int py = py0 + (i % per_filter) / ptile_w, px = px0 + (i % per_filter) % ptile_w;
-        const int f = f0 + lf;
-        if (f < g.F && py < p.PH && px < p.PW) {
-          yn[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
-              pool_from_smem(smem + lf * C::TH * C::TW, C::TW, r0, c0, py, px, p, g.OH, g.OW);
-        }
-      }
+      pool_tile(smem, C::TH, C::TW, min(C::FTB, g.F - f0), r0, c0, tile_y * ptile_h, tile_x * ptile_w, ptile_h,
+                ptile_w, e.pool, g.OH, g.OW, yn + static_cast<int64_t>(f0) * e.pool.PH * e.pool.PW, tid, C::BLOCK);
     }
   }
   (void)rh;

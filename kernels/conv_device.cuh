@@ -63,4 +63,23 @@ __device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int
   return count > 0 ? sum / static_cast<float>(count) : 0.0f;
 }
 
+// Pools a block's activated conv tile into global memory. `conv_tile` holds `filters` maps of th x tw
+// (conv rows from r0, columns from c0); filter f's pooled plane starts at planes + f * PH * PW. Covers the
+// pooled tile [py0, py0 + ptile_h) x [px0, px0 + ptile_w) of each filter, outputs first, first + step, ...
+// (a block's threads, or every thread of a cluster).
+__device__ inline void pool_tile(const float* conv_tile, int th, int tw, int filters, int r0, int c0, int py0,
+                                 int px0, int ptile_h, int ptile_w, const PoolGeometry& p, int OH, int OW,
+                                 float* planes, int first, int step) {
+  const int per_filter = ptile_h * ptile_w;
+  for (int i = first; i < filters * per_filter; i += step) {
+    const int f = i / per_filter;
+    const int py = py0 + (i % per_filter) / ptile_w;
+    const int px = px0 + (i % per_filter) % ptile_w;
+    if (py < p.PH && px < p.PW) {
+      planes[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
+          pool_from_smem(conv_tile + f * th * tw, tw, r0, c0, py, px, p, OH, OW);
+    }
+  }
+}
+
 }  // namespace cnnrt::kernels
