@@ -34,6 +34,11 @@ backtrace_of() {
   grep -A25 "received signal" "$log" | head -40 >> "$summary"
 }
 
+# The names of the gpu_tests cases the doctest filter FILTER selects, one per line: test_cases FILTER
+test_cases() {
+  gpu_tests -ltc -tc="$1" 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]'
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests bench)
 for step in "${steps[@]}"; do
@@ -41,7 +46,7 @@ for step in "${steps[@]}"; do
     tests)
       # One process per test case: a crash loses only its own case, and is rerun under gdb for a
       # backtrace (the GPU machine has no debugger of its own: bundle_device.sh ships one).
-      gpu_tests -ltc 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]' > "$OUT/test_cases.txt"
+      test_cases '*' > "$OUT/test_cases.txt"
       passed=0; failed=0; crashed=0
       : > "$OUT/gpu_tests.log"
       while IFS= read -r name; do
@@ -76,7 +81,7 @@ for step in "${steps[@]}"; do
         sanitize:*) tools=${step#sanitize:} ;;
         sanitize-all:*) tools=${step#sanitize-all:}; cases='*' ;;
       esac
-      gpu_tests -ltc -tc="$cases" 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]' > "$OUT/sanitize_cases.txt"
+      test_cases "$cases" > "$OUT/sanitize_cases.txt"
       for tool in ${tools//,/ }; do
         dir="$OUT/sanitize_$tool${step%%:*}"
         mkdir -p "$dir"
@@ -113,7 +118,8 @@ for step in "${steps[@]}"; do
       ;;
     profile)
       # Nsight Compute over one batch-1 inference of the shipped model (tuned first, outside the profiler, so
-      # the profiled run launches only the plan's kernels), and over the c1 variants of two special-suite layers.
+      # the profiled run launches only the plan's kernels), and over the first 24 c1 launches of conv_lab on two
+      # special-suite layers (conv_lab checks and times one variant after another: all of its first variant).
       cnnrt infer models/fashion_lenet.onnx samples/fashion_0_ankle_boot.png --batch 1 --no-cuda-graph > /dev/null 2>&1
       sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats"
       ncu --clock-control none $sections cnnrt infer models/fashion_lenet.onnx samples/fashion_0_ankle_boot.png --batch 1 --no-cuda-graph > "$OUT/ncu_lenet_b1.txt" 2>&1

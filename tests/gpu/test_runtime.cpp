@@ -264,20 +264,19 @@ TEST_CASE("enqueue refuses a host pointer where device memory belongs, naming wh
   const float* in_dev = d_in.get();
   float* out_host = host_out.data();
   float* out_dev = d_out.get();
-  try {
-    context.enqueue(&in_host, &out_dev, 1);
-    FAIL("a pageable host input was accepted");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::InvalidInput);
-    CHECK(std::string(e.what()).find("input 0 is not device memory") != std::string::npos);
-  }
-  try {
-    context.enqueue(&in_dev, &out_host, 1);
-    FAIL("a pageable host output was accepted");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::InvalidInput);
-    CHECK(std::string(e.what()).find("output 0 is not device memory") != std::string::npos);
-  }
+  // enqueue must refuse the pair with an InvalidInput error naming `which`.
+  auto expect_refused = [&](const float* in, float* out, const std::string& which) {
+    CAPTURE(which);
+    try {
+      context.enqueue(&in, &out, 1);
+      FAIL("a pageable host pointer was accepted");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::InvalidInput);
+      CHECK(std::string(e.what()).find(which + " is not device memory") != std::string::npos);
+    }
+  };
+  expect_refused(in_host, out_dev, "input 0");
+  expect_refused(in_dev, out_host, "output 0");
   context.enqueue(&in_dev, &out_dev, 1);  // and the context still works
   context.synchronize();
   CHECK(std::isfinite(d_out.download()[0]));
