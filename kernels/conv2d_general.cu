@@ -76,7 +76,7 @@ std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const
     std::vector<int> splits = {1};
     if (en.split) {
       splits.clear();
-      for (int s : {2, 4, 8}) {
+      for (int s : {2, 4, 8, 16}) {
         if (g.C / s >= en.csh && blocks * s <= 4.0 * sm_count) splits.push_back(s);
       }
     }

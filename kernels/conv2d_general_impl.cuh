@@ -14,7 +14,9 @@ namespace cnnrt::kernels::general {
 
 namespace cg = cooperative_groups;
 
-constexpr int kMaxSplit = 8;  // cluster size limit for portable clusters
+// Cluster size limit: 8 is the portable limit; H100 runs clusters of 16 once a kernel opts in to
+// non-portable sizes (launch() does for splits above 8).
+constexpr int kMaxSplit = 16;
 
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
@@ -274,6 +276,13 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   const dim3 grid(static_cast<unsigned>(tiles_x * tiles_y * g.N), static_cast<unsigned>((g.F + C::FTB - 1) / C::FTB),
                   static_cast<unsigned>(split));
   if constexpr (C::SPLIT) {
+    if (split > 8) {
+      static bool opted_in = [] {
+        return cudaFuncSetAttribute(conv2d_general_kernel<C>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+               cudaSuccess;
+      }();
+      (void)opted_in;  // a refused opt-in makes the launch fail, and the launch error names the step
+    }
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
     config.blockDim = dim3(C::BLOCK);

@@ -205,6 +205,8 @@ static void check_general_layers(int K, uint32_t seed) {
   }
   check_layer({1, 256, 14, 14, 256, K, 1, pad, pad, pad, pad, 1}, seed++);
   check_layer({2, 64, 31, 31, 128, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Clip, true}, seed++);
+  // 70 channels over a split of 16: 8 channels a rank, so ranks 9 to 15 reduce nothing.
+  check_layer({1, 70, 9, 9, 64, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
   MESSAGE(variants_checked << " variant checks so far");
 }
 

@@ -14,8 +14,9 @@
 namespace cnnrt::plan {
 
 // Bump when a kernel changes in a way that invalidates cached timings, or candidates are added (a cached
-// winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split.
-constexpr int kKernelSetVersion = 2;
+// winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split;
+// 3: general-kernel splits of 16 (non-portable clusters).
+constexpr int kKernelSetVersion = 3;
 
 struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
