@@ -8,6 +8,7 @@
 
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv_device.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/conv_tile.cuh"
 
 namespace cnnrt::kernels::c1 {
@@ -68,6 +69,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_c1_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
                      const __grid_constant__ C1Params<Cfg::SMEM_W ? 1 : Cfg::TAPS, Cfg::SMEM_W ? 1 : Cfg::FMAX> filt,
                      const float* __restrict__ w_packed, int tiles_x, int ptile_h, int ptile_w) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   constexpr int S = Cfg::S;
   const int KH = Cfg::K > 0 ? Cfg::K : g.KH;
   const int KW = Cfg::K > 0 ? Cfg::K : g.KW;
@@ -219,8 +221,8 @@ void launch_c1(const float* x, float* y, const ConvGeometry& g, const Epilogue& 
   const TileGrid t = tile_grid(Cfg::TH, Cfg::TW, Cfg::POOL, g, e);
   const dim3 grid(static_cast<unsigned>(t.tiles_x * g.N), static_cast<unsigned>(t.tiles_y),
                   static_cast<unsigned>(Cfg::FGROUPS ? (g.F + Cfg::FMAX - 1) / Cfg::FMAX : 1));
-  conv2d_c1_kernel<Cfg><<<grid, Cfg::BLOCK, smem, stream>>>(x, y, g, e, params, smem_packed, t.tiles_x, t.ptile_h,
-                                                            t.ptile_w);
+  launch_overlapped(conv2d_c1_kernel<Cfg>, grid, dim3(Cfg::BLOCK), smem, stream, 1, x, y, g, e, params, smem_packed,
+                    t.tiles_x, t.ptile_h, t.ptile_w);
 }
 
 }  // namespace cnnrt::kernels::c1

@@ -1,6 +1,7 @@
 #include "kernels/conv2d_depthwise.cuh"
 
 #include "kernels/conv_tile.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 
@@ -24,6 +25,7 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_depthwise_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
                             const ConvGeometry g, const Epilogue e, int tiles_x) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   constexpr int K = Cfg::K, S = Cfg::S;
   __shared__ __align__(16) float tile[Cfg::IN_H * Cfg::PITCH];
   int t = blockIdx.x;
@@ -79,7 +81,7 @@ void launch_depthwise(const float* x, float* y, const float* w, const ConvGeomet
                       cudaStream_t stream) {
   const int tiles_x = (g.OW + Cfg::TW - 1) / Cfg::TW;
   const dim3 grid(static_cast<unsigned>(tiles_x * g.C * g.N), static_cast<unsigned>((g.OH + Cfg::TH - 1) / Cfg::TH));
-  conv2d_depthwise_kernel<Cfg><<<grid, Cfg::BLOCK, 0, stream>>>(x, y, w, g, e, tiles_x);
+  launch_overlapped(conv2d_depthwise_kernel<Cfg>, grid, dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e, tiles_x);
 }
 
 struct DwEntry {

@@ -2,6 +2,7 @@
 // shared memory, no tiling) so that it is obviously correct.
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/nd_index.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -11,6 +12,7 @@ constexpr int kThreads = 128;
 __global__ void conv2d_direct_kernel(const float* __restrict__ x, const float* __restrict__ weights,
                                      const float* __restrict__ bias, float* __restrict__ y, Conv2dDesc desc,
                                      int64_t count) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   const SlidingAxis& rows = desc.rows;
   const SlidingAxis& cols = desc.cols;
   const int64_t in_per_group = desc.in_channels / desc.groups;
@@ -48,7 +50,8 @@ void launch_conv2d_direct(const float* x, const float* weights, const float* bia
                           cudaStream_t stream) {
   const int64_t count = desc.batch * desc.out_channels * desc.rows.output * desc.cols.output;
   if (count <= 0) return;
-  conv2d_direct_kernel<<<blocks_for(count, kThreads), kThreads, 0, stream>>>(x, weights, bias, y, desc, count);
+  launch_overlapped(conv2d_direct_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, x, weights, bias,
+                    y, desc, count);
 }
 
 }  // namespace cnnrt::kernels

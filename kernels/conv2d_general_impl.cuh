@@ -8,6 +8,7 @@
 
 #include "kernels/conv2d_general.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/conv_device.cuh"
 
 namespace cnnrt::kernels::general {
@@ -67,6 +68,7 @@ __global__ void __launch_bounds__(C::BLOCK)
     conv2d_general_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wt,
                           const ConvGeometry g, const Epilogue e, int tiles_x, int tiles_y, int ptile_h, int ptile_w,
                           int c_per_split) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   constexpr int S = C::S, K = C::K;
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -275,32 +277,16 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   const int c_per_split = (per_split + C::CSH - 1) / C::CSH * C::CSH;
   const dim3 grid(static_cast<unsigned>(tiles_x * tiles_y * g.N), static_cast<unsigned>((g.F + C::FTB - 1) / C::FTB),
                   static_cast<unsigned>(split));
-  if constexpr (C::SPLIT) {
-    if (split > 8) {
-      static bool opted_in = [] {
-        return cudaFuncSetAttribute(conv2d_general_kernel<C>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-               cudaSuccess;
-      }();
-      (void)opted_in;  // a refused opt-in makes the launch fail, and the launch error names the step
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = dim3(C::BLOCK);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = 1;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = static_cast<unsigned>(split);
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    cudaLaunchKernelEx(&config, conv2d_general_kernel<C>, x, y, w, g, e, tiles_x, tiles_y, ptile_h, ptile_w,
-                       c_per_split);
-  } else {
-    conv2d_general_kernel<C><<<grid, C::BLOCK, smem, stream>>>(x, y, w, g, e, tiles_x, tiles_y, ptile_h, ptile_w,
-                                                              c_per_split);
+  if (C::SPLIT && split > 8) {
+    static const bool opted_in = [] {
+      return cudaFuncSetAttribute(conv2d_general_kernel<C>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+             cudaSuccess;
+    }();
+    (void)opted_in;  // a refused opt-in makes the launch fail, and the launch error names the step
   }
+  launch_overlapped(conv2d_general_kernel<C>, grid, dim3(C::BLOCK), smem, stream,
+                    C::SPLIT ? static_cast<unsigned>(split) : 1u, x, y, w, g, e, tiles_x, tiles_y, ptile_h, ptile_w,
+                    c_per_split);
 }
 
 // One instantiated configuration, as the registry lists it.

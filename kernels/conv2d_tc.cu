@@ -15,6 +15,7 @@
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 
@@ -96,6 +97,7 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS)
     conv2d_tc_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
                      const ConvGeometry g, const Epilogue e, const Params q) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -325,7 +327,8 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   allow_dynamic_smem<conv2d_tc_kernel<C>>(C::SMEM_BYTES);
   const Params q = make_params(g, C::BM);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
-  conv2d_tc_kernel<C><<<static_cast<unsigned>(blocks), C::THREADS, C::SMEM_BYTES, stream>>>(x, y, w, g, e, q);
+  launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES, stream, 1, x,
+                    y, w, g, e, q);
 }
 
 // The instantiated configurations (BM filters x BN pixels, warp tile WM x WN):

@@ -4,6 +4,7 @@
 #include "kernels/gemm.cuh"
 #include "kernels/nd_index.cuh"
 #include "kernels/row_reduce.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -88,6 +89,7 @@ __device__ inline void store_slice(float (*slice)[kSliceStride], const SliceWalk
 __global__ void __launch_bounds__(kTiledThreads, 4)
     gemm_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ c,
                       float* __restrict__ out, GemmParams params) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   __shared__ __align__(16) float a_slice[kTileK][kSliceStride];  // a_slice[p][i - m0]
   __shared__ __align__(16) float b_slice[kTileK][kSliceStride];  // b_slice[p][j - n0]
   const int thread_row = threadIdx.x / kThreadsAcross;
@@ -161,6 +163,7 @@ __device__ inline float a_element(const float* a_matrix, const MatrixOperand& a,
 // rows at once so that B is read once; warp sums at the end.
 __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float* __restrict__ b,
                                         const float* __restrict__ c, float* __restrict__ out, GemmParams params) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   const int lane = threadIdx.x % kWarpSize;
   const int64_t warps_per_block = blockDim.x / kWarpSize;
   const int64_t first_warp = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize;
@@ -199,6 +202,7 @@ constexpr int kKSlices = kSmallMThreads / kWarpSize;  // warps per block, each t
 // p = y, y + 8, ... (each warp reads 32 consecutive floats of a row of B); partial sums meet in shared memory.
 __global__ void gemm_small_m_columns_kernel(const float* __restrict__ a, const float* __restrict__ b,
                                             const float* __restrict__ c, float* __restrict__ out, GemmParams params) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   __shared__ float partials[kSmallM][kKSlices][kColumnsPerBlock + 1];
   const int64_t column_tiles = (params.n + kColumnsPerBlock - 1) / kColumnsPerBlock;
   const int64_t items = params.batch_count * column_tiles;
@@ -316,12 +320,12 @@ void launch_gemm(const float* a, const float* b, const float* c, float* out, con
   if (params.m <= kSmallM) {
     if (params.b.p_stride == 1) {
       const int64_t items = params.batch_count * params.n;
-      gemm_small_m_dot_kernel<<<blocks_for(items * kWarpSize, kSmallMThreads), kSmallMThreads, 0, stream>>>(
-          a, b, c, out, params);
+      launch_overlapped(gemm_small_m_dot_kernel, dim3(blocks_for(items * kWarpSize, kSmallMThreads)),
+                        dim3(kSmallMThreads), 0, stream, 1, a, b, c, out, params);
     } else {
       const int64_t items = params.batch_count * ((params.n + kColumnsPerBlock - 1) / kColumnsPerBlock);
-      gemm_small_m_columns_kernel<<<blocks_for(items, 1), dim3(kColumnsPerBlock, kKSlices), 0, stream>>>(a, b, c, out,
-                                                                                                         params);
+      launch_overlapped(gemm_small_m_columns_kernel, dim3(blocks_for(items, 1)), dim3(kColumnsPerBlock, kKSlices), 0,
+                        stream, 1, a, b, c, out, params);
     }
     return;
   }
@@ -329,7 +333,7 @@ void launch_gemm(const float* a, const float* b, const float* c, float* out, con
   const int64_t n_tiles = (params.n + kTileN - 1) / kTileN;
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles < kMaxGridYZ ? m_tiles : kMaxGridYZ),
                   static_cast<unsigned>(params.batch_count < kMaxGridYZ ? params.batch_count : kMaxGridYZ));
-  gemm_tiled_kernel<<<grid, kTiledThreads, 0, stream>>>(a, b, c, out, params);
+  launch_overlapped(gemm_tiled_kernel, grid, dim3(kTiledThreads), 0, stream, 1, a, b, c, out, params);
 }
 
 }  // namespace cnnrt::kernels

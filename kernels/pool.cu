@@ -3,6 +3,7 @@
 #include "kernels/nd_index.cuh"
 #include "kernels/pool.cuh"
 #include "kernels/reduce.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -12,6 +13,7 @@ constexpr int kThreads = 256;
 template <class Index>
 __global__ void pool2d_kernel(PoolOp op, const float* __restrict__ x, float* __restrict__ y, Pool2dDesc desc,
                               FixedDivisor<Index> out_width, FixedDivisor<Index> out_height, Index count) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   const SlidingAxis& rows = desc.rows;
   const SlidingAxis& cols = desc.cols;
   for (Index i = global_thread_index<Index>(); i < count; i += global_thread_count<Index>()) {
@@ -50,9 +52,9 @@ __global__ void pool2d_kernel(PoolOp op, const float* __restrict__ x, float* __r
 template <class Index>
 void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count,
                         cudaStream_t stream) {
-  pool2d_kernel<Index><<<blocks_for(count, kThreads), kThreads, 0, stream>>>(
-      op, x, y, desc, FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
-      FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count));
+  launch_overlapped(pool2d_kernel<Index>, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y, desc,
+                    FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
+                    FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count));
 }
 
 }  // namespace

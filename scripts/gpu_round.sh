@@ -4,6 +4,7 @@
 #   scripts/bundle_device.sh          # programs + libraries + conformance data into .device/
 # and run, on the GPU machine, from the repo root:
 #   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [MODEL.onnx...]
+# BENCH_FLAGS (e.g. --no-launch-overlap) are added to every `cnnrt bench` of the bench and model steps.
 # Full logs and JSON go to $OUT (default /tmp/cnnrt-round); a short summary is printed last.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ export CNNRT_CACHE_DIR="$OUT/cache"
 summary="$OUT/summary.txt"
 : > "$summary"
 # What ran: the bundle's commit (scripts/bundle_device.sh records it) and the settings of this round.
-echo "bundle: $(cat .device/commit.txt 2>/dev/null || echo unknown); round: $*; SANITIZE_JOBS=${SANITIZE_JOBS:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300}" >> "$summary"
+echo "bundle: $(cat .device/commit.txt 2>/dev/null || echo unknown); round: $*; SANITIZE_JOBS=${SANITIZE_JOBS:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300} BENCH_FLAGS=${BENCH_FLAGS:-}" >> "$summary"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
   | tee "$OUT/gpu.txt" >> "$summary"
 
@@ -147,14 +148,14 @@ for step in "${steps[@]}"; do
       suites="special general small"
       [ "$step" = bench ] || suites=${step#bench:}
       for suite in ${suites//,/ }; do
-        cnnrt bench --suite "$suite" --json "$OUT/bench_$suite.json" > "$OUT/bench_$suite.txt" 2> "$OUT/bench_$suite.err"
+        cnnrt bench ${BENCH_FLAGS:-} --suite "$suite" --json "$OUT/bench_$suite.json" > "$OUT/bench_$suite.txt" 2> "$OUT/bench_$suite.err"
         echo "bench $suite exit $?: $(tail -1 "$OUT/bench_$suite.txt")" >> "$summary"
       done
       ;;
     *.onnx)
       name=$(basename "$step" .onnx)
       for batch in 1 4096; do
-        stdbuf -oL -eL cnnrt bench "$step" --batch "$batch" --json "$OUT/model_${name}_b$batch.json" > "$OUT/model_${name}_b$batch.txt" 2>&1
+        stdbuf -oL -eL cnnrt bench ${BENCH_FLAGS:-} "$step" --batch "$batch" --json "$OUT/model_${name}_b$batch.json" > "$OUT/model_${name}_b$batch.txt" 2>&1
         rc=$?
         echo "model $name batch $batch exit $rc: $(grep -E '^(latency|throughput)' "$OUT/model_${name}_b$batch.txt" | tr '\n' ' ')" >> "$summary"
         [ $rc -ge 128 ] && backtrace_of "$OUT/gdb_model_${name}_b$batch.log" cnnrt bench "$step" --batch "$batch"

@@ -55,9 +55,10 @@ json to_json(const bench::Timing& t) {
           {"p90_us", t.p90_us},   {"p99_us", t.p99_us}, {"max_us", t.max_us},       {"unstable", t.unstable}};
 }
 
-void print_header(const bench::Environment& e) {
-  fmt::print("GPU {} ({} SMs, {} MHz SM, {} MHz memory), driver {}, CUDA {}, cuDNN {}, cnnrt {}, FP32\n", e.gpu,
-             e.sm_count, e.sm_clock_mhz, e.memory_clock_mhz, e.driver, e.cuda_runtime, e.cudnn, e.engine);
+void print_header(const bench::Environment& e, bool launch_overlap) {
+  fmt::print("GPU {} ({} SMs, {} MHz SM, {} MHz memory), driver {}, CUDA {}, cuDNN {}, cnnrt {}, FP32, {}\n", e.gpu,
+             e.sm_count, e.sm_clock_mhz, e.memory_clock_mhz, e.driver, e.cuda_runtime, e.cudnn, e.engine,
+             launch_overlap ? "our launches overlapped (PDL)" : "plain launches (--no-launch-overlap)");
   fmt::print("floor = max(bytes once / {:.1f} TB/s, FLOPs / {:.1f} TFLOP/s); speedup = cuDNN time / our time\n\n",
              bench::kMemoryBytesPerSecond / 1e12, bench::kFp32FlopsPerSecond / 1e12);
 }
@@ -101,8 +102,11 @@ struct BenchCommand {
     options.engine = engine.options();
     options.warmup_ms = warmup_ms;
     const bench::Environment env = bench::environment();
-    print_header(env);
-    json doc = {{"schema", "cnnrt-bench/1"}, {"environment", to_json(env)}, {"command", command_line_}};
+    print_header(env, !engine.no_launch_overlap);
+    json doc = {{"schema", "cnnrt-bench/1"},
+                {"environment", to_json(env)},
+                {"command", command_line_},
+                {"launch_overlap", !engine.no_launch_overlap}};
     bool mismatch = false;
 
     std::vector<bench::ConvLayer> layers;

@@ -29,6 +29,8 @@ void EngineFlags::add_to(CLI::App& command, bool with_device) {
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   }
   command.add_flag("--no-cuda-graph", no_cuda_graph, "Launch steps one by one instead of replaying a CUDA graph");
+  command.add_flag("--no-launch-overlap", no_launch_overlap,
+                   "Launch each step after the previous one finished (no programmatic dependent launch)");
   command.add_flag("--no-tuning", no_tuning, "Choose kernels by heuristic instead of measuring them");
   command.add_option("--tuning-cache", tuning_cache, "Tuning cache file ('none' to disable)");
   command.add_option("--disable-pass", disabled_passes, "Skip a graph pass (repeatable; see `cnnrt plan`)");
@@ -41,6 +43,7 @@ cnnrt::Options EngineFlags::options() const {
   cnnrt::Options o;
   o.device = parse_device(device);
   o.cuda_graphs = !no_cuda_graph;
+  cnnrt::set_launch_overlap(!no_launch_overlap);  // a process-wide switch, not an Options field
   o.tuning = !no_tuning;
   o.tuning_cache = tuning_cache;
   o.disabled_passes = disabled_passes;

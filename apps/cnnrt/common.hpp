@@ -11,11 +11,12 @@
 
 namespace cnnrt_cli {
 
-// Flags that shape how a model is loaded: --device, --no-cuda-graph, --no-tuning, --tuning-cache,
-// --disable-pass, --force-kernel, --max-*-bytes. Each command that loads a model adds them.
+// Flags that shape how a model is loaded: --device, --no-cuda-graph, --no-launch-overlap, --no-tuning,
+// --tuning-cache, --disable-pass, --force-kernel, --max-*-bytes. Each command that loads a model adds them.
 struct EngineFlags {
   std::string device = "auto";
   bool no_cuda_graph = false;
+  bool no_launch_overlap = false;  // process-wide (cnnrt::set_launch_overlap): applied by options()
   bool no_tuning = false;
   std::string tuning_cache;
   std::vector<std::string> disabled_passes;

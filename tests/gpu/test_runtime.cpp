@@ -169,6 +169,51 @@ TEST_CASE("CUDA graph replay and step-by-step launches agree bit for bit, across
   }
 }
 
+TEST_CASE("overlapped launches (PDL) and plain launches agree bit for bit, graphs and step by step") {
+  // Each conv, GEMM and pool step may launch while the step before it drains and waits on the device for its
+  // results; a kernel touching memory before that wait would read stale inputs or overwrite a buffer still
+  // being read. Chains of such steps (LeNet: conv, conv, GEMM; a residual block: conv, conv + Add) at batch
+  // 1, where the overlap is largest, and at larger batches, repeated, against plain launches and the CPU.
+  struct Restore {
+    ~Restore() { set_launch_overlap(true); }
+  } restore;
+  for (const std::string& path : {repo_path("models/fashion_lenet.onnx"),
+                                  repo_path("tests/data/resnet_basic_block_opset13/model.onnx"),
+                                  repo_path("tests/data/depthwise_pointwise_opset17/model.onnx")}) {
+    CAPTURE(path);
+    for (bool graphs : {true, false}) {
+      CAPTURE(graphs);
+      Options options = options_for(Device::Gpu);
+      options.cuda_graphs = graphs;
+      set_launch_overlap(true);  // launches made (and graphs captured) from here on overlap
+      const Model overlapped_model = Model::load(path, options);
+      Context overlapped(overlapped_model);
+      set_launch_overlap(false);
+      const Model plain_model = Model::load(path, options);
+      Context plain(plain_model);
+      const Model cpu_model = Model::load(path, options_for(Device::Cpu));
+      Context cpu(cpu_model);
+      std::vector<int64_t> shape = overlapped_model.inputs()[0].shape;
+      for (int64_t batch : {1, 64, 1, 7}) {
+        CAPTURE(batch);
+        shape[0] = batch;
+        for (size_t d = 1; d < shape.size(); ++d) shape[d] = shape[d] < 0 ? 9 : shape[d];
+        int64_t count = 1;
+        for (int64_t d : shape) count *= d;
+        const Tensor input{shape, testing::random_floats(size_t(count), uint32_t(batch) + 40)};
+        set_launch_overlap(false);
+        const Tensor want = plain.run({input})[0];
+        set_launch_overlap(true);
+        for (int repeat = 0; repeat < 20; ++repeat) {
+          const Tensor got = overlapped.run({input})[0];
+          REQUIRE(got.data == want.data);
+        }
+        CHECK(max_rel_error(want, cpu.run({input})[0]) < 1e-4);
+      }
+    }
+  }
+}
+
 TEST_CASE("runs queue on the caller's stream") {
   // enqueue() takes device pointers and a batch size, so the model's other dimensions must be fixed:
   // the shipped classifier (edges.onnx has a symbolic image size).

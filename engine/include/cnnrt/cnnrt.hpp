@@ -61,6 +61,12 @@ enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 // Sets the level of the "cnnrt" spdlog logger (created on first use; hosts may replace its sinks).
 void set_log_level(LogLevel level);
 
+// Process-wide, on by default: on Hopper GPUs each convolution, GEMM or pooling step is launched while the
+// step before it drains (programmatic dependent launch), and waits on the device for that step's results, so
+// outputs are bit-identical either way. Off: plain launches, each after the previous step has finished (for
+// comparison; `cnnrt --no-launch-overlap`). Takes effect for plans captured or launched after the call.
+void set_launch_overlap(bool on);
+
 // Guards against hostile or accidental giant models. Each message that trips one names it and this struct.
 struct Limits {
   int64_t max_model_bytes = int64_t(2) << 30;        // size of the .onnx file or buffer

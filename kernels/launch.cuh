@@ -1,0 +1,64 @@
+// Kernel launches that overlap the launch of a step with the tail of the step before it (Hopper's
+// programmatic dependent launch, PDL).
+//
+// Two kernels back to back on a stream normally leave a gap: the second is launched only once the first
+// has finished. With PDL the second grid is launched while the first drains; each of its blocks then waits
+// in wait_for_prior_grid() until the first grid has completed and its memory is visible, so results are
+// exactly those of plain launches. Captured into a CUDA graph, the same launches become programmatic edges.
+//
+// Rule: a kernel launched through launch_overlapped() calls wait_for_prior_grid() before its first access to
+// global memory (reading a __grid_constant__ parameter is fine). The call is a no-op in a kernel launched
+// without the attribute, so every launch of that kernel may use it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace cnnrt::kernels {
+
+// Process-wide switch, on by default; off, launch_overlapped() launches as plain <<<>>> would (for comparison
+// and debugging: `cnnrt --no-launch-overlap`, cnnrt::set_launch_overlap).
+void set_programmatic_launch(bool on);
+bool programmatic_launch();
+
+#ifdef __CUDACC__
+// Lets the next grid on the stream launch (once every block of this one has got here), then waits until the
+// grid before this one has completed and flushed its writes.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
+#endif
+}
+#endif  // __CUDACC__
+
+// Launches `kernel` on `stream`, with PDL when the switch is on, and as clusters of `cluster_z` blocks along z
+// when cluster_z > 1. Returns the launch's error (callers check cudaGetLastError after the step, as for <<<>>>).
+template <class... Params, class... Args>
+cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                              unsigned cluster_z, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2];
+  unsigned count = 0;
+  if (programmatic_launch()) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (cluster_z > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = 1;
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = cluster_z;
+    ++count;
+  }
+  config.attrs = attributes;
+  config.numAttrs = count;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace cnnrt::kernels
