@@ -40,6 +40,13 @@ test_cases() {
   gpu_tests -ltc -tc="$1" 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]'
 }
 
+# Packs what the round has so far into $FINAL_OUT (the device tool brings back only a few files): after every
+# step, and inside long steps, so a round cut off by its time limit still brings back what finished.
+pack_round() {
+  cp "$summary" "$FINAL_OUT/summary.txt"
+  tar -czf "$FINAL_OUT/round.tar.gz.part" -C "$FINAL_OUT" round && mv "$FINAL_OUT/round.tar.gz.part" "$FINAL_OUT/round.tar.gz"
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests bench)
 for step in "${steps[@]}"; do
@@ -101,7 +108,8 @@ for step in "${steps[@]}"; do
           sanitize_case "$i" "$name" &
         done < "$OUT/sanitize_cases.txt"
         wait
-        for entry in "${alone[@]}"; do sanitize_case "${entry%%:*}" "${entry#*:}"; done
+        pack_round
+        for entry in "${alone[@]}"; do sanitize_case "${entry%%:*}" "${entry#*:}"; pack_round; done
         # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY: ...".
         clean=$(grep -l -E 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' "$dir"/*.log 2>/dev/null | wc -l)
         echo "compute-sanitizer $tool over $i test cases ($cases): $clean with a clean summary line; exits: $(cut -d' ' -f1 "$dir"/*.rc | sort | uniq -c | tr '\n' ' ')" >> "$summary"
@@ -163,9 +171,7 @@ for step in "${steps[@]}"; do
       ;;
   esac
   echo "  (step $step done at ${SECONDS}s)" >> "$summary"
-  # Packed after every step: a round cut off by its time limit still brings back what it finished.
-  cp "$summary" "$FINAL_OUT/summary.txt"
-  tar -czf "$FINAL_OUT/round.tar.gz.part" -C "$FINAL_OUT" round && mv "$FINAL_OUT/round.tar.gz.part" "$FINAL_OUT/round.tar.gz"
+  pack_round
 done
 rm -rf "$OUT"
 cat "$FINAL_OUT/summary.txt"

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cstdlib>
 #include <string>
 #include <cstdint>
 #include <random>
@@ -79,6 +80,13 @@ class DeviceBuffer {
 };
 
 // Uniform values in [lo, hi): never zeros, so unwritten outputs and wrong indexing cannot hide.
+// An integer from the environment, or `fallback` when unset or empty: knobs that sanitizer rounds lower
+// (compute-sanitizer's racecheck takes minutes per hundred model runs).
+inline int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+
 inline std::vector<float> random_floats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

@@ -194,8 +194,8 @@ TEST_CASE("conv2d_c1: fused max and average pooling, overlapping and ceil_mode w
   }
 }
 
-// Two test cases per filter size (odd sizes; wide layers and splits), so each runs in its own process:
-// compute-sanitizer's racecheck takes minutes over each of them.
+// Three test cases per filter size (odd sizes; wide layers and splits; 256 channels), so each runs in its
+// own process: compute-sanitizer's racecheck takes minutes over each of them.
 static void check_general_sizes(int K, uint32_t seed) {
   const int pad = K / 2;
   for (int size : {1, 7, 14, 33}) {
@@ -206,9 +206,14 @@ static void check_general_sizes(int K, uint32_t seed) {
   MESSAGE(variants_checked << " variant checks so far");
 }
 
-static void check_general_wide(int K, uint32_t seed) {
+static void check_general_256(int K, uint32_t seed) {
   const int pad = K / 2;
   check_layer({1, 256, 14, 14, 256, K, 1, pad, pad, pad, pad, 1}, seed++);
+  MESSAGE(variants_checked << " variant checks so far");
+}
+
+static void check_general_wide(int K, uint32_t seed) {
+  const int pad = K / 2;
   check_layer({2, 64, 31, 31, 128, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Clip, true}, seed++);
   // 70 channels over a split of 16: 8 channels a rank, so ranks 9 to 15 reduce nothing.
   check_layer({1, 70, 9, 9, 64, K, 1, pad, pad, pad, pad, 1, kernels::ParamAct::Relu}, seed++);
@@ -221,6 +226,9 @@ TEST_CASE("conv2d_general: every variant, odd sizes, channels, strides, 5x5") { 
 TEST_CASE("conv2d_general: every variant, wide layers and splits up to 16, 1x1") { check_general_wide(1, 960); }
 TEST_CASE("conv2d_general: every variant, wide layers and splits up to 16, 3x3") { check_general_wide(3, 970); }
 TEST_CASE("conv2d_general: every variant, wide layers and splits up to 16, 5x5") { check_general_wide(5, 980); }
+TEST_CASE("conv2d_general: every variant, 256 channels and filters at 14x14, 1x1") { check_general_256(1, 990); }
+TEST_CASE("conv2d_general: every variant, 256 channels and filters at 14x14, 3x3") { check_general_256(3, 995); }
+TEST_CASE("conv2d_general: every variant, 256 channels and filters at 14x14, 5x5") { check_general_256(5, 999); }
 
 TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 max)") {
   uint32_t seed = 1300;

@@ -37,19 +37,14 @@ int64_t device_used_bytes() {
   return static_cast<int64_t>(total_bytes - free_bytes);
 }
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoll(v) : fallback;
-}
-
 }  // namespace
 
 TEST_CASE("soak: repeated inferences keep memory flat and outputs bit-identical") {
   const char* model_env = std::getenv("CNNRT_SOAK_MODEL");
   const std::string model_path = model_env && *model_env ? model_env : cnnrt::testing::repo_path("models/fashion_lenet.onnx");
   REQUIRE_MESSAGE(std::filesystem::exists(model_path), "no model at " << model_path);
-  const int64_t inferences = env_int("CNNRT_SOAK_INFERENCES", 2000);
-  const int64_t batch = env_int("CNNRT_SOAK_BATCH", 1);
+  const int64_t inferences = cnnrt::testing::env_int("CNNRT_SOAK_INFERENCES", 2000);
+  const int64_t batch = cnnrt::testing::env_int("CNNRT_SOAK_BATCH", 1);
   cnnrt::Options options;
   options.device = cnnrt::Device::Gpu;
   const cnnrt::Model model = cnnrt::Model::load(model_path, options);
