@@ -50,8 +50,8 @@ void launch_conv2d_direct(const float* x, const float* weights, const float* bia
                           cudaStream_t stream) {
   const int64_t count = desc.batch * desc.out_channels * desc.rows.output * desc.cols.output;
   if (count <= 0) return;
-  launch_overlapped(conv2d_direct_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, x, weights, bias,
-                    y, desc, count);
+  launch_overlapped(conv2d_direct_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, x,
+                    weights, bias, y, desc, count);
 }
 
 }  // namespace cnnrt::kernels

@@ -277,13 +277,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   const int c_per_split = (per_split + C::CSH - 1) / C::CSH * C::CSH;
   const dim3 grid(static_cast<unsigned>(tiles_x * tiles_y * g.N), static_cast<unsigned>((g.F + C::FTB - 1) / C::FTB),
                   static_cast<unsigned>(split));
-  if (C::SPLIT && split > 8) {
-    static const bool opted_in = [] {
-      return cudaFuncSetAttribute(conv2d_general_kernel<C>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-             cudaSuccess;
-    }();
-    (void)opted_in;  // a refused opt-in makes the launch fail, and the launch error names the step
-  }
+  if (C::SPLIT && split > 8) allow_large_clusters<conv2d_general_kernel<C>>();
   launch_overlapped(conv2d_general_kernel<C>, grid, dim3(C::BLOCK), smem, stream,
                     C::SPLIT ? static_cast<unsigned>(split) : 1u, x, y, w, g, e, tiles_x, tiles_y, ptile_h, ptile_w,
                     c_per_split);

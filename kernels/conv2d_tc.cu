@@ -327,8 +327,8 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   allow_dynamic_smem<conv2d_tc_kernel<C>>(C::SMEM_BYTES);
   const Params q = make_params(g, C::BM);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
-  launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES, stream, 1, x,
-                    y, w, g, e, q);
+  launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES,
+                    stream, 1, x, y, w, g, e, q);
 }
 
 // The instantiated configurations (BM filters x BN pixels, warp tile WM x WN):

@@ -14,6 +14,14 @@ void allow_dynamic_smem(int bytes) {
   std::call_once(once, [bytes] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); });
 }
 
+// Lets `Kernel` run in clusters of more than 8 blocks (H100: up to 16); done once per kernel. A refused opt-in
+// makes the launch fail, and the runtime's launch check names the step.
+template <auto Kernel>
+void allow_large_clusters() {
+  static std::once_flag once;
+  std::call_once(once, [] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); });
+}
+
 template <Act ACT>
 __device__ __forceinline__ float activate(float v, const Epilogue& e) {
   if constexpr (ACT == Act::Relu) {

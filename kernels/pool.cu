@@ -52,8 +52,8 @@ __global__ void pool2d_kernel(PoolOp op, const float* __restrict__ x, float* __r
 template <class Index>
 void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count,
                         cudaStream_t stream) {
-  launch_overlapped(pool2d_kernel<Index>, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y, desc,
-                    FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
+  launch_overlapped(pool2d_kernel<Index>, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y,
+                    desc, FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
                     FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count));
 }
 

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "cnnrt/bench.hpp"
 #include "gpu_test_util.hpp"
@@ -28,8 +27,7 @@ bench::BenchOptions quick_options() {
 // CNNRT_TEST_MAX_BATCH=N leaves out the layers of larger batches (compute-sanitizer's racecheck does not get
 // through batch 1024 within one run on the GPU machine); unset, every layer runs.
 TEST_CASE("bench: every small-suite layer (conv + ReLU + pool, batch 1 to 1024) compares with cuDNN") {
-  const char* max_env = std::getenv("CNNRT_TEST_MAX_BATCH");
-  const int64_t max_batch = max_env && *max_env ? std::atoll(max_env) : INT64_MAX;
+  const int64_t max_batch = testing::env_int("CNNRT_TEST_MAX_BATCH", INT64_MAX);
   int ran = 0;
   for (const bench::ConvLayer& layer : bench::suite("small")) {
     if (layer.N > max_batch) continue;
@@ -43,6 +41,6 @@ TEST_CASE("bench: every small-suite layer (conv + ReLU + pool, batch 1 to 1024) 
     CHECK_FALSE(c.mismatch);
   }
   CHECK(ran > 0);
-  MESSAGE(ran << " small-suite layers compared" << (max_env && *max_env ? " (CNNRT_TEST_MAX_BATCH set)" : ""));
+  MESSAGE(ran << " small-suite layers compared" << (max_batch < INT64_MAX ? " (CNNRT_TEST_MAX_BATCH set)" : ""));
   GPU_CHECK(cudaDeviceSynchronize());
 }
