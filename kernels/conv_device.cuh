@@ -22,29 +22,33 @@ void allow_large_clusters() {
   std::call_once(once, [] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); });
 }
 
+// The activation a runtime value selects (warp-uniform in every caller: each thread takes the same branch).
+__device__ __forceinline__ float param_activate(float v, ParamAct act, float alpha, float beta) {
+  switch (act) {
+    case ParamAct::Relu: return fmaxf(v, 0.0f);
+    case ParamAct::LeakyRelu: return v < 0.0f ? v * alpha : v;
+    case ParamAct::Clip: return fminf(fmaxf(v, alpha), beta);
+    case ParamAct::Sigmoid: return 1.0f / (1.0f + __expf(-v));
+    case ParamAct::Tanh: return tanhf(v);
+    default: return v;
+  }
+}
+
 template <Act ACT>
 __device__ __forceinline__ float activate(float v, const Epilogue& e) {
   if constexpr (ACT == Act::Relu) {
     return fmaxf(v, 0.0f);
   } else if constexpr (ACT == Act::Param) {
-    switch (e.param_act) {  // warp-uniform: every thread takes the same branch
-      case ParamAct::Relu: return fmaxf(v, 0.0f);
-      case ParamAct::LeakyRelu: return v < 0.0f ? v * e.alpha : v;
-      case ParamAct::Clip: return fminf(fmaxf(v, e.alpha), e.beta);
-      case ParamAct::Sigmoid: return 1.0f / (1.0f + __expf(-v));
-      case ParamAct::Tanh: return tanhf(v);
-      default: return v;
-    }
+    return param_activate(v, e.param_act, e.alpha, e.beta);
   } else {
     return v;
   }
 }
 
-// Pools one output (n, f, py, px) from a map held in shared memory. `map` holds the activated conv
-// outputs of rows [row0, row0+rows) and columns [col0, col0+cols) of one (n, f) plane, row pitch `pitch`;
-// the window must lie inside that region or outside the conv output (padding).
-__device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int row0, int col0, int py, int px,
-                                                const PoolGeometry& p, int OH, int OW) {
+// Pools one output (py, px) of a [OH, OW] map: `value_at(y, x)` gives the activated conv output at (y, x),
+// asked only for positions inside the map (the window's padded positions are skipped, as ONNX does).
+template <class ValueAt>
+__device__ __forceinline__ float pool_window(const PoolGeometry& p, int py, int px, int OH, int OW, ValueAt&& value_at) {
   const int y0 = py * p.sh - p.pad_top;
   const int x0 = px * p.sw - p.pad_left;
   float best = -INFINITY, sum = 0.0f;
@@ -55,7 +59,7 @@ __device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int
     for (int j = 0; j < p.kw; ++j) {
       const int x = x0 + j * p.dil_w;
       if (x < 0 || x >= OW) continue;
-      const float v = map[(y - row0) * pitch + (x - col0)];
+      const float v = value_at(y, x);
       best = fmaxf(best, v);
       sum += v;
       ++count;
@@ -69,6 +73,14 @@ __device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int
     return sum / static_cast<float>(((hy + p.dil_h - 1) / p.dil_h) * ((wx + p.dil_w - 1) / p.dil_w));
   }
   return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+}
+
+// Pools one output (n, f, py, px) from a map held in shared memory. `map` holds the activated conv
+// outputs of rows [row0, row0+rows) and columns [col0, col0+cols) of one (n, f) plane, row pitch `pitch`;
+// the window must lie inside that region or outside the conv output (padding).
+__device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int row0, int col0, int py, int px,
+                                                const PoolGeometry& p, int OH, int OW) {
+  return pool_window(p, py, px, OH, OW, [&](int y, int x) { return map[(y - row0) * pitch + (x - col0)]; });
 }
 
 // Pools a block's activated conv tile into global memory. `conv_tile` holds `filters` maps of th x tw

@@ -11,6 +11,7 @@
 #include "op_test_util.hpp"
 #include "passes/passes.hpp"
 #include "passes/pipeline.hpp"
+#include "plan/conv_chain_match.hpp"
 
 using namespace cnnrt;
 using cnnrt::testing::ModelBuilder;
@@ -527,6 +528,44 @@ TEST_CASE("a LeNet-class model becomes two fused conv blocks and fused fully con
   CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv1", "bn1", "relu1", "pool1"});
   CHECK(p.graph.nodes[1].covers == std::vector<std::string>{"conv2", "add2", "relu2", "pool2"});
   CHECK(p.graph.nodes[3].covers == std::vector<std::string>{"fc1", "fc1_bias", "relu3"});
+}
+
+TEST_CASE("the GPU planner's chain matcher finds conv, conv, views, Gemm and says why elsewhere") {
+  // The fused LeNet-class graph: FusedConv (1 channel), FusedConv, Flatten, FusedGemm, Gemm.
+  auto lenet = [](bool conv2_is_output, int64_t channels) {
+    ModelBuilder m;
+    m.input("x", {-1, channels, 12, 12}).output("y");
+    if (conv2_is_output) m.output("r2");
+    conv(m, "x", "c1", "conv1", channels, 4, true, 0);
+    m.node("Relu", {"c1"}, {"r1"}, "relu1");
+    conv(m, "r1", "c2", "conv2", 4, 6, true, 1);
+    m.node("Relu", {"c2"}, {"r2"}, "relu2");
+    auto& flat = m.node("Flatten", {"r2"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {600, 10});
+    m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc");
+    return m;
+  };
+  const Passed p = prepare(lenet(false, 1), {{2, 1, 12, 12}}, {});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "FusedConv", "Flatten", "Gemm"});
+  const auto m = plan::match_conv_chain(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->conv_a == 0);
+  CHECK(m->conv_b == 1);
+  CHECK(m->views == std::vector<int>{2});
+  CHECK(m->dense == 3);
+  CHECK_FALSE(plan::match_conv_chain(p.graph, 1).has_value());  // starts at a 4-channel conv reading a conv
+  std::string why;
+  CHECK_FALSE(plan::match_conv_chain(p.graph, 3, &why).has_value());  // not a convolution: no reason given
+  CHECK(why.empty());
+
+  const Passed three = prepare(lenet(false, 3), {{2, 3, 12, 12}}, {});
+  CHECK_FALSE(plan::match_conv_chain(three.graph, 0, &why).has_value());
+  CHECK(why == "first convolution has more than one input channel");
+
+  const Passed shared = prepare(lenet(true, 1), {{2, 1, 12, 12}}, {});
+  CHECK_FALSE(plan::match_conv_chain(shared.graph, 0, &why).has_value());
+  CHECK(why == "the second convolution's output has other readers or is a graph output");
 }
 
 namespace {

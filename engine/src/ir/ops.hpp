@@ -45,4 +45,8 @@ const OpInfo* find_op(std::string_view op_type);
 // Names of all supported ONNX ops (internal ones left out), sorted, for messages and `cnnrt --list-ops`.
 std::vector<std::string_view> supported_ops();
 
+// Ops whose output is the input's elements in the same order (ops_views.cpp): backends may alias the output
+// with the input's storage instead of running a step.
+bool is_view_op(const Node& node);
+
 }  // namespace cnnrt::ir

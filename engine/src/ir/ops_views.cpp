@@ -8,7 +8,11 @@
 //   Cast                to                bool results are stored as int64 0/1
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "core/error.hpp"
+#include "ir/ops.hpp"
 #include "ir/ops_util.hpp"
 
 namespace cnnrt::ir {
@@ -213,6 +217,12 @@ void add_view_ops(std::vector<OpInfo>& table) {
   table.push_back({"Squeeze", 1, 2, 1, 1, check_axes_input, infer_squeeze});
   table.push_back({"Unsqueeze", 1, 2, 1, 1, check_axes_input, infer_unsqueeze});
   table.push_back({"Cast", 1, 1, 1, 1, check_cast, infer_cast});
+}
+
+bool is_view_op(const Node& node) {
+  static const char* const kViews[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Cast"};
+  return std::find_if(std::begin(kViews), std::end(kViews), [&](const char* op) { return node.op == op; }) !=
+         std::end(kViews);
 }
 
 }  // namespace cnnrt::ir

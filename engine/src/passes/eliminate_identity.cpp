@@ -3,7 +3,7 @@
 //   and Reshape/Flatten/Squeeze/Unsqueeze whose output shape is the input's: readers read the input instead.
 //   A view of a view (Reshape/Flatten/Squeeze/Unsqueeze of one, when it is that view's only reader) becomes
 //   one Reshape of the first view's input: exporters' shape chains collapse to one step.
-// The GPU planner already aliases every view's output with its input (plan/gpu/planner.cpp is_view_op), so
+// The GPU planner already aliases every view's output with its input (ir::is_view_op, ir/ops.hpp), so
 // views that do change the shape stay as they are: they cost no copy there.
 // When the removed node's output is a graph output, the input's producer writes that output instead; a node
 // between a graph input (or a constant) and a graph output stays. The input's producer covers the removed

@@ -16,6 +16,7 @@
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/pool.cuh"
+#include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 #include "plan/gpu/tuner.hpp"
 
@@ -56,30 +57,6 @@ std::vector<ir::WindowAxis> spatial_windows(const ir::Attributes& attrs, const i
   return ir::resolve_window(attrs, ir::Shape(input.begin() + 2, input.end()), kernel, pooling);
 }
 
-// Everything about one convolution step that the candidates share.
-struct ConvStep {
-  kernels::ConvGeometry g;
-  kernels::Conv2dDesc direct;      // the reference kernel's view of the same layer
-  kernels::Epilogue epilogue;      // bias, activation, pooling (residual pointer set at launch)
-  bool has_residual = false;
-  bool has_activation = false;
-  kernels::UnaryOp act_op{};
-  kernels::UnaryParams act_params;
-  kernels::Pool2dDesc pool;        // the reference's separate pooling launch
-  int64_t conv_floats = 0;         // elements of the pre-pool conv output
-  int64_t out_floats = 0;
-  std::string signature;
-};
-
-kernels::ParamAct param_act(const std::string& act) {
-  if (act == "Relu") return kernels::ParamAct::Relu;
-  if (act == "LeakyRelu") return kernels::ParamAct::LeakyRelu;
-  if (act == "Clip") return kernels::ParamAct::Clip;
-  if (act == "Sigmoid") return kernels::ParamAct::Sigmoid;
-  if (act == "Tanh") return kernels::ParamAct::Tanh;
-  return kernels::ParamAct::None;
-}
-
 // The pooling attributes of a FusedConv as an ordinary pooling node's attributes.
 ir::Attributes pool_attributes(const ir::Attributes& fused) {
   ir::Attributes a;
@@ -91,91 +68,6 @@ ir::Attributes pool_attributes(const ir::Attributes& fused) {
   return a;
 }
 
-ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
-  ConvStep cs;
-  const ir::Shape& x = input_shape(lc, node, 0);
-  const ir::HostTensor* w = lc.graph.constant_of(node.input(1));
-  CNNRT_CHECK(w != nullptr, ErrorCode::Unsupported, "convolution weights computed at run time");
-  const ir::Shape& ws = w->shape();
-  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
-  const auto axes = spatial_windows(node.attrs, x, kernel, false, "convolution");
-  const auto [rows, cols] = rows_cols(axes);
-  kernels::ConvGeometry& g = cs.g;
-  g.N = to_int(x[0], "batch");
-  g.C = to_int(x[1], "channels");
-  g.F = to_int(ws[0], "filters");
-  g.groups = to_int(node.attrs.get_int("group", 1), "groups");
-  g.H = to_int(rows.input, "height");
-  g.W = to_int(cols.input, "width");
-  g.KH = to_int(rows.kernel, "kernel height");
-  g.KW = to_int(cols.kernel, "kernel width");
-  g.OH = to_int(rows.output, "output height");
-  g.OW = to_int(cols.output, "output width");
-  g.stride_h = to_int(rows.stride, "stride");
-  g.stride_w = to_int(cols.stride, "stride");
-  g.pad_top = to_int(rows.pad_begin, "pad");
-  g.pad_left = to_int(cols.pad_begin, "pad");
-  g.dil_h = to_int(rows.dilation, "dilation");
-  g.dil_w = to_int(cols.dilation, "dilation");
-  cs.direct.batch = g.N;
-  cs.direct.in_channels = g.C;
-  cs.direct.out_channels = g.F;
-  cs.direct.groups = g.groups;
-  cs.direct.rows = rows;
-  cs.direct.cols = cols;
-  cs.conv_floats = int64_t(g.N) * g.F * g.OH * g.OW;
-  cs.out_floats = ir::numel(output_shape(lc, node));
-
-  kernels::Epilogue& e = cs.epilogue;
-  e.bias = node.has_input(2) ? lc.weight(node.input(2)) : nullptr;
-  cs.has_residual = node.op == "FusedConv" && node.has_input(3);
-  const std::string act = node.attrs.get_string("activation", "");
-  e.param_act = param_act(act);
-  e.alpha = node.attrs.get_float("alpha", 0.0f);
-  e.beta = node.attrs.get_float("beta", 0.0f);
-  cs.has_activation = node.op == "FusedConv" && fused_activation(node, &cs.act_op, &cs.act_params, "alpha", "beta");
-
-  const std::string pool = node.op == "FusedConv" ? node.attrs.get_string("pool", "") : "";
-  if (!pool.empty()) {
-    const ir::Attributes pa = pool_attributes(node.attrs);
-    const ir::Shape conv_shape = x.size() == 4 ? ir::Shape{x[0], ws[0], rows.output, cols.output}
-                                               : ir::Shape{x[0], ws[0], cols.output};
-    const auto paxes = spatial_windows(pa, conv_shape, {}, true, "pooling");
-    const auto [prows, pcols] = rows_cols(paxes);
-    kernels::PoolGeometry& p = e.pool;
-    p.kind = pool == "MaxPool" ? kernels::FusedPool::Max : kernels::FusedPool::Avg;
-    p.kh = to_int(prows.kernel, "pool kernel");
-    p.kw = to_int(pcols.kernel, "pool kernel");
-    p.sh = to_int(prows.stride, "pool stride");
-    p.sw = to_int(pcols.stride, "pool stride");
-    p.pad_top = to_int(prows.pad_begin, "pool pad");
-    p.pad_left = to_int(pcols.pad_begin, "pool pad");
-    p.pad_bottom = to_int(prows.pad_end, "pool pad");
-    p.pad_right = to_int(pcols.pad_end, "pool pad");
-    p.dil_h = to_int(prows.dilation, "pool dilation");
-    p.dil_w = to_int(pcols.dilation, "pool dilation");
-    p.PH = to_int(prows.output, "pooled height");
-    p.PW = to_int(pcols.output, "pooled width");
-    p.count_include_pad = node.attrs.get_int("pool_count_include_pad", 0) != 0;
-    CNNRT_CHECK(cs.out_floats == int64_t(g.N) * g.F * p.PH * p.PW, ErrorCode::Internal,
-                "fused pooling output {} does not match the pooled geometry {}x{}", ir::shape_str(output_shape(lc, node)),
-                p.PH, p.PW);
-    cs.pool.planes = int64_t(g.N) * g.F;
-    cs.pool.rows = prows;
-    cs.pool.cols = pcols;
-    cs.pool.count_include_pad = p.count_include_pad;
-  }
-  cs.signature = fmt::format("conv x={} w={} s={}x{} p={},{},{},{} d={}x{} g={} bias={} act={} a={} b={} res={} pool={}",
-                             ir::shape_str(x), ir::shape_str(ws), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
-                             rows.pad_end, cols.pad_end, g.dil_h, g.dil_w, g.groups, e.bias != nullptr, act, e.alpha,
-                             e.beta, cs.has_residual, pool);
-  if (!pool.empty()) {
-    const auto& p = e.pool;
-    cs.signature += fmt::format(" {}x{}/{}x{} p={},{},{},{} d={}x{} out={}x{} cip={}", p.kh, p.kw, p.sh, p.sw, p.pad_top,
-                                p.pad_left, p.pad_bottom, p.pad_right, p.dil_h, p.dil_w, p.PH, p.PW, p.count_include_pad);
-  }
-  return cs;
-}
 
 // The reference: the plain direct kernel, then residual, activation and pooling as separate launches
 // (pooling through a workspace holding the full-resolution conv output).
@@ -341,6 +233,101 @@ void lower_global_pool(const ir::Node& node, LowerContext& lc) {
 }
 
 }  // namespace
+
+kernels::ParamAct param_act(const std::string& act) {
+  if (act == "Relu") return kernels::ParamAct::Relu;
+  if (act == "LeakyRelu") return kernels::ParamAct::LeakyRelu;
+  if (act == "Clip") return kernels::ParamAct::Clip;
+  if (act == "Sigmoid") return kernels::ParamAct::Sigmoid;
+  if (act == "Tanh") return kernels::ParamAct::Tanh;
+  return kernels::ParamAct::None;
+}
+
+ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
+  ConvStep cs;
+  const ir::Shape& x = input_shape(lc, node, 0);
+  const ir::HostTensor* w = lc.graph.constant_of(node.input(1));
+  CNNRT_CHECK(w != nullptr, ErrorCode::Unsupported, "convolution weights computed at run time");
+  const ir::Shape& ws = w->shape();
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  const auto axes = spatial_windows(node.attrs, x, kernel, false, "convolution");
+  const auto [rows, cols] = rows_cols(axes);
+  kernels::ConvGeometry& g = cs.g;
+  g.N = to_int(x[0], "batch");
+  g.C = to_int(x[1], "channels");
+  g.F = to_int(ws[0], "filters");
+  g.groups = to_int(node.attrs.get_int("group", 1), "groups");
+  g.H = to_int(rows.input, "height");
+  g.W = to_int(cols.input, "width");
+  g.KH = to_int(rows.kernel, "kernel height");
+  g.KW = to_int(cols.kernel, "kernel width");
+  g.OH = to_int(rows.output, "output height");
+  g.OW = to_int(cols.output, "output width");
+  g.stride_h = to_int(rows.stride, "stride");
+  g.stride_w = to_int(cols.stride, "stride");
+  g.pad_top = to_int(rows.pad_begin, "pad");
+  g.pad_left = to_int(cols.pad_begin, "pad");
+  g.dil_h = to_int(rows.dilation, "dilation");
+  g.dil_w = to_int(cols.dilation, "dilation");
+  cs.direct.batch = g.N;
+  cs.direct.in_channels = g.C;
+  cs.direct.out_channels = g.F;
+  cs.direct.groups = g.groups;
+  cs.direct.rows = rows;
+  cs.direct.cols = cols;
+  cs.conv_floats = int64_t(g.N) * g.F * g.OH * g.OW;
+  cs.out_floats = ir::numel(output_shape(lc, node));
+
+  kernels::Epilogue& e = cs.epilogue;
+  e.bias = node.has_input(2) ? lc.weight(node.input(2)) : nullptr;
+  cs.has_residual = node.op == "FusedConv" && node.has_input(3);
+  const std::string act = node.attrs.get_string("activation", "");
+  e.param_act = param_act(act);
+  e.alpha = node.attrs.get_float("alpha", 0.0f);
+  e.beta = node.attrs.get_float("beta", 0.0f);
+  cs.has_activation = node.op == "FusedConv" && fused_activation(node, &cs.act_op, &cs.act_params, "alpha", "beta");
+
+  const std::string pool = node.op == "FusedConv" ? node.attrs.get_string("pool", "") : "";
+  if (!pool.empty()) {
+    const ir::Attributes pa = pool_attributes(node.attrs);
+    const ir::Shape conv_shape = x.size() == 4 ? ir::Shape{x[0], ws[0], rows.output, cols.output}
+                                               : ir::Shape{x[0], ws[0], cols.output};
+    const auto paxes = spatial_windows(pa, conv_shape, {}, true, "pooling");
+    const auto [prows, pcols] = rows_cols(paxes);
+    kernels::PoolGeometry& p = e.pool;
+    p.kind = pool == "MaxPool" ? kernels::FusedPool::Max : kernels::FusedPool::Avg;
+    p.kh = to_int(prows.kernel, "pool kernel");
+    p.kw = to_int(pcols.kernel, "pool kernel");
+    p.sh = to_int(prows.stride, "pool stride");
+    p.sw = to_int(pcols.stride, "pool stride");
+    p.pad_top = to_int(prows.pad_begin, "pool pad");
+    p.pad_left = to_int(pcols.pad_begin, "pool pad");
+    p.pad_bottom = to_int(prows.pad_end, "pool pad");
+    p.pad_right = to_int(pcols.pad_end, "pool pad");
+    p.dil_h = to_int(prows.dilation, "pool dilation");
+    p.dil_w = to_int(pcols.dilation, "pool dilation");
+    p.PH = to_int(prows.output, "pooled height");
+    p.PW = to_int(pcols.output, "pooled width");
+    p.count_include_pad = node.attrs.get_int("pool_count_include_pad", 0) != 0;
+    CNNRT_CHECK(cs.out_floats == int64_t(g.N) * g.F * p.PH * p.PW, ErrorCode::Internal,
+                "fused pooling output {} does not match the pooled geometry {}x{}", ir::shape_str(output_shape(lc, node)),
+                p.PH, p.PW);
+    cs.pool.planes = int64_t(g.N) * g.F;
+    cs.pool.rows = prows;
+    cs.pool.cols = pcols;
+    cs.pool.count_include_pad = p.count_include_pad;
+  }
+  cs.signature = fmt::format("conv x={} w={} s={}x{} p={},{},{},{} d={}x{} g={} bias={} act={} a={} b={} res={} pool={}",
+                             ir::shape_str(x), ir::shape_str(ws), g.stride_h, g.stride_w, g.pad_top, g.pad_left,
+                             rows.pad_end, cols.pad_end, g.dil_h, g.dil_w, g.groups, e.bias != nullptr, act, e.alpha,
+                             e.beta, cs.has_residual, pool);
+  if (!pool.empty()) {
+    const auto& p = e.pool;
+    cs.signature += fmt::format(" {}x{}/{}x{} p={},{},{},{} d={}x{} out={}x{} cip={}", p.kh, p.kw, p.sh, p.sw, p.pad_top,
+                                p.pad_left, p.pad_bottom, p.pad_right, p.dil_h, p.dil_w, p.PH, p.PW, p.count_include_pad);
+  }
+  return cs;
+}
 
 std::vector<LoweringEntry> window_lowerings() {
   return {{"Conv", lower_conv},

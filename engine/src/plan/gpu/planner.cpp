@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <climits>
 #include <numeric>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "ir/ops.hpp"
+#include "plan/conv_chain_match.hpp"
+#include "plan/gpu/lower_chain.hpp"
 #include "plan/memory_plan.hpp"
 
 namespace cnnrt::plan {
@@ -31,12 +35,6 @@ LaunchFn device_copy(int64_t bytes) {
 }
 
 }  // namespace
-
-bool is_view_op(const ir::Node& node) {
-  static const char* const kViews[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Cast"};
-  return std::find_if(std::begin(kViews), std::end(kViews), [&](const char* op) { return node.op == op; }) !=
-         std::end(kViews);
-}
 
 int LowerContext::slot(int value) {
   CNNRT_CHECK(value >= 0, ErrorCode::Internal, "lowering asked for an omitted input");
@@ -90,6 +88,17 @@ Step& LowerContext::add_step(const ir::Node& node, std::string kernel, std::stri
   return plan_.steps.back();
 }
 
+std::vector<Step> LowerContext::take_steps(size_t first) {
+  std::vector<Step> taken(std::make_move_iterator(plan_.steps.begin() + static_cast<std::ptrdiff_t>(first)),
+                          std::make_move_iterator(plan_.steps.end()));
+  plan_.steps.resize(first);
+  return taken;
+}
+
+void LowerContext::restore_steps(std::vector<Step> steps) {
+  for (Step& step : steps) plan_.steps.push_back(std::move(step));
+}
+
 std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context) {
   const ir::Graph& g = prepared.graph;
   auto plan = std::make_shared<GpuPlan>();
@@ -99,7 +108,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   UnionFind groups(n_values);
   std::vector<std::string> views;
   for (const ir::Node& node : g.nodes) {
-    if (is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant()) {
+    if (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant()) {
       groups.unite(node.outputs[0], node.input(0));
       views.push_back(ir::node_short_name(node));
     }
@@ -153,14 +162,34 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   }
 
-  // 3. Lower every node that is not a view.
-  for (const ir::Node& node : g.nodes) {
-    if (is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant()) continue;
+  // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm) is lowered node by
+  // node and then offered to the one-launch chain kernel, which replaces those steps if it measures faster.
+  auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
                 ir::node_label(node), node.op);
     try {
       fn(node, lower);
+    } catch (const Error& e) {
+      rethrow_with_prefix(e, ir::node_label(node));
+    }
+  };
+  std::vector<bool> lowered(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& node = g.nodes[i];
+    if (lowered[i] || (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) continue;
+    const std::optional<ConvChainMatch> chain = match_conv_chain(g, static_cast<int>(i));
+    if (!chain) {
+      lower_node(node);
+      continue;
+    }
+    const size_t first_step = lower.step_count();
+    for (int n : {chain->conv_a, chain->conv_b, chain->dense}) {
+      lower_node(g.nodes[static_cast<size_t>(n)]);
+      lowered[static_cast<size_t>(n)] = true;
+    }
+    try {
+      offer_conv_chain(*chain, first_step, lower);
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
     }

@@ -26,9 +26,6 @@ struct PlanContext {
 
 std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context);
 
-// Ops that become views: the output shares the input's storage; no step runs.
-bool is_view_op(const ir::Node& node);
-
 // What lowering functions get: slots for the node's values, weights, and a way to add steps.
 class LowerContext {
  public:
@@ -44,6 +41,13 @@ class LowerContext {
   // Appends a step covering `node`.
   Step& add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
                  std::vector<int> outputs, LaunchFn launch);
+  // The steps so far; the ones from `first` on, taken out of the plan (to be replaced, or put back with
+  // restore_steps); a slot's description; a line for the plan's notes.
+  size_t step_count() const { return plan_.steps.size(); }
+  std::vector<Step> take_steps(size_t first);
+  void restore_steps(std::vector<Step> steps);
+  const Slot& slot_info(int slot) const { return plan_.slots.at(static_cast<size_t>(slot)); }
+  void note(std::string text) { plan_.notes.push_back(std::move(text)); }
 
   const ir::Graph& graph;
   PlanContext& context;

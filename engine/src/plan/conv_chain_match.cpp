@@ -1,0 +1,96 @@
+#include "plan/conv_chain_match.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/fused.hpp"
+#include "ir/ops.hpp"
+
+namespace cnnrt::plan {
+
+namespace {
+
+bool is_conv(const ir::Node& n) { return n.op == "Conv" || n.op == ir::fused::kFusedConv; }
+
+// The only node reading `value`, or -1 when none, several, or the value is also a graph output.
+int sole_reader(const ir::Graph& g, int value) {
+  if (std::find(g.outputs.begin(), g.outputs.end(), value) != g.outputs.end()) return -1;
+  int reader = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int in : g.nodes[i].inputs) {
+      if (in != value) continue;
+      if (reader >= 0 && reader != static_cast<int>(i)) return -1;
+      reader = static_cast<int>(i);
+    }
+  }
+  return reader;
+}
+
+bool all_ones(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+}
+
+// A 2-D convolution with constant weights, stride 1, dilation 1, one group and no residual operand.
+std::string conv_problem(const ir::Graph& g, const ir::Node& n) {
+  if (!is_conv(n)) return fmt::format("{} is not a convolution", ir::node_short_name(n));
+  const ir::HostTensor* w = g.constant_of(n.input(1));
+  if (!w || w->shape().size() != 4) return "weights are not a constant 4-D tensor";
+  if (!n.has_input(0) || !g.values[n.input(0)].shape || g.shape_of(n.input(0)).size() != 4) return "input is not 4-D";
+  if (n.attrs.get_int("group", 1) != 1) return "grouped convolution";
+  if (!all_ones(n.attrs.get_ints("strides", {1, 1})) || !all_ones(n.attrs.get_ints("dilations", {1, 1}))) {
+    return "stride or dilation other than 1";
+  }
+  if (n.op == ir::fused::kFusedConv && n.has_input(ir::fused::kResidualInput)) return "residual add";
+  if (n.outputs.empty() || n.outputs[0] < 0) return "no output";
+  return "";
+}
+
+}  // namespace
+
+std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, std::string* why) {
+  auto no = [why](std::string reason) -> std::optional<ConvChainMatch> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  const ir::Node& a = g.nodes.at(static_cast<size_t>(first));
+  if (!is_conv(a)) return std::nullopt;
+  if (std::string p = conv_problem(g, a); !p.empty()) return no("first convolution: " + p);
+  if (g.shape_of(a.input(0))[1] != 1) return no("first convolution has more than one input channel");
+  ConvChainMatch m;
+  m.conv_a = first;
+  m.conv_b = sole_reader(g, a.outputs[0]);
+  if (m.conv_b < 0) return no("the first convolution's output has other readers");
+  const ir::Node& b = g.nodes[static_cast<size_t>(m.conv_b)];
+  if (std::string p = conv_problem(g, b); !p.empty()) return no("second node: " + p);
+  if (b.input(0) != a.outputs[0]) return no("the second convolution reads the first's output as weights");
+  int value = b.outputs[0];
+  int next = sole_reader(g, value);
+  while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
+    m.views.push_back(next);
+    value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
+    next = sole_reader(g, value);
+  }
+  if (next < 0) return no("the second convolution's output has other readers or is a graph output");
+  const ir::Node& d = g.nodes[static_cast<size_t>(next)];
+  if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return no(fmt::format("{} follows the convolutions, not Gemm", d.op));
+  if (d.input(0) != value || d.attrs.get_int("transA", 0) != 0) return no("Gemm does not read the features as A");
+  const ir::HostTensor* w = g.constant_of(d.input(1));
+  if (!w || w->shape().size() != 2) return no("Gemm's B is not a constant matrix");
+  const ir::Shape& features = g.shape_of(value);
+  const ir::Shape& conv_out = g.shape_of(b.outputs[0]);
+  if (features.size() != 2 || features[0] != conv_out[0] || features[1] * conv_out[0] != ir::numel(conv_out)) {
+    return no("the Gemm's input is not the flattened convolution output");
+  }
+  const int64_t n = w->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+  if (d.has_input(2)) {
+    const ir::HostTensor* c = g.constant_of(d.input(2));
+    if (!c || (c->numel() != 1 && c->numel() != n) || (c->shape().size() == 2 && c->shape()[0] != 1)) {
+      return no("Gemm's C is not a constant per-output bias");
+    }
+  }
+  m.dense = next;
+  return m;
+}
+
+}  // namespace cnnrt::plan

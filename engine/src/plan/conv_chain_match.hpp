@@ -1,0 +1,26 @@
+// Finds LeNet-class chains that the GPU planner may run as one kernel (kernels/conv_chain.cuh):
+//   Conv|FusedConv (one input channel) -> Conv|FusedConv -> views (Flatten, Reshape, ...) -> Gemm|FusedGemm
+// where each intermediate feeds only the next node and is not a graph output. IR only: the planner then
+// checks the kernel's own limits and measures the chain against its steps.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace cnnrt::plan {
+
+struct ConvChainMatch {
+  int conv_a = -1;          // node indices into Graph::nodes
+  int conv_b = -1;
+  std::vector<int> views;   // between conv_b and dense, in order
+  int dense = -1;
+};
+
+// The chain starting at node `first`, or nullopt; `why` (if given) says why `first` does not start one
+// (only set when `first` is a convolution).
+std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& graph, int first, std::string* why = nullptr);
+
+}  // namespace cnnrt::plan

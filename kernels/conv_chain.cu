@@ -1,0 +1,294 @@
+// The LeNet-class chain kernel (see conv_chain.cuh for the plan of one launch).
+#include <cooperative_groups.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/conv_chain.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
+
+namespace cnnrt::kernels {
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+// Cluster sizes tried, portable ones first (16 is H100's largest, non-portable, cluster).
+constexpr int kChainRanks[] = {8, 16, 4, 2, 1};
+constexpr int kMaxChainSmemBytes = 160 * 1024;  // what a variant may stage (opted in once per kernel)
+
+// `p` (this block's shared memory) as seen in rank `q`'s shared memory.
+__device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
+  return ranks == 1 ? p : cg::this_cluster().map_shared_rank(p, q);
+}
+
+__device__ __forceinline__ void cluster_barrier(int ranks) {
+  if (ranks > 1) {
+    cg::this_cluster().sync();
+  } else {
+    __syncthreads();
+  }
+}
+
+template <int KA, int KB>
+__global__ void __launch_bounds__(kChainThreads)
+    conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
+                      const __grid_constant__ ChainLayout L) {
+  extern __shared__ float smem[];
+  constexpr int T = kChainThreads, SEG = kChainSeg;
+  const ChainConv& A = d.a;
+  const ChainConv& B = d.b;
+  const int tid = threadIdx.x;
+  const int image = blockIdx.x;
+  const int rank = blockIdx.z;  // the cluster spans z: blockIdx.z is the block's rank in it
+  const int R = L.ranks;
+  float* img = smem + L.img;
+  float* wa = smem + L.wa;
+  float* ba = smem + L.ba;
+  float* src = smem + L.src;
+  float* wb = smem + L.wb;
+  float* bb = smem + L.bb;
+  float* part = smem + L.part;
+  float* feat = smem + L.feat;
+  float* wfc = smem + L.wfc;
+  float* bfc = smem + L.bfc;
+  float* fc_part = smem + L.fc_part;
+  const int P = B.PH() * B.PW();  // pooled outputs per B filter
+  const int slice = L.fb * P;     // this rank's features: [rank * slice, (rank + 1) * slice) of the flattened B output
+
+  // 0. Weights. No kernel writes them, so they may stream in while the prior grid still runs.
+  for (int i = tid; i < A.F * KA * KA; i += T) cp_async_4(wa + i, A.weights + i, true);
+  for (int i = tid; i < A.F; i += T) cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr);
+  const int wb_count = L.fb * B.C * KB * KB;
+  for (int i = tid; i < wb_count; i += T) cp_async_4(wb + i, B.weights + rank * wb_count + i, true);
+  for (int i = tid; i < L.fb; i += T) {
+    cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr);
+  }
+  const int features = B.F * P;
+  for (int i = tid; i < d.fc.N * slice; i += T) {
+    const int n = i / slice, j = i % slice;
+    cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
+  }
+  for (int i = tid; i < d.fc.N; i += T) cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr);
+  cp_async_commit();
+  // B's input: zero the halo here; step 1 writes every other position, from whichever rank computes it.
+  const int PHa = A.PH(), PWa = A.PW();
+  for (int i = tid; i < B.C * L.src_h * L.src_w; i += T) {
+    const int yy = (i / L.src_w) % L.src_h - B.pad_top, xx = i % L.src_w - B.pad_left;
+    if (yy < 0 || yy >= PHa || xx < 0 || xx >= PWa) src[i] = 0.0f;
+  }
+  if (R > 1) cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
+
+  // The image, zero-padded (it may be the prior grid's output).
+  wait_for_prior_grid();
+  const float* xi = x + static_cast<int64_t>(image) * A.H * A.W;
+  for (int i = tid; i < L.img_h * L.img_w; i += T) {
+    const int yy = i / L.img_w - A.pad_top, xx = i % L.img_w - A.pad_left;
+    const bool inside = yy >= 0 && yy < A.H && xx >= 0 && xx < A.W;
+    cp_async_4(img + i, inside ? xi + yy * A.W + xx : xi, inside);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  if (R > 1) cg::this_cluster().barrier_wait();
+
+  // 1. A's pooled outputs, split evenly across the ranks, each stored into every rank's copy of B's input.
+  const int a_items = A.F * PHa * PWa;
+  const int a_per_rank = (a_items + R - 1) / R;
+  const int a_end = min(a_items, (rank + 1) * a_per_rank);
+  for (int item = rank * a_per_rank + tid; item < a_end; item += T) {
+    const int c = item / (PHa * PWa), py = (item / PWa) % PHa, px = item % PWa;
+    const float* w = wa + c * KA * KA;
+    const float bias = ba[c];
+    auto conv_at = [&](int oy, int ox) {
+      float acc = bias;
+#pragma unroll
+      for (int i = 0; i < KA; ++i) {
+#pragma unroll
+        for (int j = 0; j < KA; ++j) acc = fmaf(img[(oy + i) * L.img_w + ox + j], w[i * KA + j], acc);
+      }
+      return param_activate(acc, A.act, A.alpha, A.beta);
+    };
+    const float v = A.pool.kind == FusedPool::None ? conv_at(py, px) : pool_window(A.pool, py, px, A.OH, A.OW, conv_at);
+    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
+    for (int q = 0; q < R; ++q) in_rank(src, q, R)[at] = v;
+  }
+  cluster_barrier(R);  // B's input complete in every rank
+
+  // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
+  for (int item = tid; item < L.fb * L.groups * B.OH * L.segs; item += T) {
+    const int s = item % L.segs;
+    const int oy = (item / L.segs) % B.OH;
+    const int g = (item / (L.segs * B.OH)) % L.groups;
+    const int f = item / (L.segs * B.OH * L.groups);
+    float acc[SEG] = {};
+    const int c_end = min(B.C, (g + 1) * L.group_channels);
+    for (int c = g * L.group_channels; c < c_end; ++c) {
+      const float* in = src + (c * L.src_h + oy) * L.src_w + s * SEG;
+      const float* w = wb + (f * B.C + c) * KB * KB;
+#pragma unroll
+      for (int i = 0; i < KB; ++i) {
+        float row[SEG + KB - 1];
+#pragma unroll
+        for (int k = 0; k < SEG + KB - 1; ++k) row[k] = in[i * L.src_w + k];
+#pragma unroll
+        for (int j = 0; j < KB; ++j) {
+          const float wv = w[i * KB + j];
+#pragma unroll
+          for (int k = 0; k < SEG; ++k) acc[k] = fmaf(row[k + j], wv, acc[k]);
+        }
+      }
+    }
+    float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
+#pragma unroll
+    for (int k = 0; k < SEG; ++k) {
+      if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
+    }
+  }
+  __syncthreads();
+  // Group sums in order, bias, activation, in place over group 0's partials (each position has one thread).
+  const int plane = B.OH * B.OW;
+  for (int i = tid; i < L.fb * plane; i += T) {
+    const int f = i / plane, r = i % plane;
+    float v = bb[f];
+    for (int g = 0; g < L.groups; ++g) v += part[(f * L.groups + g) * plane + r];
+    part[f * L.groups * plane + r] = param_activate(v, B.act, B.alpha, B.beta);
+  }
+  __syncthreads();
+  for (int i = tid; i < slice; i += T) {
+    const int f = i / P, py = (i % P) / B.PW(), px = i % B.PW();
+    const float* map = part + f * L.groups * plane;
+    feat[i] = B.pool.kind == FusedPool::None
+                  ? map[py * B.OW + px]
+                  : pool_window(B.pool, py, px, B.OH, B.OW, [&](int yy, int xx) { return map[yy * B.OW + xx]; });
+  }
+  __syncthreads();
+
+  // 3. This rank's share of every dot product, into rank 0's shared memory.
+  const int warp = tid / 32, lane = tid % 32;
+  float* fc_part0 = in_rank(fc_part, 0, R);
+  for (int n = warp; n < d.fc.N; n += T / 32) {
+    float s = 0.0f;
+    for (int j = lane; j < slice; j += 32) s = fmaf(wfc[n * slice + j], feat[j], s);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) fc_part0[rank * d.fc.N + n] = s;
+  }
+  cluster_barrier(R);  // every partial in rank 0; after this no block touches another's shared memory
+  if (rank == 0) {
+    for (int n = tid; n < d.fc.N; n += T) {
+      float v = bfc[n];
+      for (int q = 0; q < R; ++q) v += fc_part[q * d.fc.N + n];
+      y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v, d.fc.act, d.fc.alpha, d.fc.beta);
+    }
+  }
+}
+
+int round4(int floats) { return (floats + 3) / 4 * 4; }
+
+ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
+  const ChainConv& A = d.a;
+  const ChainConv& B = d.b;
+  ChainLayout L;
+  L.ranks = ranks;
+  L.fb = B.F / ranks;
+  L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
+  L.img_h = A.OH + A.K - 1;
+  L.img_w = A.OW + A.K - 1;
+  L.src_h = B.OH + B.K - 1;
+  L.src_w = L.segs * kChainSeg + B.K - 1;
+  L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
+  // As many channel groups as keep one item per thread; at least one.
+  const int per_group = L.fb * B.OH * L.segs;
+  const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);
+  L.group_channels = (B.C + groups - 1) / groups;
+  L.groups = (B.C + L.group_channels - 1) / L.group_channels;
+  int at = 0;
+  auto take = [&at](int floats) {
+    const int offset = at;
+    at += round4(floats);
+    return offset;
+  };
+  L.img = take(L.img_h * L.img_w);
+  L.wa = take(A.F * A.K * A.K);
+  L.ba = take(A.F);
+  L.src = take(B.C * L.src_h * L.src_w);
+  L.wb = take(L.fb * B.C * B.K * B.K);
+  L.bb = take(L.fb);
+  L.part = take(L.fb * L.groups * B.OH * B.OW);
+  L.feat = take(L.fb * B.PH() * B.PW());
+  L.wfc = take(d.fc.N * L.fb * B.PH() * B.PW());
+  L.bfc = take(d.fc.N);
+  L.fc_part = take(ranks * d.fc.N);
+  L.floats = at;
+  return L;
+}
+
+using ChainKernel = void (*)(const float*, float*, ConvChainDesc, ChainLayout);
+
+ChainKernel chain_kernel(int ka, int kb) {
+  if (ka == 3 && kb == 3) return conv_chain_kernel<3, 3>;
+  if (ka == 5 && kb == 5) return conv_chain_kernel<5, 5>;
+  return nullptr;
+}
+
+bool fits(const ChainLayout& L, int smem_optin_bytes) {
+  return int64_t(L.floats) * 4 <= std::min(smem_optin_bytes, kMaxChainSmemBytes);
+}
+
+// Stride 1: OH = pad_top + H + pad_bottom - K + 1, so the end pads are OH + K - 1 - H - pad_top (>= 0).
+bool conv_ok(const ChainConv& c) {
+  return c.K >= 1 && c.OH >= 1 && c.OW >= 1 && c.pad_top >= 0 && c.pad_left >= 0 && c.OH + c.K - 1 >= c.H + c.pad_top &&
+         c.OW + c.K - 1 >= c.W + c.pad_left && c.PH() >= 1 && c.PW() >= 1;
+}
+
+}  // namespace
+
+bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::string* why) {
+  auto no = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  const ChainConv& A = d.a;
+  const ChainConv& B = d.b;
+  if (!chain_kernel(A.K, B.K)) return no(fmt::format("kernel sizes {} and {} (built: 3 and 3, 5 and 5)", A.K, B.K));
+  if (A.C != 1) return no(fmt::format("the first convolution has {} input channels (1 supported)", A.C));
+  if (B.C != A.F || B.H != A.PH() || B.W != A.PW()) return no("the second convolution does not read the first's output");
+  if (!conv_ok(A) || !conv_ok(B)) return no("a convolution's geometry is not stride 1 with non-negative padding");
+  if (d.fc.N < 1 || d.batch < 1 || A.F < 1 || B.F < 1) return no("empty tensor");
+  for (int ranks : kChainRanks) {
+    if (d.b.F % ranks == 0 && fits(make_layout(d, ranks), smem_optin_bytes)) return true;
+  }
+  return no("the staged tensors do not fit in shared memory at any cluster size");
+}
+
+std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes) {
+  std::vector<ConvChainVariant> out;
+  if (!conv_chain_supports(d, smem_optin_bytes)) return out;
+  for (int ranks : kChainRanks) {
+    if (d.b.F % ranks != 0) continue;
+    const ChainLayout L = make_layout(d, ranks);
+    if (!fits(L, smem_optin_bytes)) continue;
+    out.push_back({fmt::format("chain_k{}k{}_r{}", d.a.K, d.b.K, ranks), L});
+  }
+  return out;
+}
+
+void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
+                       cudaStream_t stream) {
+  const ChainKernel kernel = chain_kernel(d.a.K, d.b.K);
+  if (d.a.K == 3) {
+    allow_dynamic_smem<conv_chain_kernel<3, 3>>(kMaxChainSmemBytes);
+    allow_large_clusters<conv_chain_kernel<3, 3>>();
+  } else {
+    allow_dynamic_smem<conv_chain_kernel<5, 5>>(kMaxChainSmemBytes);
+    allow_large_clusters<conv_chain_kernel<5, 5>>();
+  }
+  const ChainLayout& L = v.layout;
+  launch_overlapped(kernel, dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(L.ranks)), dim3(kChainThreads),
+                    static_cast<size_t>(L.floats) * sizeof(float), stream, static_cast<unsigned>(L.ranks), x, y, d, L);
+}
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,96 @@
+// A LeNet-class network in one launch: convolution A (one input channel) + bias + activation + pooling,
+// convolution B + bias + activation + pooling, flatten, fully connected layer (+ bias, activation).
+//
+// Why: at batch 1 each of those three steps is latency-bound (a launch, a global round trip, a few hundred
+// FMAs per thread); as separate steps LeNet took 16.3 us on the H100 (docs/perf-notes.md, v5). Here every
+// intermediate stays in shared memory and the chain pays one launch and one input round trip.
+//
+// One thread block cluster per image, `ranks` blocks of kChainThreads threads:
+//   0. every block stages the weights it needs with cp.async before waiting for the prior grid (they are
+//      constants: no kernel writes them), then the zero-padded image;
+//   1. rank r computes its share of A's pooled outputs (all channels, split across the ranks) and stores
+//      each value into every rank's copy of B's zero-padded input (distributed shared memory); cluster
+//      barrier;
+//   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
+//      of B's input, each thread SEG outputs of one row in registers, then the group sum in a fixed
+//      order, bias and activation, then pooling, all in shared memory;
+//   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
+//      of the fully connected weights, one warp per output, and stores the partial dot products into rank
+//      0's shared memory; cluster barrier; rank 0 sums the ranks' partials in rank order (deterministic),
+//      adds the bias, activates and writes the image's outputs.
+// Limits (conv_chain_supports): stride 1, dilation 1, one group, square kernels of 3 or 5 (A and B the
+// same size: the instantiations built), A has one input channel, B.F divisible by the ranks, and the
+// staged tensors fit in shared memory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels {
+
+constexpr int kChainThreads = 256;  // threads per block
+constexpr int kChainSeg = 4;        // B outputs per thread along a row (register blocking)
+
+// One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
+struct ChainConv {
+  int C = 1, H = 1, W = 1;
+  int F = 1, K = 1;                 // filters; square kernel, stride 1, dilation 1, one group
+  int OH = 1, OW = 1;               // conv output
+  int pad_top = 0, pad_left = 0;    // begin pads (end pads follow from OH/OW)
+  const float* weights = nullptr;   // device, [F][C][K][K]
+  const float* bias = nullptr;      // device, [F], or null
+  ParamAct act = ParamAct::None;
+  float alpha = 0.0f, beta = 0.0f;  // LeakyRelu slope; Clip min and max
+  PoolGeometry pool;                // kind None: no pooling, PH = OH and PW = OW
+
+  __host__ __device__ int PH() const { return pool.kind == FusedPool::None ? OH : pool.PH; }
+  __host__ __device__ int PW() const { return pool.kind == FusedPool::None ? OW : pool.PW; }
+};
+
+// The fully connected layer over B's flattened pooled output: out[n] = act(sum_k w[n][k] * f[k] + bias[n]).
+struct ChainDense {
+  int N = 1;                        // outputs per image
+  const float* weights = nullptr;   // device, [N][B.F * B.PH * B.PW] (Gemm's alpha folded in)
+  const float* bias = nullptr;      // device, [N] (Gemm's beta * C), or null
+  ParamAct act = ParamAct::None;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+struct ConvChainDesc {
+  int batch = 1;
+  ChainConv a, b;
+  ChainDense fc;
+};
+
+// Where each staged tensor lives in a block's dynamic shared memory (float offsets), and how the work of
+// one image is split; computed on the host for one (desc, ranks).
+struct ChainLayout {
+  int ranks = 1;          // blocks per image (the cluster)
+  int fb = 1;             // B's filters per rank
+  int groups = 1;         // channel groups of B's input (partial sums per group, then summed in order)
+  int group_channels = 1; // channels per group (the last group may have fewer)
+  int segs = 1;           // kChainSeg-wide segments per row of B's output
+  int img_h = 1, img_w = 1;  // A's zero-padded input window
+  int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
+  int img = 0, wa = 0, ba = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
+  int floats = 0;         // total
+};
+
+struct ConvChainVariant {
+  std::string name;       // e.g. "chain_k5k5_r16"
+  ChainLayout layout;
+};
+
+// Whether the chain kernel runs `d`; `why` (if given) says what does not fit.
+bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::string* why = nullptr);
+
+// Cluster sizes worth trying for `d`, in heuristic order (portable sizes first).
+std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes);
+
+// x: [batch, 1, A.H, A.W]; y: [batch, fc.N].
+void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
+                       cudaStream_t stream);
+
+}  // namespace cnnrt::kernels

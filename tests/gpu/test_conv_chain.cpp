@@ -1,0 +1,204 @@
+// The one-launch chain kernel (kernels/conv_chain.cuh) against the CPU reference: conv + epilogue, conv +
+// epilogue, then the fully connected layer, each step the CPU backend's own kernels. Random inputs and
+// weights (never zeros), poisoned outputs, odd sizes (1, 7, 31, 33, 1000), paddings, every activation kind,
+// max and average pooling, every cluster size the variant list offers; and, through the public API, the
+// planner's choice of the chain for the shipped LeNet against the CPU backend.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+#include "conv_test_util.hpp"
+#include "gpu_test_util.hpp"
+#include "kernel_test_util.hpp"
+#include "kernels/conv_chain.cuh"
+
+using namespace cnnrt;
+using namespace cnnrt::testing;
+
+namespace {
+
+struct ChainCase {
+  Layer a, b;        // a.N is the batch; b's input size follows from a's output
+  int n = 10;        // dense outputs
+  bool trans_b = true;
+  float alpha = 1.0f, beta = 1.0f;
+  int c_kind = 1;    // 0: no C, 1: C of shape [N], 2: scalar C
+  kernels::ParamAct dense_act = kernels::ParamAct::None;
+};
+
+kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const DeviceBuffer& bias) {
+  kernels::ChainConv c;
+  const kernels::ConvGeometry& g = r.g;
+  c.C = g.C; c.H = g.H; c.W = g.W; c.F = g.F; c.K = g.KH; c.OH = g.OH; c.OW = g.OW;
+  c.pad_top = g.pad_top; c.pad_left = g.pad_left;
+  c.weights = w.get();
+  c.bias = bias.get();
+  c.act = r.e.param_act;
+  c.alpha = r.e.alpha;
+  c.beta = r.e.beta;
+  c.pool = r.e.pool;
+  return c;
+}
+
+// Runs every variant of `cc` on poisoned outputs; returns how many ran.
+int check_chain(ChainCase cc, uint32_t seed) {
+  const Layer& A = cc.a;
+  const ir::HostTensor x = random_tensor({A.N, 1, A.H, A.W}, seed);
+  const ir::HostTensor wa = random_tensor({A.F, 1, A.K, A.K}, seed + 1, -0.5f, 0.5f);
+  const ir::HostTensor ba = random_tensor({A.F}, seed + 2, -0.2f, 0.2f);
+  const Reference ra = reference(A, x, wa, ba, nullptr);
+  Layer B = cc.b;
+  B.N = A.N;
+  B.C = A.F;
+  B.H = static_cast<int>(ra.output.shape()[2]);
+  B.W = static_cast<int>(ra.output.shape()[3]);
+  const ir::HostTensor wb = random_tensor({B.F, B.C, B.K, B.K}, seed + 3, -0.3f, 0.3f);
+  const ir::HostTensor bb = random_tensor({B.F}, seed + 4, -0.2f, 0.2f);
+  const Reference rb = reference(B, ra.output, wb, bb, nullptr);
+  const int64_t k = rb.output.numel() / A.N;
+  const ir::HostTensor features = ir::HostTensor::floats({A.N, k}, rb.output.float_values());
+  const ir::HostTensor wd = random_tensor(cc.trans_b ? ir::Shape{cc.n, k} : ir::Shape{k, cc.n}, seed + 5, -0.2f, 0.2f);
+  const ir::HostTensor cd = random_tensor(cc.c_kind == 2 ? ir::Shape{} : ir::Shape{cc.n}, seed + 6);
+  std::vector<const ir::HostTensor*> gemm_in = {&features, &wd};
+  if (cc.c_kind != 0) gemm_in.push_back(&cd);
+  ir::HostTensor want = cpu_reference("Gemm",
+                                      make_attrs({{"alpha", cc.alpha}, {"beta", cc.beta}, {"transA", int64_t(0)},
+                                                  {"transB", int64_t(cc.trans_b)}}),
+                                      gemm_in, {A.N, cc.n});
+  apply_test_epilogue(want, nullptr, cc.dense_act);
+
+  // The dense layer as the kernel takes it: [N][K] with alpha folded in, beta * C per output.
+  std::vector<float> dense(static_cast<size_t>(cc.n * k)), dense_bias(static_cast<size_t>(cc.n));
+  for (int64_t i = 0; i < cc.n; ++i) {
+    for (int64_t p = 0; p < k; ++p) dense[i * k + p] = cc.alpha * wd.f32()[cc.trans_b ? i * k + p : p * cc.n + i];
+    dense_bias[i] = cc.beta * cd.f32()[cc.c_kind == 2 ? 0 : i];
+  }
+  const DeviceBuffer dx(x.float_values()), dwa(wa.float_values()), dba(ba.float_values()), dwb(wb.float_values()),
+      dbb(bb.float_values()), dwd(dense), dbd(dense_bias);
+  kernels::ConvChainDesc d;
+  d.batch = A.N;
+  d.a = chain_conv(ra, dwa, dba);
+  d.b = chain_conv(rb, dwb, dbb);
+  d.fc.N = cc.n;
+  d.fc.weights = dwd.get();
+  d.fc.bias = cc.c_kind == 0 ? nullptr : dbd.get();
+  kernels::Epilogue dense_epilogue;
+  set_test_activation(dense_epilogue, cc.dense_act);
+  d.fc.act = dense_epilogue.param_act;
+  d.fc.alpha = dense_epilogue.alpha;
+  d.fc.beta = dense_epilogue.beta;
+
+  int device = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  int smem_optin = 0;
+  GPU_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  std::string why;
+  const bool supported = kernels::conv_chain_supports(d, smem_optin, &why);
+  REQUIRE_MESSAGE(supported, why);
+  const auto variants = kernels::conv_chain_variants(d, smem_optin);
+  for (const kernels::ConvChainVariant& v : variants) {
+    const std::string what = v.name + " batch " + std::to_string(A.N) + " image " + std::to_string(A.H) + "x" +
+                             std::to_string(A.W) + " seed " + std::to_string(seed);
+    note_check_point(what);
+    DeviceBuffer y(static_cast<size_t>(A.N * cc.n));
+    kernels::launch_conv_chain(v, dx.get(), y.get(), d, nullptr);
+    finish_launch();
+    const std::vector<float> first = y.download();
+    CHECK_MESSAGE(relative_error(first, want.float_values()) < kTolerance, what);
+    y.poison();
+    kernels::launch_conv_chain(v, dx.get(), y.get(), d, nullptr);
+    finish_launch();
+    CHECK_MESSAGE(y.download() == first, what << ": a second run differs (the sums must run in a fixed order)");
+  }
+  return static_cast<int>(variants.size());
+}
+
+using kernels::FusedPool;
+using kernels::ParamAct;
+
+Layer conv(int F, int K, int pad_begin, int pad_end, ParamAct act, FusedPool pool = FusedPool::None, int pool_k = 2,
+           int pool_s = 2, int pool_pad = 0, bool ceil = false) {
+  Layer l{1, 1, 1, 1, F, K, 1, pad_begin, pad_begin, pad_end, pad_end, 1, act, false, pool, pool_k, pool_s, pool_pad, ceil};
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("conv chain: LeNet shapes, every cluster size, batches 1, 7, 33 and 1000") {
+  int variants = 0;
+  for (int batch : {1, 7, 33, 1000}) {
+    ChainCase cc;
+    cc.a = conv(8, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.a.N = batch;
+    cc.a.H = cc.a.W = 28;
+    cc.b = conv(16, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 3, 3);
+    variants += check_chain(cc, 100 + batch);
+  }
+  CHECK(variants == 4 * 5);  // ranks 8, 16, 4, 2, 1
+}
+
+TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
+  int variants = 0;
+  {  // 31x33, 3x3 with asymmetric padding, LeakyRelu + overlapping average pool, Clip without pooling; A^T B.
+    ChainCase cc;
+    cc.a = conv(5, 3, 0, 2, ParamAct::LeakyRelu, FusedPool::Avg, 3, 2, 1);
+    cc.a.N = 7;
+    cc.a.H = 31;
+    cc.a.W = 33;
+    cc.b = conv(4, 3, 1, 1, ParamAct::Clip);
+    cc.n = 33;
+    cc.trans_b = false;
+    cc.alpha = 0.5f;
+    cc.beta = 2.0f;
+    cc.c_kind = 2;
+    cc.dense_act = ParamAct::Sigmoid;
+    variants += check_chain(cc, 7);
+  }
+  {  // 1x1 image: every window mostly padding; one filter in A, Tanh everywhere, no C.
+    ChainCase cc;
+    cc.a = conv(1, 3, 1, 1, ParamAct::Tanh);
+    cc.a.H = cc.a.W = 1;
+    cc.b = conv(2, 3, 1, 1, ParamAct::Tanh);
+    cc.n = 1;
+    cc.c_kind = 0;
+    cc.dense_act = ParamAct::Tanh;
+    variants += check_chain(cc, 1);
+  }
+  {  // 7x7, 5x5 without padding on A (3x3 out), ceil-mode max pool with padding, 16 filters of B.
+    ChainCase cc;
+    cc.a = conv(3, 5, 0, 0, ParamAct::Sigmoid, FusedPool::Max, 2, 2, 1, true);
+    cc.a.N = 33;
+    cc.a.H = cc.a.W = 7;
+    cc.b = conv(16, 5, 2, 2, ParamAct::None, FusedPool::Avg, 2, 1);
+    cc.n = 1000;
+    variants += check_chain(cc, 33);
+  }
+  CHECK(variants > 0);
+}
+
+TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it matches the CPU backend") {
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), cpu_options);
+  for (const char* forced : {"chain", "separate_steps"}) {
+    Options options;
+    options.device = Device::Gpu;
+    options.tuning = false;
+    options.tuning_cache = "none";
+    options.force_kernel = forced;
+    set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
+    const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options);
+    for (int64_t batch : {1, 7, 64}) {
+      const std::string plan = model.describe_plan(batch);
+      const bool one_launch = plan.find("chain_k5k5_r") != std::string::npos;
+      CHECK_MESSAGE(one_launch == (std::string(forced) == "chain"), forced << " batch " << batch << ":\n" << plan);
+      Tensor x{{batch, 1, 28, 28}, random_floats(static_cast<size_t>(batch) * 784, 9 + static_cast<uint32_t>(batch))};
+      const Tensor gpu = Context(model).run({x})[0];
+      const Tensor cpu = Context(cpu_model).run({x})[0];
+      CHECK_MESSAGE(relative_error(gpu.data, cpu.data) < kTolerance, forced << " batch " << batch);
+    }
+    set_log_level(LogLevel::Warn);
+  }
+}
