@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kChainThreads)
     conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
                       const __grid_constant__ ChainLayout L) {
   extern __shared__ float smem[];
-  constexpr int T = kChainThreads, SEG = kChainSeg;
+  constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
   const int tid = threadIdx.x;
@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(kChainThreads)
   float* wa = smem + L.wa;
   float* ba = smem + L.ba;
   float* src = smem + L.src;
+  float* map_a = smem + L.map_a;
   float* wb = smem + L.wb;
   float* bb = smem + L.bb;
   float* part = smem + L.part;
@@ -59,6 +60,8 @@ __global__ void __launch_bounds__(kChainThreads)
   const int slice = L.fb * P;     // this rank's features: [rank * slice, (rank + 1) * slice) of the flattened B output
 
   // 0. Weights. No kernel writes them, so they may stream in while the prior grid still runs.
+  const int warp = tid / 32, lane = tid % 32;
+  constexpr int kWarps = T / 32;
   for (int i = tid; i < A.F * KA * KA; i += T) cp_async_4(wa + i, A.weights + i, true);
   for (int i = tid; i < A.F; i += T) cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr);
   const int wb_count = L.fb * B.C * KB * KB;
@@ -67,51 +70,84 @@ __global__ void __launch_bounds__(kChainThreads)
     cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr);
   }
   const int features = B.F * P;
-  for (int i = tid; i < d.fc.N * slice; i += T) {
-    const int n = i / slice, j = i % slice;
-    cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
+  for (int n = warp; n < d.fc.N; n += kWarps) {
+    for (int j = lane; j < slice; j += 32) {
+      cp_async_4(wfc + n * slice + j, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
+    }
   }
   for (int i = tid; i < d.fc.N; i += T) cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr);
   cp_async_commit();
-  // B's input: zero the halo here; step 1 writes every other position, from whichever rank computes it.
-  const int PHa = A.PH(), PWa = A.PW();
-  for (int i = tid; i < B.C * L.src_h * L.src_w; i += T) {
-    const int yy = (i / L.src_w) % L.src_h - B.pad_top, xx = i % L.src_w - B.pad_left;
-    if (yy < 0 || yy >= PHa || xx < 0 || xx >= PWa) src[i] = 0.0f;
-  }
+  // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
+  for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (R > 1) cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
   const float* xi = x + static_cast<int64_t>(image) * A.H * A.W;
-  for (int i = tid; i < L.img_h * L.img_w; i += T) {
-    const int yy = i / L.img_w - A.pad_top, xx = i % L.img_w - A.pad_left;
-    const bool inside = yy >= 0 && yy < A.H && xx >= 0 && xx < A.W;
-    cp_async_4(img + i, inside ? xi + yy * A.W + xx : xi, inside);
+  for (int r = warp; r < L.img_h; r += kWarps) {
+    const int yy = r - A.pad_top;
+    for (int c = lane; c < L.img_w; c += 32) {
+      const int xx = c - A.pad_left;
+      const bool inside = yy >= 0 && yy < A.H && xx >= 0 && xx < A.W;
+      cp_async_4(img + r * L.img_w + c, inside ? xi + yy * A.W + xx : xi, inside);
+    }
   }
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
   if (R > 1) cg::this_cluster().barrier_wait();
 
-  // 1. A's pooled outputs, split evenly across the ranks, each stored into every rank's copy of B's input.
-  const int a_items = A.F * PHa * PWa;
-  const int a_per_rank = (a_items + R - 1) / R;
-  const int a_end = min(a_items, (rank + 1) * a_per_rank);
-  for (int item = rank * a_per_rank + tid; item < a_end; item += T) {
-    const int c = item / (PHa * PWa), py = (item / PWa) % PHa, px = item % PWa;
+  // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
+  // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling, each value stored
+  // into every rank's copy of B's input.
+  const int PHa = A.PH(), PWa = A.PW();
+  const bool pool_a = A.pool.kind != FusedPool::None;
+  const int win_rows = pool_a ? A.pool.kh : 1;
+  const int map_w = L.segs_a * SEG_A;
+  const int rows_per_rank = (A.F * PHa + R - 1) / R;
+  const int row0 = rank * rows_per_rank;
+  const int rows = max(0, min(A.F * PHa, row0 + rows_per_rank) - row0);
+  for (int item = tid; item < rows * win_rows * L.segs_a; item += T) {
+    const int s = item % L.segs_a;
+    const int i = (item / L.segs_a) % win_rows;
+    const int j = item / (L.segs_a * win_rows);
+    const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
+    const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
+    if (oy < 0 || oy >= A.OH) continue;  // a padded window row: the pooling skips it
     const float* w = wa + c * KA * KA;
-    const float bias = ba[c];
-    auto conv_at = [&](int oy, int ox) {
-      float acc = bias;
+    float acc[SEG_A];
 #pragma unroll
-      for (int i = 0; i < KA; ++i) {
+    for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
+    const float* in = img + oy * L.img_w + s * SEG_A;
 #pragma unroll
-        for (int j = 0; j < KA; ++j) acc = fmaf(img[(oy + i) * L.img_w + ox + j], w[i * KA + j], acc);
+    for (int ki = 0; ki < KA; ++ki) {
+      float row[SEG_A + KA - 1];
+#pragma unroll
+      for (int k = 0; k < SEG_A + KA - 1; ++k) row[k] = in[ki * L.img_w + k];
+#pragma unroll
+      for (int kj = 0; kj < KA; ++kj) {
+        const float wv = w[ki * KA + kj];
+#pragma unroll
+        for (int k = 0; k < SEG_A; ++k) acc[k] = fmaf(row[k + kj], wv, acc[k]);
       }
-      return param_activate(acc, A.act, A.alpha, A.beta);
-    };
-    const float v = A.pool.kind == FusedPool::None ? conv_at(py, px) : pool_window(A.pool, py, px, A.OH, A.OW, conv_at);
+    }
+    float* out = map_a + (j * win_rows + i) * map_w + s * SEG_A;
+#pragma unroll
+    for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
+  }
+  __syncthreads();
+  for (int item = tid; item < rows * PWa; item += T) {
+    const int j = item / PWa, px = item % PWa;
+    const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
+    const float* map = map_a + j * win_rows * map_w;
+    float v;
+    if (pool_a) {
+      const int y0 = py * A.pool.sh - A.pool.pad_top;
+      v = pool_window(A.pool, py, px, A.OH, A.OW,
+                      [&](int yy, int xx) { return map[((yy - y0) / A.pool.dil_h) * map_w + xx]; });
+    } else {
+      v = map[px];
+    }
     const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
     for (int q = 0; q < R; ++q) in_rank(src, q, R)[at] = v;
   }
@@ -167,9 +203,8 @@ __global__ void __launch_bounds__(kChainThreads)
   __syncthreads();
 
   // 3. This rank's share of every dot product, into rank 0's shared memory.
-  const int warp = tid / 32, lane = tid % 32;
   float* fc_part0 = in_rank(fc_part, 0, R);
-  for (int n = warp; n < d.fc.N; n += T / 32) {
+  for (int n = warp; n < d.fc.N; n += kWarps) {
     float s = 0.0f;
     for (int j = lane; j < slice; j += 32) s = fmaf(wfc[n * slice + j], feat[j], s);
 #pragma unroll
@@ -195,8 +230,9 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.ranks = ranks;
   L.fb = B.F / ranks;
   L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
+  L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;
   L.img_h = A.OH + A.K - 1;
-  L.img_w = A.OW + A.K - 1;
+  L.img_w = L.segs_a * kChainSegA + A.K - 1;  // whole segments: the columns past the image read zeros
   L.src_h = B.OH + B.K - 1;
   L.src_w = L.segs * kChainSeg + B.K - 1;
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
@@ -214,7 +250,10 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.img = take(L.img_h * L.img_w);
   L.wa = take(A.F * A.K * A.K);
   L.ba = take(A.F);
-  L.src = take(B.C * L.src_h * L.src_w);
+  const int rows_per_rank = (A.F * A.PH() + ranks - 1) / ranks;
+  L.map_a = take(rows_per_rank * (A.pool.kind == FusedPool::None ? 1 : A.pool.kh) * L.segs_a * kChainSegA);
+  L.src_floats = round4(B.C * L.src_h * L.src_w);
+  L.src = take(L.src_floats);
   L.wb = take(L.fb * B.C * B.K * B.K);
   L.bb = take(L.fb);
   L.part = take(L.fb * L.groups * B.OH * B.OW);

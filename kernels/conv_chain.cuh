@@ -8,9 +8,9 @@
 // One thread block cluster per image, `ranks` blocks of kChainThreads threads:
 //   0. every block stages the weights it needs with cp.async before waiting for the prior grid (they are
 //      constants: no kernel writes them), then the zero-padded image;
-//   1. rank r computes its share of A's pooled outputs (all channels, split across the ranks) and stores
-//      each value into every rank's copy of B's zero-padded input (distributed shared memory); cluster
-//      barrier;
+//   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks): the conv
+//      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
+//      into every rank's copy of B's zero-padded input (distributed shared memory); cluster barrier;
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
 //      of B's input, each thread SEG outputs of one row in registers, then the group sum in a fixed
 //      order, bias and activation, then pooling, all in shared memory;
@@ -30,8 +30,9 @@
 
 namespace cnnrt::kernels {
 
-constexpr int kChainThreads = 256;  // threads per block
+constexpr int kChainThreads = 512;  // threads per block
 constexpr int kChainSeg = 4;        // B outputs per thread along a row (register blocking)
+constexpr int kChainSegA = 2;       // A outputs per thread along a row (shorter: A has fewer rows per rank)
 
 // One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
 struct ChainConv {
@@ -72,9 +73,11 @@ struct ChainLayout {
   int groups = 1;         // channel groups of B's input (partial sums per group, then summed in order)
   int group_channels = 1; // channels per group (the last group may have fewer)
   int segs = 1;           // kChainSeg-wide segments per row of B's output
+  int segs_a = 1;         // kChainSegA-wide segments per row of A's output
   int img_h = 1, img_w = 1;  // A's zero-padded input window
   int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
-  int img = 0, wa = 0, ba = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
+  int src_floats = 0;     // B's input, rounded up to whole float4s
+  int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
   int floats = 0;         // total
 };
 
