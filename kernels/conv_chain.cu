@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(kChainThreads)
   __syncthreads();
   for (int item = tid; item < rows * PWa; item += T) {
     const int j = item / PWa, px = item % PWa;
-    const int py = (row0 + j) % PHa;
+    const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
     const float* map = map_a + j * win_rows * map_w;
     float v;
     if (pool_a) {
