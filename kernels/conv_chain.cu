@@ -49,7 +49,6 @@ __global__ void __launch_bounds__(kChainThreads)
   float* ba = smem + L.ba;
   float* src = smem + L.src;
   float* map_a = smem + L.map_a;
-  float* a_out = smem + L.a_out;
   float* wb = smem + L.wb;
   float* bb = smem + L.bb;
   float* part = smem + L.part;
@@ -78,15 +77,9 @@ __global__ void __launch_bounds__(kChainThreads)
   }
   for (int i = tid; i < d.fc.N; i += T) cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr);
   cp_async_commit();
-  // B's input: zero its padding (the interior is written after the cluster barrier of step 1).
-  const int PHa = A.PH(), PWa = A.PW();
-  for (int r = warp; r < B.C * L.src_h; r += kWarps) {
-    const int yy = r % L.src_h - B.pad_top;
-    const bool pad_row = yy < 0 || yy >= PHa;
-    for (int c = lane; c < L.src_w; c += 32) {
-      if (pad_row || c < B.pad_left || c >= B.pad_left + PWa) src[r * L.src_w + c] = 0.0f;
-    }
-  }
+  // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
+  for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (R > 1) cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
@@ -102,10 +95,12 @@ __global__ void __launch_bounds__(kChainThreads)
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+  if (R > 1) cg::this_cluster().barrier_wait();
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
-  // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling into a_out; after
-  // the cluster barrier every rank gathers all ranks' a_out into its copy of B's input.
+  // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling, each value stored
+  // into every rank's copy of B's input.
+  const int PHa = A.PH(), PWa = A.PW();
   const bool pool_a = A.pool.kind != FusedPool::None;
   const int win_rows = pool_a ? A.pool.kh : 1;
   const int map_w = L.segs_a * SEG_A;
@@ -153,31 +148,10 @@ __global__ void __launch_bounds__(kChainThreads)
     } else {
       v = map[px];
     }
-    a_out[item] = v;
+    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
+    for (int q = 0; q < R; ++q) in_rank(src, q, R)[at] = v;
   }
-  cluster_barrier(R);  // every rank's a_out complete (and every rank running: remote reads are safe)
-  // Gather: a few remote loads per thread issued together, then stored (the loads' latency overlaps).
-  constexpr int kGather = 4;
-  const int a_total = A.F * PHa * PWa;
-  for (int base = 0; base < a_total; base += T * kGather) {
-    float v[kGather];
-    int at[kGather];
-#pragma unroll
-    for (int u = 0; u < kGather; ++u) {
-      const int idx = base + u * T + tid;
-      at[u] = -1;
-      if (idx < a_total) {
-        const int row = idx / PWa, px = idx % PWa;  // row: channel * PHa + pooled row
-        v[u] = in_rank(a_out, row / rows_per_rank, R)[(row % rows_per_rank) * PWa + px];
-        at[u] = ((row / PHa) * L.src_h + row % PHa + B.pad_top) * L.src_w + px + B.pad_left;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kGather; ++u) {
-      if (at[u] >= 0) src[at[u]] = v[u];
-    }
-  }
-  __syncthreads();
+  cluster_barrier(R);  // B's input complete in every rank
 
   // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
   for (int item = tid; item < L.fb * L.groups * B.OH * L.segs; item += T) {
@@ -278,8 +252,8 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.ba = take(A.F);
   const int rows_per_rank = (A.F * A.PH() + ranks - 1) / ranks;
   L.map_a = take(rows_per_rank * (A.pool.kind == FusedPool::None ? 1 : A.pool.kh) * L.segs_a * kChainSegA);
-  L.a_out = take(rows_per_rank * A.PW());
-  L.src = take(B.C * L.src_h * L.src_w);
+  L.src_floats = round4(B.C * L.src_h * L.src_w);
+  L.src = take(L.src_floats);
   L.wb = take(L.fb * B.C * B.K * B.K);
   L.bb = take(L.fb);
   L.part = take(L.fb * L.groups * B.OH * B.OW);

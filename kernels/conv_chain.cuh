@@ -9,9 +9,8 @@
 //   0. every block stages the weights it needs with cp.async before waiting for the prior grid (they are
 //      constants: no kernel writes them), then the zero-padded image;
 //   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks): the conv
-//      rows under them, SEG_A outputs per thread, into shared memory, then the pooling; cluster barrier;
-//      every rank gathers all ranks' pooled rows (distributed shared memory) into its zero-padded copy of
-//      B's input;
+//      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
+//      into every rank's copy of B's zero-padded input (distributed shared memory); cluster barrier;
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
 //      of B's input, each thread SEG outputs of one row in registers, then the group sum in a fixed
 //      order, bias and activation, then pooling, all in shared memory;
@@ -77,7 +76,8 @@ struct ChainLayout {
   int segs_a = 1;         // kChainSegA-wide segments per row of A's output
   int img_h = 1, img_w = 1;  // A's zero-padded input window
   int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
-  int img = 0, wa = 0, ba = 0, map_a = 0, a_out = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
+  int src_floats = 0;     // B's input, rounded up to whole float4s
+  int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
   int floats = 0;         // total
 };
 
