@@ -82,7 +82,7 @@ struct Options {
   std::string tuning_cache;              // file for measured choices; "" = default location, "none" = off
   bool cuda_graphs = true;               // replay each run as one CUDA graph
   std::vector<std::string> disabled_passes;  // graph passes to skip, by name (see `cnnrt plan`)
-  std::string force_kernel;              // run every convolution with this kernel where it is eligible
+  std::string force_kernel;              // run every convolution (or conv chain) with this kernel where eligible
   std::optional<LogLevel> log_level;     // set: set_log_level(*log_level) before loading; unset: leave the
                                          // "cnnrt" logger as the host configured it
   Limits limits;
