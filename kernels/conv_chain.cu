@@ -24,11 +24,20 @@ __device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
   return ranks == 1 ? p : cg::this_cluster().map_shared_rank(p, q);
 }
 
+// Block and cluster barriers. Each first reconverges the warp: the lane-strided loops before them leave
+// warps diverged, and the barriers are warp-aligned (compute-sanitizer's synccheck reported "Divergent
+// thread(s) in warp" at two of them without the __syncwarp).
+__device__ __forceinline__ void block_barrier() {
+  __syncwarp();
+  __syncthreads();
+}
+
 __device__ __forceinline__ void cluster_barrier(int ranks) {
+  __syncwarp();
   if (ranks > 1) {
     cg::this_cluster().sync();
   } else {
-    __syncthreads();
+    block_barrier();
   }
 }
 
@@ -79,7 +88,10 @@ __global__ void __launch_bounds__(kChainThreads)
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
   for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (R > 1) cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
+  if (R > 1) {
+    __syncwarp();
+    cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
+  }
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
@@ -94,7 +106,7 @@ __global__ void __launch_bounds__(kChainThreads)
   }
   cp_async_commit();
   cp_async_wait<0>();
-  __syncthreads();
+  block_barrier();
   if (R > 1) cg::this_cluster().barrier_wait();
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
@@ -135,7 +147,7 @@ __global__ void __launch_bounds__(kChainThreads)
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
   }
-  __syncthreads();
+  block_barrier();
   for (int item = tid; item < rows * PWa; item += T) {
     const int j = item / PWa, px = item % PWa;
     const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
@@ -183,7 +195,7 @@ __global__ void __launch_bounds__(kChainThreads)
       if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
     }
   }
-  __syncthreads();
+  block_barrier();
   // Group sums in order, bias, activation, in place over group 0's partials (each position has one thread).
   const int plane = B.OH * B.OW;
   for (int i = tid; i < L.fb * plane; i += T) {
@@ -192,7 +204,7 @@ __global__ void __launch_bounds__(kChainThreads)
     for (int g = 0; g < L.groups; ++g) v += part[(f * L.groups + g) * plane + r];
     part[f * L.groups * plane + r] = param_activate(v, B.act, B.alpha, B.beta);
   }
-  __syncthreads();
+  block_barrier();
   for (int i = tid; i < slice; i += T) {
     const int f = i / P, py = (i % P) / B.PW(), px = i % B.PW();
     const float* map = part + f * L.groups * plane;
@@ -200,7 +212,7 @@ __global__ void __launch_bounds__(kChainThreads)
                   ? map[py * B.OW + px]
                   : pool_window(B.pool, py, px, B.OH, B.OW, [&](int yy, int xx) { return map[yy * B.OW + xx]; });
   }
-  __syncthreads();
+  block_barrier();
 
   // 3. This rank's share of every dot product, into rank 0's shared memory.
   float* fc_part0 = in_rank(fc_part, 0, R);
