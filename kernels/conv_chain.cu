@@ -88,10 +88,6 @@ __global__ void __launch_bounds__(kChainThreads)
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
   for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (R > 1) {
-    __syncwarp();
-    cg::this_cluster().barrier_arrive();  // every rank started: waited on before the first remote store
-  }
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
@@ -106,8 +102,9 @@ __global__ void __launch_bounds__(kChainThreads)
   }
   cp_async_commit();
   cp_async_wait<0>();
-  block_barrier();
-  if (R > 1) cg::this_cluster().barrier_wait();
+  // Every rank has started (and zeroed its halo) before any rank stores into it. A full cluster barrier: with
+  // the split arrive (early) / wait (here), synccheck reported divergent warps at the block barriers between.
+  cluster_barrier(R);
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
   // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling, each value stored
