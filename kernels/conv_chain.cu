@@ -145,10 +145,7 @@ __global__ void __launch_bounds__(kChainThreads)
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
   }
-  // A rank with no rows (more ranks than rows of A) has nothing to order here. Skipping the barrier there
-  // (the condition is the same for the whole block) also avoids the one place synccheck still reported a
-  // divergent warp: a block barrier straight after the cluster barrier, with no code between.
-  if (rows > 0) block_barrier();
+  block_barrier();
   for (int item = tid; item < rows * PWa; item += T) {
     const int j = item / PWa, px = item % PWa;
     const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
