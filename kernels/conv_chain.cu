@@ -24,10 +24,9 @@ __device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
   return ranks == 1 ? p : cg::this_cluster().map_shared_rank(p, q);
 }
 
-// Block and cluster barriers, each reached by converged warps. The cluster barrier is the warp-aligned PTX
-// form (arrive has release, wait acquire semantics, as cg::cluster_group::sync()): after cg's unaligned
-// form, a warp could come out diverged, and synccheck reported "Divergent thread(s) in warp" at the next
-// block barrier where little code ran in between (the chain's ranks with no rows of the first conv).
+// Block and cluster barriers. Each first reconverges the warp: the lane-strided loops before them leave
+// warps diverged, and the barriers are warp-aligned (compute-sanitizer's synccheck reported "Divergent
+// thread(s) in warp" at two of them without the __syncwarp).
 __device__ __forceinline__ void block_barrier() {
   __syncwarp();
   __syncthreads();
@@ -36,9 +35,9 @@ __device__ __forceinline__ void block_barrier() {
 __device__ __forceinline__ void cluster_barrier(int ranks) {
   __syncwarp();
   if (ranks > 1) {
-    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+    cg::this_cluster().sync();
   } else {
-    __syncthreads();
+    block_barrier();
   }
 }
 
