@@ -13,6 +13,25 @@ namespace cnnrt::kernels {
 
 namespace cg = cooperative_groups;
 
+// Phase timestamps for kernels/lab/chain_trace.cu, which compiles this file with CNNRT_CHAIN_TRACE defined:
+// thread 0 of each block records clock64() at the end of each phase into g_chain_trace[block][phase].
+// In the engine the stamps compile to nothing.
+#ifdef CNNRT_CHAIN_TRACE
+constexpr int kChainTracePhases = 12;
+__device__ long long* g_chain_trace = nullptr;
+#define CHAIN_STAMP(phase)                                                                                       \
+  do {                                                                                                          \
+    if (threadIdx.x == 0 && g_chain_trace) {                                                                    \
+      g_chain_trace[(static_cast<int64_t>(blockIdx.x) * gridDim.z + blockIdx.z) * kChainTracePhases + (phase)] = \
+          clock64();                                                                                            \
+    }                                                                                                           \
+  } while (0)
+#else
+#define CHAIN_STAMP(phase) \
+  do {                     \
+  } while (0)
+#endif
+
 namespace {
 
 // Cluster sizes tried, portable ones first (16 is H100's largest, non-portable, cluster).
@@ -46,6 +65,7 @@ __global__ void __launch_bounds__(kChainThreads)
     conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
                       const __grid_constant__ ChainLayout L) {
   extern __shared__ float smem[];
+  CHAIN_STAMP(0);
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
@@ -88,9 +108,11 @@ __global__ void __launch_bounds__(kChainThreads)
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
   for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  CHAIN_STAMP(1);
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
+  CHAIN_STAMP(2);
   const float* xi = x + static_cast<int64_t>(image) * A.H * A.W;
   for (int r = warp; r < L.img_h; r += kWarps) {
     const int yy = r - A.pad_top;
@@ -105,6 +127,7 @@ __global__ void __launch_bounds__(kChainThreads)
   // Every rank has started (and zeroed its halo) before any rank stores into it. A full cluster barrier: with
   // the split arrive (early) / wait (here), synccheck reported divergent warps at the block barriers between.
   cluster_barrier(R);
+  CHAIN_STAMP(3);
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
   // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling, each value stored
@@ -145,6 +168,7 @@ __global__ void __launch_bounds__(kChainThreads)
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
   }
   block_barrier();
+  CHAIN_STAMP(4);
   for (int item = tid; item < rows * PWa; item += T) {
     const int j = item / PWa, px = item % PWa;
     const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
@@ -161,6 +185,7 @@ __global__ void __launch_bounds__(kChainThreads)
     for (int q = 0; q < R; ++q) in_rank(src, q, R)[at] = v;
   }
   cluster_barrier(R);  // B's input complete in every rank
+  CHAIN_STAMP(5);
 
   // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
   for (int item = tid; item < L.fb * L.groups * B.OH * L.segs; item += T) {
@@ -193,6 +218,7 @@ __global__ void __launch_bounds__(kChainThreads)
     }
   }
   block_barrier();
+  CHAIN_STAMP(6);
   // Group sums in order, bias, activation, in place over group 0's partials (each position has one thread).
   const int plane = B.OH * B.OW;
   for (int i = tid; i < L.fb * plane; i += T) {
@@ -202,6 +228,7 @@ __global__ void __launch_bounds__(kChainThreads)
     part[f * L.groups * plane + r] = param_activate(v, B.act, B.alpha, B.beta);
   }
   block_barrier();
+  CHAIN_STAMP(7);
   for (int i = tid; i < slice; i += T) {
     const int f = i / P, py = (i % P) / B.PW(), px = i % B.PW();
     const float* map = part + f * L.groups * plane;
@@ -210,6 +237,7 @@ __global__ void __launch_bounds__(kChainThreads)
                   : pool_window(B.pool, py, px, B.OH, B.OW, [&](int yy, int xx) { return map[yy * B.OW + xx]; });
   }
   block_barrier();
+  CHAIN_STAMP(8);
 
   // 3. This rank's share of every dot product, into rank 0's shared memory.
   float* fc_part0 = in_rank(fc_part, 0, R);
@@ -221,12 +249,14 @@ __global__ void __launch_bounds__(kChainThreads)
     if (lane == 0) fc_part0[rank * d.fc.N + n] = s;
   }
   cluster_barrier(R);  // every partial in rank 0; after this no block touches another's shared memory
+  CHAIN_STAMP(9);
   if (rank == 0) {
     for (int n = tid; n < d.fc.N; n += T) {
       float v = bfc[n];
       for (int q = 0; q < R; ++q) v += fc_part[q * d.fc.N + n];
       y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v, d.fc.act, d.fc.alpha, d.fc.beta);
     }
+    CHAIN_STAMP(10);
   }
 }
 
