@@ -12,9 +12,8 @@
 //      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
 //      into every rank's copy of B's zero-padded input (distributed shared memory); cluster barrier;
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
-//      of B's input, each thread SEG outputs of one row in registers; then each pooled output sums the
-//      groups' partials in a fixed order for the positions its window covers, adds the bias, activates
-//      and pools, all in shared memory;
+//      of B's input, each thread SEG outputs of one row in registers, then the group sum in a fixed
+//      order, bias and activation, then pooling, all in shared memory;
 //   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
 //      of the fully connected weights, one warp per output, and stores the partial dot products into rank
 //      0's shared memory; cluster barrier; rank 0 sums the ranks' partials in rank order (deterministic),

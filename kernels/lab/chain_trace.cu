@@ -49,7 +49,7 @@ PoolGeometry max_pool(int k, int out) {
 
 const char* const kPhases[] = {"weights issued, B input zeroed", "prior grid waited", "image in, cluster barrier",
                                "A rows (conv)", "A pool, pushed, cluster barrier", "B partial sums",
-                               "B group sums + pool", "(merged into the above)", "dense partials, cluster barrier", "rank 0 output"};
+                               "B group sums", "B pool", "dense partials, cluster barrier", "rank 0 output"};
 
 }  // namespace
 
