@@ -6,6 +6,7 @@
 
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_device.cuh"
+#include "kernels/conv_tile.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 
@@ -57,6 +58,24 @@ __device__ __forceinline__ void cluster_barrier(int ranks) {
     cg::this_cluster().sync();
   } else {
     block_barrier();
+  }
+}
+
+// acc[k] += the K x K window at column k of `in` (row pitch `pitch`) times `w` ([K][K]), k < SEG: one channel
+// of SEG adjacent outputs of a row, each input row loaded once into registers and reused across its K taps.
+template <int K, int SEG>
+__device__ __forceinline__ void accumulate_row_segment(float (&acc)[SEG], const float* in, int pitch, const float* w) {
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    float row[SEG + K - 1];
+#pragma unroll
+    for (int k = 0; k < SEG + K - 1; ++k) row[k] = in[i * pitch + k];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const float wv = w[i * K + j];
+#pragma unroll
+      for (int k = 0; k < SEG; ++k) acc[k] = fmaf(row[k + j], wv, acc[k]);
+    }
   }
 }
 
@@ -113,17 +132,8 @@ __global__ void __launch_bounds__(kChainThreads)
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
   CHAIN_STAMP(2);
-  const float* xi = x + static_cast<int64_t>(image) * A.H * A.W;
-  for (int r = warp; r < L.img_h; r += kWarps) {
-    const int yy = r - A.pad_top;
-    for (int c = lane; c < L.img_w; c += 32) {
-      const int xx = c - A.pad_left;
-      const bool inside = yy >= 0 && yy < A.H && xx >= 0 && xx < A.W;
-      cp_async_4(img + r * L.img_w + c, inside ? xi + yy * A.W + xx : xi, inside);
-    }
-  }
-  cp_async_commit();
-  cp_async_wait<0>();
+  stage_plane_tile(img, L.img_w, L.img_h, x + static_cast<int64_t>(image) * A.H * A.W, A.H, A.W, -A.pad_top,
+                   -A.pad_left, T);  // also waits for the weights' copies (this thread's)
   // Every rank has started (and zeroed its halo) before any rank stores into it. A full cluster barrier: with
   // the split arrive (early) / wait (here), synccheck reported divergent warps at the block barriers between.
   cluster_barrier(R);
@@ -150,19 +160,7 @@ __global__ void __launch_bounds__(kChainThreads)
     float acc[SEG_A];
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
-    const float* in = img + oy * L.img_w + s * SEG_A;
-#pragma unroll
-    for (int ki = 0; ki < KA; ++ki) {
-      float row[SEG_A + KA - 1];
-#pragma unroll
-      for (int k = 0; k < SEG_A + KA - 1; ++k) row[k] = in[ki * L.img_w + k];
-#pragma unroll
-      for (int kj = 0; kj < KA; ++kj) {
-        const float wv = w[ki * KA + kj];
-#pragma unroll
-        for (int k = 0; k < SEG_A; ++k) acc[k] = fmaf(row[k + kj], wv, acc[k]);
-      }
-    }
+    accumulate_row_segment<KA>(acc, img + oy * L.img_w + s * SEG_A, L.img_w, w);
     float* out = map_a + (j * win_rows + i) * map_w + s * SEG_A;
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
@@ -196,20 +194,7 @@ __global__ void __launch_bounds__(kChainThreads)
     float acc[SEG] = {};
     const int c_end = min(B.C, (g + 1) * L.group_channels);
     for (int c = g * L.group_channels; c < c_end; ++c) {
-      const float* in = src + (c * L.src_h + oy) * L.src_w + s * SEG;
-      const float* w = wb + (f * B.C + c) * KB * KB;
-#pragma unroll
-      for (int i = 0; i < KB; ++i) {
-        float row[SEG + KB - 1];
-#pragma unroll
-        for (int k = 0; k < SEG + KB - 1; ++k) row[k] = in[i * L.src_w + k];
-#pragma unroll
-        for (int j = 0; j < KB; ++j) {
-          const float wv = w[i * KB + j];
-#pragma unroll
-          for (int k = 0; k < SEG; ++k) acc[k] = fmaf(row[k + j], wv, acc[k]);
-        }
-      }
+      accumulate_row_segment<KB>(acc, src + (c * L.src_h + oy) * L.src_w + s * SEG, L.src_w, wb + (f * B.C + c) * KB * KB);
     }
     float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
 #pragma unroll

@@ -44,12 +44,6 @@ kernels::ChainConv chain_conv(const ConvStep& cs, const float* weights) {
   return c;
 }
 
-bool square_unit_stride(const ConvStep& cs) {
-  const kernels::ConvGeometry& g = cs.g;
-  return g.KH == g.KW && g.stride_h == 1 && g.stride_w == 1 && g.dil_h == 1 && g.dil_w == 1 && g.groups == 1 &&
-         !cs.has_residual;
-}
-
 // Gemm's B as [N][K] with alpha folded in, and beta * C as [N] (empty when there is no C).
 struct DenseWeights {
   int64_t n = 0, k = 0;
@@ -151,8 +145,9 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
   const ConvStep ca = describe_conv(na, lc);
   const ConvStep cb = describe_conv(nb, lc);
   const std::string what = fmt::format("conv chain {} .. {}", ir::node_short_name(na), ir::node_short_name(nd));
-  if (!square_unit_stride(ca) || !square_unit_stride(cb)) {
-    lc.note(fmt::format("{}: separate steps (a kernel is not square with stride 1)", what));
+  // Stride, dilation, groups and residual were checked by match_conv_chain; the kernel sizes are left.
+  if (ca.g.KH != ca.g.KW || cb.g.KH != cb.g.KW) {
+    lc.note(fmt::format("{}: separate steps (a kernel is not square)", what));
     return;
   }
   kernels::ConvChainDesc d;
