@@ -44,20 +44,27 @@ __device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
   return ranks == 1 ? p : cg::this_cluster().map_shared_rank(p, q);
 }
 
-// Block and cluster barriers. Each first reconverges the warp: the lane-strided loops before them leave
-// warps diverged, and the barriers are warp-aligned (compute-sanitizer's synccheck reported "Divergent
-// thread(s) in warp" at two of them without the __syncwarp).
-__device__ __forceinline__ void block_barrier() {
-  __syncwarp();
-  __syncthreads();
-}
+// Block and cluster barriers. Both are warp-aligned: every thread of a warp must reach them together. The
+// loops before them are therefore written with for_items (below), never as thread-strided loops whose trip
+// count differs between the lanes of a warp: compute-sanitizer's synccheck reported "Divergent thread(s) in
+// warp" after such loops, a __syncwarp before the barrier notwithstanding.
+__device__ __forceinline__ void block_barrier() { __syncthreads(); }
 
 __device__ __forceinline__ void cluster_barrier(int ranks) {
-  __syncwarp();
   if (ranks > 1) {
     cg::this_cluster().sync();
   } else {
-    block_barrier();
+    __syncthreads();
+  }
+}
+
+// f(i) for every i in [0, n), one per thread per pass; every thread runs the same number of passes (the
+// bound is checked inside), so warps leave the loop converged.
+template <class F>
+__device__ __forceinline__ void for_items(int n, F&& f) {
+  for (int base = 0; base < n; base += kChainThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    if (i < n) f(i);
   }
 }
 
@@ -110,23 +117,20 @@ __global__ void __launch_bounds__(kChainThreads)
   // 0. Weights. No kernel writes them, so they may stream in while the prior grid still runs.
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
-  for (int i = tid; i < A.F * KA * KA; i += T) cp_async_4(wa + i, A.weights + i, true);
-  for (int i = tid; i < A.F; i += T) cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr);
+  for_items(A.F * KA * KA, [&](int i) { cp_async_4(wa + i, A.weights + i, true); });
+  for_items(A.F, [&](int i) { cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr); });
   const int wb_count = L.fb * B.C * KB * KB;
-  for (int i = tid; i < wb_count; i += T) cp_async_4(wb + i, B.weights + rank * wb_count + i, true);
-  for (int i = tid; i < L.fb; i += T) {
-    cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr);
-  }
+  for_items(wb_count, [&](int i) { cp_async_4(wb + i, B.weights + rank * wb_count + i, true); });
+  for_items(L.fb, [&](int i) { cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr); });
   const int features = B.F * P;
-  for (int n = warp; n < d.fc.N; n += kWarps) {
-    for (int j = lane; j < slice; j += 32) {
-      cp_async_4(wfc + n * slice + j, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
-    }
-  }
-  for (int i = tid; i < d.fc.N; i += T) cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr);
+  for_items(d.fc.N * slice, [&](int i) {
+    const int n = i / slice, j = i % slice;
+    cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
+  });
+  for_items(d.fc.N, [&](int i) { cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr); });
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
-  for (int i = tid; i < L.src_floats / 4; i += T) reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for_items(L.src_floats / 4, [&](int i) { reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); });
   CHAIN_STAMP(1);
 
   // The image, zero-padded (it may be the prior grid's output).
@@ -149,13 +153,13 @@ __global__ void __launch_bounds__(kChainThreads)
   const int rows_per_rank = (A.F * PHa + R - 1) / R;
   const int row0 = rank * rows_per_rank;
   const int rows = max(0, min(A.F * PHa, row0 + rows_per_rank) - row0);
-  for (int item = tid; item < rows * win_rows * L.segs_a; item += T) {
+  for_items(rows * win_rows * L.segs_a, [&](int item) {
     const int s = item % L.segs_a;
     const int i = (item / L.segs_a) % win_rows;
     const int j = item / (L.segs_a * win_rows);
     const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
     const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
-    if (oy < 0 || oy >= A.OH) continue;  // a padded window row: the pooling skips it
+    if (oy < 0 || oy >= A.OH) return;  // a padded window row: the pooling skips it
     const float* w = wa + c * KA * KA;
     float acc[SEG_A];
 #pragma unroll
@@ -164,11 +168,15 @@ __global__ void __launch_bounds__(kChainThreads)
     float* out = map_a + (j * win_rows + i) * map_w + s * SEG_A;
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
-  }
+  });
   block_barrier();
   CHAIN_STAMP(4);
-  for (int item = tid; item < rows * PWa; item += T) {
-    const int j = item / PWa, px = item % PWa;
+  // Item (destination rank, pooled value), the rank outermost: a warp's stores go to one rank, along rows of
+  // B's input; the order starts at this rank's successor so the ranks do not all store into rank 0 first.
+  const int pooled = rows * PWa;
+  for_items(pooled * R, [&](int item) {
+    const int q = (item / pooled + rank + 1) % R;
+    const int j = (item % pooled) / PWa, px = item % PWa;
     const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
     const float* map = map_a + j * win_rows * map_w;
     float v;
@@ -179,14 +187,13 @@ __global__ void __launch_bounds__(kChainThreads)
     } else {
       v = map[px];
     }
-    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
-    for (int q = 0; q < R; ++q) in_rank(src, q, R)[at] = v;
-  }
+    in_rank(src, q, R)[(c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left] = v;
+  });
   cluster_barrier(R);  // B's input complete in every rank
   CHAIN_STAMP(5);
 
   // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
-  for (int item = tid; item < L.fb * L.groups * B.OH * L.segs; item += T) {
+  for_items(L.fb * L.groups * B.OH * L.segs, [&](int item) {
     const int s = item % L.segs;
     const int oy = (item / L.segs) % B.OH;
     const int g = (item / (L.segs * B.OH)) % L.groups;
@@ -199,49 +206,72 @@ __global__ void __launch_bounds__(kChainThreads)
     float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
 #pragma unroll
     for (int k = 0; k < SEG; ++k) {
-      if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
+      if (s * SEG + k < B.OW) out[k + s * SEG] = acc[k];
     }
-  }
+  });
   block_barrier();
   CHAIN_STAMP(6);
-  // Group sums in order, bias, activation, in place over group 0's partials (each position has one thread).
+  // B's pooled outputs (this rank's features), G = L.pool_lanes lanes each: a lane takes window positions
+  // sub, sub + G, ..., sums the groups' partials there in group order, adds the bias and activates; the
+  // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
+  const int G = L.pool_lanes;
+  const bool pool_b = B.pool.kind != FusedPool::None;
   const int plane = B.OH * B.OW;
-  for (int i = tid; i < L.fb * plane; i += T) {
-    const int f = i / plane, r = i % plane;
-    float v = bb[f];
-    for (int g = 0; g < L.groups; ++g) v += part[(f * L.groups + g) * plane + r];
-    part[f * L.groups * plane + r] = param_activate(v, B.act, B.alpha, B.beta);
-  }
+  const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
+  for_items((slice * G + 31) / 32 * 32, [&](int item) {
+    const int o = item / G, sub = item % G;
+    const int f = o / P, py = (o % P) / B.PW(), px = o % B.PW();
+    float best = -INFINITY, sum = 0.0f;
+    int count = 0;
+    if (o < slice) {
+      const float* map = part + f * L.groups * plane;
+      for (int w = sub; w < window; w += G) {
+        int yy = py, xx = px;
+        if (pool_b) {
+          yy = py * B.pool.sh - B.pool.pad_top + (w / B.pool.kw) * B.pool.dil_h;
+          xx = px * B.pool.sw - B.pool.pad_left + (w % B.pool.kw) * B.pool.dil_w;
+          if (yy < 0 || yy >= B.OH || xx < 0 || xx >= B.OW) continue;  // padding: the pooling skips it
+        }
+        float v = bb[f];
+        for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.OW + xx];
+        v = param_activate(v, B.act, B.alpha, B.beta);
+        best = fmaxf(best, v);
+        sum += v;
+        ++count;
+      }
+    }
+    for (int off = G / 2; off > 0; off /= 2) {
+      best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      count += __shfl_xor_sync(0xffffffffu, count, off);
+    }
+    if (o < slice && sub == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
+  });
   block_barrier();
   CHAIN_STAMP(7);
-  for (int i = tid; i < slice; i += T) {
-    const int f = i / P, py = (i % P) / B.PW(), px = i % B.PW();
-    const float* map = part + f * L.groups * plane;
-    feat[i] = B.pool.kind == FusedPool::None
-                  ? map[py * B.OW + px]
-                  : pool_window(B.pool, py, px, B.OH, B.OW, [&](int yy, int xx) { return map[yy * B.OW + xx]; });
-  }
-  block_barrier();
-  CHAIN_STAMP(8);
 
-  // 3. This rank's share of every dot product, into rank 0's shared memory.
+  // 3. This rank's share of every dot product, one warp per output, into rank 0's shared memory.
   float* fc_part0 = in_rank(fc_part, 0, R);
   for (int n = warp; n < d.fc.N; n += kWarps) {
     float s = 0.0f;
-    for (int j = lane; j < slice; j += 32) s = fmaf(wfc[n * slice + j], feat[j], s);
+    for (int j0 = 0; j0 < slice; j0 += 32) {
+      if (j0 + lane < slice) s = fmaf(wfc[n * slice + j0 + lane], feat[j0 + lane], s);
+    }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) fc_part0[rank * d.fc.N + n] = s;
   }
   cluster_barrier(R);  // every partial in rank 0; after this no block touches another's shared memory
-  CHAIN_STAMP(9);
+  CHAIN_STAMP(8);
   if (rank == 0) {
-    for (int n = tid; n < d.fc.N; n += T) {
-      float v = bfc[n];
-      for (int q = 0; q < R; ++q) v += fc_part[q * d.fc.N + n];
-      y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v, d.fc.act, d.fc.alpha, d.fc.beta);
+    // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
+    for (int n = warp; n < d.fc.N; n += kWarps) {
+      float v = lane < R ? fc_part[lane * d.fc.N + n] : 0.0f;
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == 0) y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
     }
-    CHAIN_STAMP(10);
+    CHAIN_STAMP(9);
   }
 }
 
@@ -260,6 +290,8 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.src_h = B.OH + B.K - 1;
   L.src_w = L.segs * kChainSeg + B.K - 1;
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
+  const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
+  while (L.pool_lanes < std::min(window, 32)) L.pool_lanes *= 2;
   // As many channel groups as keep one item per thread; at least one.
   const int per_group = L.fb * B.OH * L.segs;
   const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);

@@ -10,10 +10,12 @@
 //      constants: no kernel writes them), then the zero-padded image;
 //   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks): the conv
 //      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
-//      into every rank's copy of B's zero-padded input (distributed shared memory); cluster barrier;
+//      into every rank's copy of B's zero-padded input (distributed shared memory; one thread per value and
+//      destination rank); cluster barrier;
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
-//      of B's input, each thread SEG outputs of one row in registers, then the group sum in a fixed
-//      order, bias and activation, then pooling, all in shared memory;
+//      of B's input, each thread SEG outputs of one row in registers; then, for each pooled output, a few
+//      lanes (one per window position, up to a warp) sum the groups' partials in a fixed order, add the
+//      bias and activate, and pool across the lanes with shuffles;
 //   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
 //      of the fully connected weights, one warp per output, and stores the partial dot products into rank
 //      0's shared memory; cluster barrier; rank 0 sums the ranks' partials in rank order (deterministic),
@@ -74,6 +76,7 @@ struct ChainLayout {
   int group_channels = 1; // channels per group (the last group may have fewer)
   int segs = 1;           // kChainSeg-wide segments per row of B's output
   int segs_a = 1;         // kChainSegA-wide segments per row of A's output
+  int pool_lanes = 1;     // lanes per pooled output of B (a power of two: its window size, at most 32)
   int img_h = 1, img_w = 1;  // A's zero-padded input window
   int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
   int src_floats = 0;     // B's input, rounded up to whole float4s

@@ -45,6 +45,22 @@ __device__ __forceinline__ float activate(float v, const Epilogue& e) {
   }
 }
 
+// The pooled value of window (py, px) from the maximum, the sum and the count of its positions inside the
+// [OH, OW] map (however they were gathered).
+__device__ __forceinline__ float pool_finish(const PoolGeometry& p, int py, int px, int OH, int OW, float best, float sum,
+                                             int count) {
+  if (p.kind == FusedPool::Max) return best;
+  if (p.count_include_pad) {
+    // ONNX counts padded positions, but not window positions beyond the padded extent (ceil_mode).
+    const int y0 = py * p.sh - p.pad_top;
+    const int x0 = px * p.sw - p.pad_left;
+    const int hy = min(y0 + (p.kh - 1) * p.dil_h + 1, OH + p.pad_bottom) - y0;
+    const int wx = min(x0 + (p.kw - 1) * p.dil_w + 1, OW + p.pad_right) - x0;
+    return sum / static_cast<float>(((hy + p.dil_h - 1) / p.dil_h) * ((wx + p.dil_w - 1) / p.dil_w));
+  }
+  return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+}
+
 // Pools one output (py, px) of a [OH, OW] map: `value_at(y, x)` gives the activated conv output at (y, x),
 // asked only for positions inside the map (the window's padded positions are skipped, as ONNX does).
 template <class ValueAt>
@@ -65,14 +81,7 @@ __device__ __forceinline__ float pool_window(const PoolGeometry& p, int py, int 
       ++count;
     }
   }
-  if (p.kind == FusedPool::Max) return best;
-  if (p.count_include_pad) {
-    // ONNX counts padded positions, but not window positions beyond the padded extent (ceil_mode).
-    const int hy = min(y0 + (p.kh - 1) * p.dil_h + 1, OH + p.pad_bottom) - y0;
-    const int wx = min(x0 + (p.kw - 1) * p.dil_w + 1, OW + p.pad_right) - x0;
-    return sum / static_cast<float>(((hy + p.dil_h - 1) / p.dil_h) * ((wx + p.dil_w - 1) / p.dil_w));
-  }
-  return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+  return pool_finish(p, py, px, OH, OW, best, sum, count);
 }
 
 // Pools one output (n, f, py, px) from a map held in shared memory. `map` holds the activated conv

@@ -14,7 +14,10 @@ namespace cnnrt::kernels {
 // publishes them.
 __device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
                                                  int iy0, int ix0, int block_threads) {
-  for (int i = threadIdx.x; i < rows * pitch; i += block_threads) {
+  // Every thread runs the same number of passes (the guard is inside), so warps leave the loop converged.
+  for (int base = 0; base < rows * pitch; base += block_threads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    if (i >= rows * pitch) continue;
     const int r = i / pitch, c = i % pitch;
     const int iy = iy0 + r, ix = ix0 + c;
     const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
