@@ -50,9 +50,12 @@ __device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
 // warp" after such loops, a __syncwarp before the barrier notwithstanding.
 __device__ __forceinline__ void block_barrier() { __syncthreads(); }
 
+// The cluster barrier in its warp-aligned form (release on arrive, acquire on wait), like __syncthreads: the
+// unaligned one (cooperative_groups' cluster.sync()) may let a warp leave diverged, and synccheck then flags
+// the next __syncthreads.
 __device__ __forceinline__ void cluster_barrier(int ranks) {
   if (ranks > 1) {
-    cg::this_cluster().sync();
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
   } else {
     __syncthreads();
   }
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(kChainThreads)
   for_items(L.fb, [&](int i) { cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr); });
   const int features = B.F * P;
   for_items(d.fc.N * slice, [&](int i) {
-    const int n = i / slice, j = i % slice;
+    const int n = L.by_slice.div(i), j = i - n * slice;
     cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
   });
   for_items(d.fc.N, [&](int i) { cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr); });
@@ -150,14 +153,14 @@ __global__ void __launch_bounds__(kChainThreads)
   const bool pool_a = A.pool.kind != FusedPool::None;
   const int win_rows = pool_a ? A.pool.kh : 1;
   const int map_w = L.segs_a * SEG_A;
-  const int rows_per_rank = (A.F * PHa + R - 1) / R;
-  const int row0 = rank * rows_per_rank;
-  const int rows = max(0, min(A.F * PHa, row0 + rows_per_rank) - row0);
+  const int row0 = rank * L.rows_a;
+  const int rows = max(0, min(A.F * PHa, row0 + L.rows_a) - row0);
+  // map_a holds, for pooled row j, the conv rows y0 + [0, span_a) of its window (y0 its first), those at
+  // the window's dilation steps filled.
   for_items(rows * win_rows * L.segs_a, [&](int item) {
-    const int s = item % L.segs_a;
-    const int i = (item / L.segs_a) % win_rows;
-    const int j = item / (L.segs_a * win_rows);
-    const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
+    const int t = L.by_segs_a.div(item), s = item - t * L.segs_a;
+    const int j = L.by_win_rows.div(t), i = t - j * win_rows;
+    const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
     const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
     if (oy < 0 || oy >= A.OH) return;  // a padded window row: the pooling skips it
     const float* w = wa + c * KA * KA;
@@ -165,7 +168,7 @@ __global__ void __launch_bounds__(kChainThreads)
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
     accumulate_row_segment<KA>(acc, img + oy * L.img_w + s * SEG_A, L.img_w, w);
-    float* out = map_a + (j * win_rows + i) * map_w + s * SEG_A;
+    float* out = map_a + (j * L.span_a + i * A.pool.dil_h) * map_w + s * SEG_A;
 #pragma unroll
     for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
   });
@@ -173,17 +176,18 @@ __global__ void __launch_bounds__(kChainThreads)
   CHAIN_STAMP(4);
   // Item (destination rank, pooled value), the rank outermost: a warp's stores go to one rank, along rows of
   // B's input; the order starts at this rank's successor so the ranks do not all store into rank 0 first.
-  const int pooled = rows * PWa;
+  const int pooled = L.rows_a * PWa;  // this rank's values (at most), per destination
   for_items(pooled * R, [&](int item) {
-    const int q = (item / pooled + rank + 1) % R;
-    const int j = (item % pooled) / PWa, px = item % PWa;
-    const int c = (row0 + j) / PHa, py = (row0 + j) % PHa;
-    const float* map = map_a + j * win_rows * map_w;
+    const int t = L.by_pooled_a.div(item), k = item - t * pooled;
+    const int q = L.by_ranks.mod(t + rank + 1);
+    const int j = L.by_pwa.div(k), px = k - j * PWa;
+    if (j >= rows) return;
+    const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
+    const float* map = map_a + j * L.span_a * map_w;
     float v;
     if (pool_a) {
       const int y0 = py * A.pool.sh - A.pool.pad_top;
-      v = pool_window(A.pool, py, px, A.OH, A.OW,
-                      [&](int yy, int xx) { return map[((yy - y0) / A.pool.dil_h) * map_w + xx]; });
+      v = pool_window(A.pool, py, px, A.OH, A.OW, [&](int yy, int xx) { return map[(yy - y0) * map_w + xx]; });
     } else {
       v = map[px];
     }
@@ -194,10 +198,9 @@ __global__ void __launch_bounds__(kChainThreads)
 
   // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
   for_items(L.fb * L.groups * B.OH * L.segs, [&](int item) {
-    const int s = item % L.segs;
-    const int oy = (item / L.segs) % B.OH;
-    const int g = (item / (L.segs * B.OH)) % L.groups;
-    const int f = item / (L.segs * B.OH * L.groups);
+    const int t = L.by_segs.div(item), s = item - t * L.segs;
+    const int t2 = L.by_ohb.div(t), oy = t - t2 * B.OH;
+    const int f = L.by_groups.div(t2), g = t2 - f * L.groups;
     float acc[SEG] = {};
     const int c_end = min(B.C, (g + 1) * L.group_channels);
     for (int c = g * L.group_channels; c < c_end; ++c) {
@@ -219,8 +222,9 @@ __global__ void __launch_bounds__(kChainThreads)
   const int plane = B.OH * B.OW;
   const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
   for_items((slice * G + 31) / 32 * 32, [&](int item) {
-    const int o = item / G, sub = item % G;
-    const int f = o / P, py = (o % P) / B.PW(), px = o % B.PW();
+    const int o = item >> L.pool_lanes_log2, sub = item & (G - 1);
+    const int f = L.by_pb.div(o), r = o - f * P;
+    const int py = L.by_pwb.div(r), px = r - py * B.PW();
     float best = -INFINITY, sum = 0.0f;
     int count = 0;
     if (o < slice) {
@@ -228,8 +232,9 @@ __global__ void __launch_bounds__(kChainThreads)
       for (int w = sub; w < window; w += G) {
         int yy = py, xx = px;
         if (pool_b) {
-          yy = py * B.pool.sh - B.pool.pad_top + (w / B.pool.kw) * B.pool.dil_h;
-          xx = px * B.pool.sw - B.pool.pad_left + (w % B.pool.kw) * B.pool.dil_w;
+          const int wy = L.by_pool_kw.div(w), wx = w - wy * B.pool.kw;
+          yy = py * B.pool.sh - B.pool.pad_top + wy * B.pool.dil_h;
+          xx = px * B.pool.sw - B.pool.pad_left + wx * B.pool.dil_w;
           if (yy < 0 || yy >= B.OH || xx < 0 || xx >= B.OW) continue;  // padding: the pooling skips it
         }
         float v = bb[f];
@@ -291,7 +296,10 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.src_w = L.segs * kChainSeg + B.K - 1;
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
   const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
-  while (L.pool_lanes < std::min(window, 32)) L.pool_lanes *= 2;
+  while (L.pool_lanes < std::min(window, 32)) {
+    L.pool_lanes *= 2;
+    ++L.pool_lanes_log2;
+  }
   // As many channel groups as keep one item per thread; at least one.
   const int per_group = L.fb * B.OH * L.segs;
   const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);
@@ -306,8 +314,10 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.img = take(L.img_h * L.img_w);
   L.wa = take(A.F * A.K * A.K);
   L.ba = take(A.F);
-  const int rows_per_rank = (A.F * A.PH() + ranks - 1) / ranks;
-  L.map_a = take(rows_per_rank * (A.pool.kind == FusedPool::None ? 1 : A.pool.kh) * L.segs_a * kChainSegA);
+  const bool pool_a = A.pool.kind != FusedPool::None;
+  L.rows_a = (A.F * A.PH() + ranks - 1) / ranks;
+  L.span_a = pool_a ? (A.pool.kh - 1) * A.pool.dil_h + 1 : 1;
+  L.map_a = take(L.rows_a * L.span_a * L.segs_a * kChainSegA);
   L.src_floats = round4(B.C * L.src_h * L.src_w);
   L.src = take(L.src_floats);
   L.wb = take(L.fb * B.C * B.K * B.K);
@@ -318,6 +328,19 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.bfc = take(d.fc.N);
   L.fc_part = take(ranks * d.fc.N);
   L.floats = at;
+  L.by_segs_a = FastDiv(L.segs_a);
+  L.by_win_rows = FastDiv(pool_a ? A.pool.kh : 1);
+  L.by_pha = FastDiv(A.PH());
+  L.by_pwa = FastDiv(A.PW());
+  L.by_ranks = FastDiv(ranks);
+  L.by_pooled_a = FastDiv(L.rows_a * A.PW());
+  L.by_segs = FastDiv(L.segs);
+  L.by_ohb = FastDiv(B.OH);
+  L.by_groups = FastDiv(L.groups);
+  L.by_pb = FastDiv(B.PH() * B.PW());
+  L.by_pwb = FastDiv(B.PW());
+  L.by_pool_kw = FastDiv(B.pool.kind == FusedPool::None ? 1 : B.pool.kw);
+  L.by_slice = FastDiv(L.fb * B.PH() * B.PW());
   return L;
 }
 

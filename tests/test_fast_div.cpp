@@ -1,0 +1,42 @@
+// kernels/fast_div.cuh (the chain kernel's index arithmetic) against the division operator, on the host:
+// the device runs the same expression with __umulhi.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/fast_div.cuh"
+
+using cnnrt::kernels::FastDiv;
+
+TEST_CASE("FastDiv agrees with / and % for small, power-of-two, odd and huge divisors") {
+  std::vector<int> divisors;
+  for (int d = 1; d <= 1100; ++d) divisors.push_back(d);
+  for (int s = 11; s < 31; ++s) {
+    divisors.push_back(1 << s);
+    divisors.push_back((1 << s) - 1);
+    divisors.push_back((1 << s) + 1);
+  }
+  divisors.push_back(2147483647);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> any(0, 2147483647);
+  int64_t checked = 0;
+  for (int d : divisors) {
+    const FastDiv fd(d);
+    std::vector<int> dividends = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
+    for (int k = 1; k < 64; ++k) dividends.push_back(static_cast<int>(std::min<int64_t>(int64_t{d} * k - 1, 2147483647)));
+    for (int i = 0; i < 400; ++i) dividends.push_back(any(rng));
+    for (int n = 0; n < 3000; ++n) dividends.push_back(n);
+    for (int n : dividends) {
+      if (n < 0) continue;
+      if (fd.div(n) != n / d || fd.mod(n) != n % d) {
+        FAIL_CHECK("FastDiv(" << d << ") of " << n << ": " << fd.div(n) << " r " << fd.mod(n) << ", expected " << n / d
+                              << " r " << n % d);
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked > 1000000);
+  MESSAGE(checked << " divisions checked");
+}
