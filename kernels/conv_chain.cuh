@@ -84,11 +84,9 @@ struct ChainLayout {
   int rows_a = 1;         // A's pooled rows (channel, row) per rank (the last rank may have fewer)
   int span_a = 1;         // conv rows under one pooling window: (kh - 1) * dil_h + 1 (1 without pooling)
   int pool_lanes_log2 = 0;
-  // The divisions of the item loops (see fast_div.cuh): by segs_a, the window rows, A's PH and PW, the ranks,
-  // rows_a * A's PW, segs, B's OH, groups, B's pooled outputs per filter and PW, B's pool window width, and
-  // this rank's features (fb * B's PH * PW).
-  FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_ranks, by_pooled_a, by_segs, by_ohb, by_groups, by_pb, by_pwb,
-      by_pool_kw, by_slice;
+  // The divisions of the item loops (see fast_div.cuh): by segs_a, A's window rows, PH and PW; by segs, B's
+  // OH, the groups, B's pooled outputs per filter, PW and pool window width; by this rank's feature count.
+  FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_segs, by_ohb, by_groups, by_pb, by_pwb, by_pool_kw, by_slice;
   int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
   int floats = 0;         // total
 };
