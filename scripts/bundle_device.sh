@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bin=build/release/bin
 # gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
-"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" $(command -v gdb || true)
+"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" $(command -v gdb || true)
 if command -v gdb > /dev/null; then
   # gdb embeds Python and will not start without its standard library (gpu_round.sh sets PYTHONHOME).
   py=/usr/lib/python3.$(ldd "$(command -v gdb)" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
