@@ -143,14 +143,18 @@ __global__ void __launch_bounds__(kChainThreads)
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
   for_items(L.src_floats / 4, [&](int i) { reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); });
-  cluster_arrive(R);  // this rank's B input is zeroed (waited for below, before any rank stores into it)
   CHAIN_STAMP(1);
 
   // The image, zero-padded (it may be the prior grid's output).
   wait_for_prior_grid();
   CHAIN_STAMP(2);
-  stage_plane_tile(img, L.img_w, L.img_h, x + static_cast<int64_t>(image) * A.H * A.W, A.H, A.W, -A.pad_top,
-                   -A.pad_left, T);  // also waits for the weights' copies (this thread's)
+  issue_plane_tile(img, L.img_w, L.img_h, x + static_cast<int64_t>(image) * A.H * A.W, A.H, A.W, -A.pad_top,
+                   -A.pad_left, T);
+  // This rank's B input is zeroed (waited for below, before any rank stores into it). After the image's
+  // copies are issued: the release may wait for this thread's memory operations in flight, and it must not
+  // hold back the image's.
+  cluster_arrive(R);
+  cp_async_wait<0>();  // the image's and the weights' copies (this thread's)
   block_barrier();   // the image, for every thread of this block
   cluster_wait(R);   // every rank has started and zeroed its B input before any rank stores into it
   CHAIN_STAMP(3);

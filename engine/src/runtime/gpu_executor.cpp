@@ -88,6 +88,12 @@ class GpuExecutor final : public Executor {
   }
 
   void enqueue_device(const float* const* inputs, float* const* outputs) override {
+    // The pointers of the last run were checked then: asking the driver again (cudaPointerGetAttributes,
+    // about a microsecond for two buffers) would sit between the caller's start event and the launch.
+    if (is_bound(inputs, outputs)) {
+      launch();
+      return;
+    }
     for (size_t i = 0; i < plan_.input_slots.size(); ++i) {
       CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "enqueue: device input {} is null", i);
       check_device_pointer(inputs[i], "input", i);
@@ -199,11 +205,15 @@ class GpuExecutor final : public Executor {
 
   // Resolves every slot for this set of input/output pointers. A different set than last time
   // invalidates the captured graph.
-  void bind(const float* const* inputs, float* const* outputs) {
+  bool is_bound(const float* const* inputs, float* const* outputs) const {
     bool same = bound_once_;
     for (size_t i = 0; i < bound_inputs_.size(); ++i) same = same && bound_inputs_[i] == inputs[i];
     for (size_t i = 0; i < bound_outputs_.size(); ++i) same = same && bound_outputs_[i] == outputs[i];
-    if (same) return;
+    return same;
+  }
+
+  void bind(const float* const* inputs, float* const* outputs) {
+    if (is_bound(inputs, outputs)) return;
     bound_once_ = true;
     std::copy(inputs, inputs + bound_inputs_.size(), bound_inputs_.begin());
     std::copy(outputs, outputs + bound_outputs_.size(), bound_outputs_.begin());
