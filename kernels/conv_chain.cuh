@@ -10,8 +10,8 @@
 //      constants: no kernel writes them), then the zero-padded image;
 //   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks): the conv
 //      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
-//      into every rank's copy of B's zero-padded input (distributed shared memory; one thread per value and
-//      destination rank); cluster barrier;
+//      into every rank's copy of B's zero-padded input (distributed shared memory, asynchronous stores that
+//      the destination's mbarrier counts: each rank waits for its own bytes, no cluster barrier);
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
 //      of B's input, each thread SEG outputs of one row in registers; then, for each pooled output, a few
 //      lanes (one per window position, up to a warp) sum the groups' partials in a fixed order, add the
