@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kChainThreads)
   // This rank's B input is zeroed and its mbarrier set up (waited for below, before any rank stores into
   // it). Before the image's copies are issued: arriving after them only moved the release's wait for the
   // copies in flight into the image phase (chain_trace, round 6: 1.40 + 1.39 us against 1.94 + 0.94 us).
-  if (tid == 0) {
+  if (R > 1 && tid == 0) {  // (st.async needs a cluster of 2 or more blocks: one block stores plainly)
     mbarrier_init(&b_input_ready, 1);
     fence_mbarrier_init();
     // One arrival (this one) and the bytes every rank's pushes bring (each pooled value of A, once).
@@ -248,11 +248,19 @@ __global__ void __launch_bounds__(kChainThreads)
       v = map[px];
     }
     const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
-    for (int q = rank + 1, n = 0; n < R; ++n, ++q) store_async(src + at, v, q < R ? q : q - R, &b_input_ready);
+    if (R == 1) {
+      src[at] = v;
+    } else {
+      for (int q = rank + 1, n = 0; n < R; ++n, ++q) store_async(src + at, v, q < R ? q : q - R, &b_input_ready);
+    }
   });
   // B's input complete here: every value has landed (the mbarrier counts the bytes), without a cluster
   // barrier's release round trip.
-  mbarrier_wait_parity0(&b_input_ready);
+  if (R > 1) {
+    mbarrier_wait_parity0(&b_input_ready);
+  } else {
+    block_barrier();
+  }
   CHAIN_STAMP(5);
 
   // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
