@@ -24,12 +24,17 @@ TEST_CASE("FastDiv agrees with / and % for small, power-of-two, odd and huge div
   int64_t checked = 0;
   for (int d : divisors) {
     const FastDiv fd(d);
-    std::vector<int> dividends = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
-    for (int k = 1; k < 64; ++k) dividends.push_back(static_cast<int>(std::min<int64_t>(int64_t{d} * k - 1, 2147483647)));
+    const int64_t dd = d;
+    std::vector<int64_t> dividends = {0, 1, dd - 1, dd, dd + 1, 2147483647, 2147483646, 2147483647 - dd};
+    for (int k = 1; k < 64; ++k) {
+      dividends.push_back(dd * k - 1);
+      dividends.push_back(dd * k);
+    }
     for (int i = 0; i < 400; ++i) dividends.push_back(any(rng));
     for (int n = 0; n < 3000; ++n) dividends.push_back(n);
-    for (int n : dividends) {
-      if (n < 0) continue;
+    for (int64_t n64 : dividends) {
+      if (n64 < 0 || n64 > 2147483647) continue;  // the range FastDiv promises
+      const int n = static_cast<int>(n64);
       if (fd.div(n) != n / d || fd.mod(n) != n % d) {
         FAIL_CHECK("FastDiv(" << d << ") of " << n << ": " << fd.div(n) << " r " << fd.mod(n) << ", expected " << n / d
                               << " r " << n % d);
