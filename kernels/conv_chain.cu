@@ -120,16 +120,6 @@ __device__ __forceinline__ void for_items(int n, F&& f) {
   }
 }
 
-// n floats from global `src` into shared `dst` with cp.async: 16 bytes per copy where both addresses are
-// 16-byte aligned and n is a multiple of 4 (a quarter of the copy instructions), else 4 bytes per copy.
-__device__ __forceinline__ void copy_floats(float* dst, const float* src, int n) {
-  if (n % 4 == 0 && (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 == 0) {
-    for_items(n / 4, [&](int i) { cp_async_16(dst + 4 * i, src + 4 * i, true); });
-  } else {
-    for_items(n, [&](int i) { cp_async_4(dst + i, src + i, true); });
-  }
-}
-
 // acc[k] += the K x K window at column k of `in` (row pitch `pitch`) times `w` ([K][K]), k < SEG: one channel
 // of SEG adjacent outputs of a row, each input row loaded once into registers and reused across its K taps.
 template <int K, int SEG>
@@ -180,24 +170,16 @@ __global__ void __launch_bounds__(kChainThreads)
   // 0. Weights. No kernel writes them, so they may stream in while the prior grid still runs.
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
-  copy_floats(wa, A.weights, A.F * KA * KA);
+  for_items(A.F * KA * KA, [&](int i) { cp_async_4(wa + i, A.weights + i, true); });
   for_items(A.F, [&](int i) { cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr); });
   const int wb_count = L.fb * B.C * KB * KB;
-  copy_floats(wb, B.weights + rank * wb_count, wb_count);
+  for_items(wb_count, [&](int i) { cp_async_4(wb + i, B.weights + rank * wb_count + i, true); });
   for_items(L.fb, [&](int i) { cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr); });
   const int features = B.F * P;
-  if (slice % 4 == 0 && features % 4 == 0 && reinterpret_cast<uintptr_t>(d.fc.weights) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(wfc) % 16 == 0) {  // row slices of whole float4s: 16 bytes per copy
-    for_items(d.fc.N * slice / 4, [&](int i) {
-      const int n = L.by_slice.div(4 * i), j = 4 * i - n * slice;
-      cp_async_16(wfc + 4 * i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
-    });
-  } else {
-    for_items(d.fc.N * slice, [&](int i) {
-      const int n = L.by_slice.div(i), j = i - n * slice;
-      cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
-    });
-  }
+  for_items(d.fc.N * slice, [&](int i) {
+    const int n = L.by_slice.div(i), j = i - n * slice;
+    cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
+  });
   for_items(d.fc.N, [&](int i) { cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr); });
   cp_async_commit();
   // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
