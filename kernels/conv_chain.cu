@@ -276,15 +276,15 @@ __global__ void __launch_bounds__(kChainThreads)
     float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
 #pragma unroll
     for (int k = 0; k < SEG; ++k) {
-      if (s * SEG + k < B.OW) out[k + s * SEG] = acc[k];
+      if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
     }
   });
   block_barrier();
   CHAIN_STAMP(6);
-  // B's pooled outputs (this rank's features), G = L.pool_lanes lanes each: a lane takes window positions
+  // B's pooled outputs (this rank's features), G = 2^L.pool_lanes_log2 lanes each: a lane takes window positions
   // sub, sub + G, ..., sums the groups' partials there in group order, adds the bias and activates; the
   // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
-  const int G = L.pool_lanes;
+  const int G = 1 << L.pool_lanes_log2;
   const bool pool_b = B.pool.kind != FusedPool::None;
   const int plane = B.OH * B.OW;
   const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
@@ -363,10 +363,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.src_w = L.segs * kChainSeg + B.K - 1;
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
   const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
-  while (L.pool_lanes < std::min(window, 32)) {
-    L.pool_lanes *= 2;
-    ++L.pool_lanes_log2;
-  }
+  while ((1 << L.pool_lanes_log2) < std::min(window, 32)) ++L.pool_lanes_log2;
   // As many channel groups as keep one item per thread; at least one.
   const int per_group = L.fb * B.OH * L.segs;
   const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);

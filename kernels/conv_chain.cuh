@@ -77,13 +77,13 @@ struct ChainLayout {
   int group_channels = 1; // channels per group (the last group may have fewer)
   int segs = 1;           // kChainSeg-wide segments per row of B's output
   int segs_a = 1;         // kChainSegA-wide segments per row of A's output
-  int pool_lanes = 1;     // lanes per pooled output of B (a power of two: its window size, at most 32)
   int img_h = 1, img_w = 1;  // A's zero-padded input window
   int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
   int src_floats = 0;     // B's input, rounded up to whole float4s
   int rows_a = 1;         // A's pooled rows (channel, row) per rank (the last rank may have fewer)
   int span_a = 1;         // conv rows under one pooling window: (kh - 1) * dil_h + 1 (1 without pooling)
-  int pool_lanes_log2 = 0;
+  int pool_lanes_log2 = 0;  // log2 of the lanes per pooled output of B (its window size rounded up to a power
+                            // of two, at most 32)
   // The divisions of the item loops (see fast_div.cuh): by segs_a, A's window rows, PH and PW; by segs, B's
   // OH, the groups, B's pooled outputs per filter, PW and pool window width; by this rank's feature count.
   FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_segs, by_ohb, by_groups, by_pb, by_pwb, by_pool_kw, by_slice;

@@ -10,9 +10,9 @@ namespace cnnrt::kernels {
 // Copies rows [iy0, iy0 + rows) x columns [ix0, ix0 + pitch) of one H x W plane into `tile` (row pitch
 // `pitch`), writing zeros outside the plane: the convolution's padding. Lanes along the row: coalesced
 // reads. Every copy is a cp.async, so the whole tile is in flight at once (one memory latency per tile,
-// not one per loop iteration); stage_plane_tile waits for this thread's copies (issue_plane_tile leaves the
-// wait, cp_async_wait<0>(), to the caller), and the caller's __syncthreads() publishes them.
-__device__ __forceinline__ void issue_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
+// not one per loop iteration); this waits for this thread's copies, and the caller's __syncthreads()
+// publishes them.
+__device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
                                                  int iy0, int ix0, int block_threads) {
   // Every thread runs the same number of passes (the guard is inside), so warps leave the loop converged.
   for (int base = 0; base < rows * pitch; base += block_threads) {
@@ -24,11 +24,6 @@ __device__ __forceinline__ void issue_plane_tile(float* tile, int pitch, int row
     cp_async_4(tile + i, inside ? plane + static_cast<int64_t>(iy) * W + ix : plane, inside);
   }
   cp_async_commit();
-}
-
-__device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
-                                                 int iy0, int ix0, int block_threads) {
-  issue_plane_tile(tile, pitch, rows, plane, H, W, iy0, ix0, block_threads);
   cp_async_wait<0>();
 }
 

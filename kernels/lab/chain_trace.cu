@@ -9,6 +9,7 @@
 #define CNNRT_CHAIN_TRACE 1
 #include "kernels/conv_chain.cu"
 #include "kernels/launch.cu"
+#include "kernels/lab/lab_check.cuh"
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,15 +19,6 @@
 namespace {
 
 using namespace cnnrt::kernels;
-
-#define LAB_CHECK(call)                                                                     \
-  do {                                                                                      \
-    cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(err_), __FILE__, __LINE__); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 const float* device_random(size_t count, unsigned seed) {
   std::mt19937 rng(seed);

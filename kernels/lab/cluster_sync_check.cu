@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cp_async.cuh"
+#include "kernels/lab/lab_check.cuh"
 
 namespace {
 
@@ -27,15 +28,6 @@ using namespace cnnrt::kernels;
 
 constexpr int kThreads = 512;
 constexpr int kSlots = 4;  // floats per thread in each buffer
-
-#define LAB_CHECK(call)                                                                       \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
