@@ -1,10 +1,12 @@
 // Single-input-channel convolution; see conv2d_c1.cuh for the algorithm.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/conv2d_c1_impl.cuh"
+#include "kernels/conv2d_c1_stream.cuh"
 
 namespace cnnrt::kernels {
 
@@ -81,6 +83,46 @@ const C1Entry kC1Entries[] = {
     C1_ENTRY(0, 1, 32, 32, 2, 32, Act::Param, true, "32x32r2"),
 };
 
+// The single-filter streaming kernel (conv2d_c1_stream.cuh): one instantiation per K and activation; the
+// rows each warp streams is a launch argument, offered at a few values (more rows: less vertical halo
+// read twice; fewer: more warps for a small image).
+struct C1StreamEntry {
+  int k, rows;
+  Act act;
+  void (*launch)(const float*, float*, const ConvGeometry&, const Epilogue&, const C1Filters&, const float*, cudaStream_t);
+};
+#define C1_STREAM_ROWS(K, ACT)                                                                                   \
+  C1StreamEntry{K, 8, ACT, &c1::launch_c1_stream<K, ACT, 8>}, C1StreamEntry{K, 16, ACT, &c1::launch_c1_stream<K, ACT, 16>}, \
+      C1StreamEntry{K, 32, ACT, &c1::launch_c1_stream<K, ACT, 32>},                                              \
+      C1StreamEntry{K, 64, ACT, &c1::launch_c1_stream<K, ACT, 64>},                                              \
+      C1StreamEntry{K, 128, ACT, &c1::launch_c1_stream<K, ACT, 128>}
+#define C1_STREAM(K) C1_STREAM_ROWS(K, Act::None), C1_STREAM_ROWS(K, Act::Relu)
+const C1StreamEntry kC1StreamEntries[] = {C1_STREAM(1), C1_STREAM(3), C1_STREAM(5)};
+
+// The streaming variants for this layer, the one that makes about 16 warps per SM of the H100 first; a row
+// count is offered only where the next smaller one leaves more than one chunk of rows.
+std::vector<C1Variant> c1_stream_variants(const ConvGeometry& g, const Epilogue& e) {
+  std::vector<C1Variant> out;
+  if (!c1::c1_stream_eligible(g, e)) return out;
+  const Act act = e.param_act == ParamAct::Relu ? Act::Relu : Act::None;
+  std::vector<const C1StreamEntry*> fitting;
+  for (const C1StreamEntry& entry : kC1StreamEntries) {
+    if (entry.k == g.KH && entry.act == act && (entry.rows == 8 || entry.rows / 2 < g.OH)) fitting.push_back(&entry);
+  }
+  const double strips = std::ceil(g.OW / double(c1::kStreamStrip));
+  auto distance = [&](const C1StreamEntry* en) {
+    const double warps = double(g.N) * strips * std::ceil(g.OH / double(en->rows));
+    return std::fabs(std::log(warps / (132.0 * 16.0)));
+  };
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [&](const C1StreamEntry* a, const C1StreamEntry* b) { return distance(a) < distance(b); });
+  for (const C1StreamEntry* en : fitting) {
+    out.push_back({"c1_k" + std::to_string(en->k) + "s1_f1_stream_r" + std::to_string(en->rows) + "_" + act_name(en->act),
+                   en->launch, true});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> pack_c1_smem_filters(const float* weights, const float* bias, int F, int K) {
@@ -126,8 +168,8 @@ bool conv2d_c1_supports(const ConvGeometry& g, const Epilogue& e, std::string* w
 }
 
 std::vector<C1Variant> conv2d_c1_variants(const ConvGeometry& g, const Epilogue& e) {
-  std::vector<C1Variant> out;
-  if (!conv2d_c1_supports(g, e)) return out;
+  if (!conv2d_c1_supports(g, e)) return {};
+  std::vector<C1Variant> out = c1_stream_variants(g, e);
   const bool pool = e.pool.kind != FusedPool::None;
   const bool square_fixed = g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5);
   // Fixed-K instantiations when the shape has one; the epilogue's activation picks the Act variant

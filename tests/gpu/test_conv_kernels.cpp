@@ -41,6 +41,7 @@ void check_variant(const std::string& name, const Reference& ref, const DeviceBu
 }
 
 int variants_checked = 0;
+int stream_variants_checked = 0;  // the single-filter streaming variants among them
 
 void check_layer(const Layer& L, uint32_t seed) {
   const int64_t cpg = L.C / L.groups;
@@ -78,6 +79,7 @@ void check_layer(const Layer& L, uint32_t seed) {
       v.launch(xp, yp, ref.g, e, filters, smem_filters.get(), nullptr);
     });
     ++variants_checked;
+    if (v.name.find("_stream_") != std::string::npos) ++stream_variants_checked;
   }
   if (kernels::conv2d_general_supports(ref.g, with_bias.e)) {
     DeviceBuffer packed(kernels::pack_general_filters(w.f32(), L.F, L.C, L.K, L.K));
@@ -124,6 +126,59 @@ TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations")
   check_layer({2, 1, 33, 35, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, true}, seed++);
   check_layer({1, 1, 31, 9, 17, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::None, true}, seed++);
   MESSAGE(variants_checked << " variant checks so far");
+}
+
+// The single-filter streaming kernel needs W % 4 == 0 and left padding (K - 1) / 2; the sizes above rarely
+// have both. Odd heights (chunks of rows that end early), strips that end inside the image, the right and
+// bottom padding free (outputs narrower than the input: the scalar stores), residual, and batch 2.
+TEST_CASE("conv2d_c1: single-filter streaming variants, widths a multiple of 4, odd heights, paddings") {
+  uint32_t seed = 300;
+  const int before = stream_variants_checked;
+  for (int K : {1, 3, 5}) {
+    const int P = (K - 1) / 2;
+    for (int H : {1, 7, 31, 33}) {
+      for (int W : {4, 132, 260}) {
+        check_layer({2, 1, H, W, 1, K, 1, P, P, P, P, 1}, seed++);
+        check_layer({1, 1, H, W, 1, K, 1, 0, P, K - 1, 0, 1, kernels::ParamAct::Relu}, seed++);
+      }
+    }
+    check_layer({1, 1, 1000, 132, 1, K, 1, P, P, P, P, 1, kernels::ParamAct::Relu, true}, seed++);
+    check_layer({1, 1, 33, 1000, 1, K, 1, P, P, P + 1, P + 3, 1}, seed++);
+  }
+  check_layer({1, 1, 1000, 1000, 1, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu}, seed++);
+  // 3 K x 4 H x 3 W x 2 cases x (at least one row count each), and more: none of them may be missing.
+  CHECK(stream_variants_checked - before >= 3 * 4 * 3 * 2);
+  MESSAGE((stream_variants_checked - before) << " streaming variant checks");
+}
+
+// Pointers that are not 16-byte aligned (a caller's offset into its own buffer): the streaming variants
+// must not issue float4 accesses there (they fall back to the tiled kernel).
+TEST_CASE("conv2d_c1: single-filter streaming variants with pointers 4 bytes past alignment") {
+  const Layer L{1, 1, 33, 132, 1, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu};
+  auto x = ir::HostTensor::floats({1, 1, L.H, L.W}, random_floats(size_t(L.H) * L.W, 77));
+  auto w = ir::HostTensor::floats({1, 1, 5, 5}, random_floats(25, 78));
+  auto b = ir::HostTensor::floats({1}, random_floats(1, 79));
+  Reference ref = reference(L, x, w, b, nullptr);
+  std::vector<float> shifted(x.float_values().size() + 1, 0.0f);
+  std::copy(x.float_values().begin(), x.float_values().end(), shifted.begin() + 1);
+  DeviceBuffer dx(shifted), db(b.float_values());
+  ref.e.bias = db.get();
+  kernels::C1Filters filters;
+  kernels::pack_c1_filters(w.f32(), b.f32(), 1, 5, 5, &filters);
+  DeviceBuffer packed(kernels::pack_c1_smem_filters(w.f32(), b.f32(), 1, 5));
+  int checked = 0;
+  for (const auto& v : kernels::conv2d_c1_variants(ref.g, ref.e)) {
+    if (v.name.find("_stream_") == std::string::npos) continue;
+    INFO(v.name);
+    DeviceBuffer y(static_cast<size_t>(ref.output.numel()) + 1);  // poisoned
+    v.launch(dx.get() + 1, y.get() + 1, ref.g, ref.e, filters, packed.get(), nullptr);
+    GPU_CHECK(cudaGetLastError());
+    const std::vector<float> all = y.download();
+    const std::vector<float> got(all.begin() + 1, all.end());
+    CHECK(relative_error(got, ref.output.float_values()) < 1e-5);
+    ++checked;
+  }
+  CHECK(checked >= 1);
 }
 
 TEST_CASE("conv2d_c1: fused max and average pooling, overlapping and ceil_mode windows") {

@@ -1,0 +1,180 @@
+// The single-filter streaming kernel of the single-input-channel family (included by conv2d_c1.cu only).
+//
+// Why a kernel of its own: with one filter the tiled c1 kernel does 9 or 25 FMAs per output against 8 bytes
+// moved, so the layer should run at its memory floor, yet the k3 and k5 layers of 1024x1024 and larger ran
+// at 45-69% of it (docs/perf-notes.md, v4). Each of its blocks stages its tile, waits, computes and stores:
+// within a block nothing overlaps, and a 1024x1024 image is one wave of blocks doing that in step.
+//
+// Here a warp owns a strip of 128 output columns (4 per lane) and a run of `rows_per_warp` output rows, and
+// streams the input rows through registers, no shared memory and no barrier:
+//   - each lane loads its own float4 of every input row (a warp reads 512 contiguous bytes per row), D rows
+//     ahead of the row it computes, so D rows per warp are always in flight;
+//   - the K - 1 halo columns come from the neighbouring lanes by shuffles; lane 0 and lane 31 load the
+//     strip's outer halo (at most 2 floats each) themselves;
+//   - every input row is loaded once per strip and added into the K output rows it belongs to: a ring of
+//     K accumulator rows (4 outputs each), the oldest complete after each input row, stored as one float4
+//     with bias, residual and activation (store_four);
+//   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
+// The loop is unrolled by U (a multiple of K and D) so that ring slots are registers, not indexed memory.
+// Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
+// left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu. The launch falls
+// back to the tiled kernel when a pointer is not 16-byte aligned.
+#pragma once
+
+#include "kernels/conv2d_c1_impl.cuh"
+
+namespace cnnrt::kernels::c1 {
+
+constexpr int kStreamWarps = 4;          // warps per block (independent of each other)
+constexpr int kStreamStrip = 4 * 32;     // output columns per warp
+
+template <int K>
+struct StreamShape {
+  static constexpr int P = (K - 1) / 2;                  // halo columns on the left (the left padding)
+  static constexpr int R = K - 1 - P;                    // halo columns on the right
+  static constexpr int E = (P > R ? P : R) > 0 ? (P > R ? P : R) : 1;  // outer halo floats of lane 0 / lane 31
+  static constexpr int D = K == 1 ? 4 : K == 3 ? 6 : 5;  // input rows in flight per warp
+  static constexpr int U = K == 1 ? 4 : K == 3 ? 6 : 5;  // unroll: a multiple of K and of D
+  static constexpr int KP = (K + 3) / 4 * 4;             // packed filter row pitch (pack_c1_smem_filters)
+  static_assert(U % K == 0 && U % D == 0, "ring slots must be compile-time registers");
+};
+
+// One input row as a lane holds it: its own 4 columns and (lanes 0 and 31) the strip's outer halo.
+template <int E>
+struct StreamRow {
+  float4 v;
+  float edge[E];
+};
+
+template <int K, Act ACT>
+__global__ void __launch_bounds__(kStreamWarps * 32, 4)
+    conv2d_c1_stream_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
+                            const float* __restrict__ w_packed, int rows_per_warp, int strips, int chunks) {
+  using S = StreamShape<K>;
+  constexpr int P = S::P, R = S::R, E = S::E, D = S::D, U = S::U;
+  // The filter: constants (no kernel writes them), so read before the prior grid's wait.
+  float w[K][K];
+#pragma unroll
+  for (int ky = 0; ky < K; ++ky) {
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) w[ky][kx] = __ldg(w_packed + ky * S::KP + kx);
+  }
+  const float bias = __ldg(w_packed + K * S::KP);
+  wait_for_prior_grid();
+
+  const int lane = threadIdx.x & 31;
+  const int warp_id = blockIdx.x * kStreamWarps + static_cast<int>(threadIdx.x >> 5);
+  if (warp_id >= g.N * chunks * strips) return;  // whole warps: no shuffle loses a partner
+  const int strip = warp_id % strips;
+  const int chunk = (warp_id / strips) % chunks;
+  const int n = warp_id / (strips * chunks);
+  const int c0 = strip * kStreamStrip;  // the strip's first output column
+  const int col = c0 + 4 * lane;        // this lane's first output column, and its input float4's column
+  const int oy0 = chunk * rows_per_warp;
+  const int rows = min(rows_per_warp, g.OH - oy0);
+  const int steps = rows + K - 1;       // padded input rows oy0 .. oy0 + steps - 1
+  const float* xn = x + static_cast<int64_t>(n) * g.H * g.W;
+  float* yn = y + static_cast<int64_t>(n) * g.OH * g.OW;
+  const float* rn = e.residual ? e.residual + static_cast<int64_t>(n) * g.OH * g.OW : nullptr;
+  const bool own_inside = col < g.W;  // W % 4 == 0: the float4 is wholly inside or wholly outside
+  const bool left_edge = lane == 0 && c0 > 0;
+  const bool right_edge = lane == 31 && c0 + kStreamStrip < g.W;
+
+  auto load_row = [&](int t, StreamRow<E>& r) {
+    const int iy = oy0 + t - g.pad_top;
+    const bool row_inside = t < steps && iy >= 0 && iy < g.H;
+    const float* p = xn + static_cast<int64_t>(iy) * g.W;
+    r.v = row_inside && own_inside ? __ldg(reinterpret_cast<const float4*>(p + col)) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const bool left = left_edge && i < P, right = right_edge && i < R;
+      r.edge[i] = row_inside && (left || right) ? __ldg(p + (left ? c0 - P + i : c0 + kStreamStrip + i)) : 0.0f;
+    }
+  };
+
+  StreamRow<E> pending[D];
+#pragma unroll
+  for (int d = 0; d < D; ++d) load_row(d, pending[d]);
+  float acc[K][4];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[k][j] = 0.0f;
+  }
+
+  for (int t0 = 0; t0 < steps; t0 += U) {
+#pragma unroll
+    for (int s = 0; s < U; ++s) {
+      const int t = t0 + s;  // t % K == s % K and t % D == s % D: U is a multiple of both
+      if (t >= steps) break;
+      const StreamRow<E> cur = pending[s % D];
+      load_row(t + D, pending[s % D]);
+      // Input columns col - P .. col + 3 + R of this row.
+      const float own[4] = {cur.v.x, cur.v.y, cur.v.z, cur.v.w};
+      float row[4 + K - 1];
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        const float from_left = __shfl_up_sync(0xffffffffu, own[4 - P + i], 1);
+        row[i] = lane == 0 ? cur.edge[i] : from_left;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) row[P + i] = own[i];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const float from_right = __shfl_down_sync(0xffffffffu, own[i], 1);
+        row[P + 4 + i] = lane == 31 ? cur.edge[i] : from_right;
+      }
+      // Input row t is row ky of the window of output row t - ky.
+#pragma unroll
+      for (int ky = 0; ky < K; ++ky) {
+        const int o = t - ky;
+        if (o < 0 || o >= rows) continue;
+        float(&a)[4] = acc[((s - ky) % K + K) % K];
+#pragma unroll
+        for (int kx = 0; kx < K; ++kx) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) a[j] = fmaf(w[ky][kx], row[j + kx], a[j]);
+        }
+      }
+      // Output row t - (K - 1) has all its K input rows now.
+      const int done = t - (K - 1);
+      if (done >= 0) {
+        float(&a)[4] = acc[((s - (K - 1)) % K + K) % K];
+        float out[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          out[j] = a[j] + bias;
+          a[j] = 0.0f;  // the slot's next output row starts here
+        }
+        store_four<ACT>(out, yn, rn, oy0 + done, col, g.OH, g.OW, e);
+      }
+    }
+  }
+}
+
+template <int K, Act ACT, int ROWS_PER_WARP>
+void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& filters,
+                      const float* w_packed, cudaStream_t stream) {
+  if (!aligned_16(x) || !aligned_16(y)) {
+    // float4 loads and stores need 16-byte alignment: the tiled kernel with the same packed filters instead.
+    launch_c1<C1Cfg<K, 1, 128, 32, 8, 8, ACT, false, true>>(x, y, g, e, filters, w_packed, stream);
+    return;
+  }
+  const int strips = (g.OW + kStreamStrip - 1) / kStreamStrip;
+  const int chunks = (g.OH + ROWS_PER_WARP - 1) / ROWS_PER_WARP;
+  const int64_t warps = int64_t(g.N) * strips * chunks;
+  const unsigned blocks = static_cast<unsigned>((warps + kStreamWarps - 1) / kStreamWarps);
+  launch_overlapped(conv2d_c1_stream_kernel<K, ACT>, dim3(blocks), dim3(kStreamWarps * 32), 0, stream, 1, x, y, g, e,
+                    w_packed, ROWS_PER_WARP, strips, chunks);
+}
+
+// Whether the streaming kernel runs this layer (see the limits above; F, C, stride and pooling are checked
+// by the caller's family test too, repeated here so the function stands alone).
+inline bool c1_stream_eligible(const ConvGeometry& g, const Epilogue& e) {
+  return g.C == 1 && g.F == 1 && g.groups == 1 && g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5) &&
+         g.stride_h == 1 && g.stride_w == 1 && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == (g.KW - 1) / 2 &&
+         g.W % 4 == 0 && e.pool.kind == FusedPool::None &&
+         (e.param_act == ParamAct::None || e.param_act == ParamAct::Relu);
+}
+
+}  // namespace cnnrt::kernels::c1
