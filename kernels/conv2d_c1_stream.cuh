@@ -17,11 +17,14 @@
 //   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
 // The loop is unrolled by U (a multiple of K and D) so that ring slots are registers, not indexed memory.
 // Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
-// left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu. The launch falls
-// back to the tiled kernel when a pointer is not 16-byte aligned.
+// left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu; 16-byte aligned
+// buffers.
 #pragma once
 
+#include <stdexcept>
+
 #include "kernels/conv2d_c1_impl.cuh"
+#include "kernels/cp_async.cuh"
 
 namespace cnnrt::kernels::c1 {
 
@@ -46,7 +49,12 @@ struct StreamRow {
   float edge[E];
 };
 
-template <int K, Act ACT>
+// Rows staged by cp.async (ASYNC): a ring of kAsyncRows rows per warp in shared memory, each row the strip's
+// 128 columns with 4 columns of halo on either side; lane 0 and lane 31 copy the halo float4s.
+constexpr int kAsyncRows = 8;                    // ring slots (a power of two); kAsyncRows - 1 rows in flight
+constexpr int kAsyncRowFloats = kStreamStrip + 8;
+
+template <int K, Act ACT, bool ASYNC>
 __global__ void __launch_bounds__(kStreamWarps * 32, 4)
     conv2d_c1_stream_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
                             const float* __restrict__ w_packed, int rows_per_warp, int strips, int chunks) {
@@ -79,22 +87,41 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
   const bool own_inside = col < g.W;  // W % 4 == 0: the float4 is wholly inside or wholly outside
   const bool left_edge = lane == 0 && c0 > 0;
   const bool right_edge = lane == 31 && c0 + kStreamStrip < g.W;
-
-  auto load_row = [&](int t, StreamRow<E>& r) {
+  // Input row of step t (clamped into the image: loads are unconditional, the padding is applied by masks
+  // or by cp.async's zero fill), and whether it is inside.
+  auto input_row = [&](int t, bool* inside) {
     const int iy = oy0 + t - g.pad_top;
-    const bool row_inside = t < steps && iy >= 0 && iy < g.H;
-    const float* p = xn + static_cast<int64_t>(iy) * g.W;
-    r.v = row_inside && own_inside ? __ldg(reinterpret_cast<const float4*>(p + col)) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const bool left = left_edge && i < P, right = right_edge && i < R;
-      r.edge[i] = row_inside && (left || right) ? __ldg(p + (left ? c0 - P + i : c0 + kStreamStrip + i)) : 0.0f;
-    }
+    *inside = t < steps && iy >= 0 && iy < g.H;
+    return xn + static_cast<int64_t>(min(max(iy, 0), g.H - 1)) * g.W;
   };
 
-  StreamRow<E> pending[D];
+  // ASYNC: this warp's ring of rows in shared memory. Otherwise: D rows in registers, loaded unconditionally
+  // from clamped addresses and masked when used, so no instruction right after a load waits for it.
+  extern __shared__ float4 stream_smem[];
+  float* ring = reinterpret_cast<float*>(stream_smem) + (threadIdx.x >> 5) * kAsyncRows * kAsyncRowFloats;
+  auto issue_async = [&](int t) {
+    bool inside;
+    const float* p = input_row(t, &inside);
+    float* slot = ring + (t & (kAsyncRows - 1)) * kAsyncRowFloats;
+    cp_async_16(slot + 4 + 4 * lane, p + min(col, g.W - 4), inside && own_inside);
+    if (lane == 0) cp_async_16(slot, p + max(c0 - 4, 0), inside && left_edge);
+    if (lane == 31) cp_async_16(slot + 4 + kStreamStrip, p + min(c0 + kStreamStrip, g.W - 4), inside && right_edge);
+    cp_async_commit();  // one group per step, empty or not, so the wait below counts steps
+  };
+  StreamRow<E> pending[ASYNC ? 1 : D];
+  auto load_regs = [&](int t, StreamRow<E>& r) {
+    bool inside;
+    const float* p = input_row(min(t, steps - 1), &inside);  // past the last row: the last row again (cached)
+    r.v = __ldg(reinterpret_cast<const float4*>(p + min(col, g.W - 4)));
 #pragma unroll
-  for (int d = 0; d < D; ++d) load_row(d, pending[d]);
+    for (int i = 0; i < E; ++i) r.edge[i] = __ldg(p + min(max(lane == 0 ? c0 - P + i : c0 + kStreamStrip + i, 0), g.W - 1));
+  };
+  if constexpr (ASYNC) {
+    for (int d = 0; d < kAsyncRows - 1; ++d) issue_async(d);
+  } else {
+#pragma unroll
+    for (int d = 0; d < D; ++d) load_regs(d, pending[d]);
+  }
   float acc[K][4];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -107,22 +134,41 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
     for (int s = 0; s < U; ++s) {
       const int t = t0 + s;  // t % K == s % K and t % D == s % D: U is a multiple of both
       if (t >= steps) break;
-      const StreamRow<E> cur = pending[s % D];
-      load_row(t + D, pending[s % D]);
+      float own[4], edge[E];
+      if constexpr (ASYNC) {
+        __syncwarp();  // every lane has read the slot the next copy overwrites (step t - 1's)
+        issue_async(t + kAsyncRows - 1);
+        cp_async_wait<kAsyncRows - 1>();
+        __syncwarp();  // row t, copied by every lane of the warp, visible to all of them
+        const float* slot = ring + (t & (kAsyncRows - 1)) * kAsyncRowFloats;
+        const float4 v = *reinterpret_cast<const float4*>(slot + 4 + 4 * lane);
+        own[0] = v.x, own[1] = v.y, own[2] = v.z, own[3] = v.w;
+#pragma unroll
+        for (int i = 0; i < E; ++i) edge[i] = slot[lane == 0 ? 4 - P + i : 4 + kStreamStrip + i];
+      } else {
+        const StreamRow<E> cur = pending[s % D];
+        load_regs(t + D, pending[s % D]);
+        bool inside;
+        input_row(t, &inside);
+        const bool own_ok = inside && own_inside;
+        own[0] = own_ok ? cur.v.x : 0.0f, own[1] = own_ok ? cur.v.y : 0.0f;
+        own[2] = own_ok ? cur.v.z : 0.0f, own[3] = own_ok ? cur.v.w : 0.0f;
+#pragma unroll
+        for (int i = 0; i < E; ++i) edge[i] = inside && ((left_edge && i < P) || (right_edge && i < R)) ? cur.edge[i] : 0.0f;
+      }
       // Input columns col - P .. col + 3 + R of this row.
-      const float own[4] = {cur.v.x, cur.v.y, cur.v.z, cur.v.w};
       float row[4 + K - 1];
 #pragma unroll
       for (int i = 0; i < P; ++i) {
         const float from_left = __shfl_up_sync(0xffffffffu, own[4 - P + i], 1);
-        row[i] = lane == 0 ? cur.edge[i] : from_left;
+        row[i] = lane == 0 ? edge[i] : from_left;
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) row[P + i] = own[i];
 #pragma unroll
       for (int i = 0; i < R; ++i) {
         const float from_right = __shfl_down_sync(0xffffffffu, own[i], 1);
-        row[P + 4 + i] = lane == 31 ? cur.edge[i] : from_right;
+        row[P + 4 + i] = lane == 31 ? edge[i] : from_right;
       }
       // Input row t is row ky of the window of output row t - ky.
 #pragma unroll
@@ -150,22 +196,22 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
       }
     }
   }
+  if constexpr (ASYNC) cp_async_wait<0>();  // no copy outlives the block's shared memory
 }
 
-template <int K, Act ACT, int ROWS_PER_WARP>
-void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& filters,
+template <int K, Act ACT, bool ASYNC, int ROWS_PER_WARP>
+void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters&,
                       const float* w_packed, cudaStream_t stream) {
-  if (!aligned_16(x) || !aligned_16(y)) {
-    // float4 loads and stores need 16-byte alignment: the tiled kernel with the same packed filters instead.
-    launch_c1<C1Cfg<K, 1, 128, 32, 8, 8, ACT, false, true>>(x, y, g, e, filters, w_packed, stream);
-    return;
-  }
+  // float4 loads and stores: the engine's buffers are 16-byte aligned (cudaMalloc, the arena, and enqueue
+  // refuses callers' buffers that are not).
+  if (!aligned_16(x) || !aligned_16(y)) throw std::invalid_argument("conv2d_c1_stream: buffers must be 16-byte aligned");
   const int strips = (g.OW + kStreamStrip - 1) / kStreamStrip;
   const int chunks = (g.OH + ROWS_PER_WARP - 1) / ROWS_PER_WARP;
   const int64_t warps = int64_t(g.N) * strips * chunks;
   const unsigned blocks = static_cast<unsigned>((warps + kStreamWarps - 1) / kStreamWarps);
-  launch_overlapped(conv2d_c1_stream_kernel<K, ACT>, dim3(blocks), dim3(kStreamWarps * 32), 0, stream, 1, x, y, g, e,
-                    w_packed, ROWS_PER_WARP, strips, chunks);
+  const size_t smem = ASYNC ? sizeof(float) * kStreamWarps * kAsyncRows * kAsyncRowFloats : 0;
+  launch_overlapped(conv2d_c1_stream_kernel<K, ACT, ASYNC>, dim3(blocks), dim3(kStreamWarps * 32), smem, stream, 1, x,
+                    y, g, e, w_packed, ROWS_PER_WARP, strips, chunks);
 }
 
 // Whether the streaming kernel runs this layer (see the limits above; F, C, stride and pooling are checked
