@@ -89,16 +89,13 @@ const C1Entry kC1Entries[] = {
 struct C1StreamEntry {
   int k, rows;
   Act act;
-  bool async;  // rows staged by cp.async in shared memory, not loaded into registers
   void (*launch)(const float*, float*, const ConvGeometry&, const Epilogue&, const C1Filters&, const float*, cudaStream_t);
 };
-#define C1_STREAM_ENTRY(K, ACT, ASYNC, ROWS) C1StreamEntry{K, ROWS, ACT, ASYNC, &c1::launch_c1_stream<K, ACT, ASYNC, ROWS>}
-#define C1_STREAM_ROWS(K, ACT, ASYNC)                                                                       \
-  C1_STREAM_ENTRY(K, ACT, ASYNC, 8), C1_STREAM_ENTRY(K, ACT, ASYNC, 16), C1_STREAM_ENTRY(K, ACT, ASYNC, 32), \
-      C1_STREAM_ENTRY(K, ACT, ASYNC, 64), C1_STREAM_ENTRY(K, ACT, ASYNC, 128)
-#define C1_STREAM(K)                                                                                       \
-  C1_STREAM_ROWS(K, Act::None, false), C1_STREAM_ROWS(K, Act::Relu, false), C1_STREAM_ROWS(K, Act::None, true), \
-      C1_STREAM_ROWS(K, Act::Relu, true)
+#define C1_STREAM_ENTRY(K, ACT, ROWS) C1StreamEntry{K, ROWS, ACT, &c1::launch_c1_stream<K, ACT, ROWS>}
+#define C1_STREAM_ROWS(K, ACT)                                                                                   \
+  C1_STREAM_ENTRY(K, ACT, 2), C1_STREAM_ENTRY(K, ACT, 4), C1_STREAM_ENTRY(K, ACT, 8), C1_STREAM_ENTRY(K, ACT, 16), \
+      C1_STREAM_ENTRY(K, ACT, 32), C1_STREAM_ENTRY(K, ACT, 64)
+#define C1_STREAM(K) C1_STREAM_ROWS(K, Act::None), C1_STREAM_ROWS(K, Act::Relu)
 const C1StreamEntry kC1StreamEntries[] = {C1_STREAM(1), C1_STREAM(3), C1_STREAM(5)};
 
 // The streaming variants for this layer, the one that makes about 16 warps per SM of the H100 first; a row
@@ -109,7 +106,7 @@ std::vector<C1Variant> c1_stream_variants(const ConvGeometry& g, const Epilogue&
   const Act act = e.param_act == ParamAct::Relu ? Act::Relu : Act::None;
   std::vector<const C1StreamEntry*> fitting;
   for (const C1StreamEntry& entry : kC1StreamEntries) {
-    if (entry.k == g.KH && entry.act == act && (entry.rows == 8 || entry.rows / 2 < g.OH)) fitting.push_back(&entry);
+    if (entry.k == g.KH && entry.act == act && (entry.rows == 2 || entry.rows / 2 < g.OH)) fitting.push_back(&entry);
   }
   const double strips = std::ceil(g.OW / double(c1::kStreamStrip));
   auto distance = [&](const C1StreamEntry* en) {
@@ -119,7 +116,7 @@ std::vector<C1Variant> c1_stream_variants(const ConvGeometry& g, const Epilogue&
   std::stable_sort(fitting.begin(), fitting.end(),
                    [&](const C1StreamEntry* a, const C1StreamEntry* b) { return distance(a) < distance(b); });
   for (const C1StreamEntry* en : fitting) {
-    out.push_back({"c1_k" + std::to_string(en->k) + "s1_f1_stream_" + (en->async ? "cp_r" : "r") + std::to_string(en->rows) +
+    out.push_back({"c1_k" + std::to_string(en->k) + "s1_f1_stream_r" + std::to_string(en->rows) +
                        "_" + act_name(en->act),
                    en->launch, true});
   }

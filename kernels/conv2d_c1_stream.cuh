@@ -9,8 +9,8 @@
 // streams the input rows through registers, no shared memory and no barrier:
 //   - each lane loads its own float4 of every input row (a warp reads 512 contiguous bytes per row), D rows
 //     ahead of the row it computes, so D rows per warp are always in flight;
-//   - the K - 1 halo columns come from the neighbouring lanes by shuffles; lane 0 and lane 31 load the
-//     strip's outer halo (at most 2 floats each) themselves;
+//   - the K - 1 halo columns come from the neighbouring lanes by shuffles; the strip's outer halo (at most
+//     2 floats a side) is one more load per row, used by lane 0 and lane 31;
 //   - every input row is loaded once per strip and added into the K output rows it belongs to: a ring of
 //     K accumulator rows (4 outputs each), the oldest complete after each input row, stored as one float4
 //     with bias, residual and activation (store_four);
@@ -24,7 +24,6 @@
 #include <stdexcept>
 
 #include "kernels/conv2d_c1_impl.cuh"
-#include "kernels/cp_async.cuh"
 
 namespace cnnrt::kernels::c1 {
 
@@ -49,12 +48,7 @@ struct StreamRow {
   float edge[E];
 };
 
-// Rows staged by cp.async (ASYNC): a ring of kAsyncRows rows per warp in shared memory, each row the strip's
-// 128 columns with 4 columns of halo on either side; lane 0 and lane 31 copy the halo float4s.
-constexpr int kAsyncRows = 8;                    // ring slots (a power of two); kAsyncRows - 1 rows in flight
-constexpr int kAsyncRowFloats = kStreamStrip + 8;
-
-template <int K, Act ACT, bool ASYNC>
+template <int K, Act ACT>
 __global__ void __launch_bounds__(kStreamWarps * 32, 4)
     conv2d_c1_stream_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
                             const float* __restrict__ w_packed, int rows_per_warp, int strips, int chunks) {
@@ -87,28 +81,18 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
   const bool own_inside = col < g.W;  // W % 4 == 0: the float4 is wholly inside or wholly outside
   const bool left_edge = lane == 0 && c0 > 0;
   const bool right_edge = lane == 31 && c0 + kStreamStrip < g.W;
-  // Input row of step t (clamped into the image: loads are unconditional, the padding is applied by masks
-  // or by cp.async's zero fill), and whether it is inside.
+  // Input row of step t, clamped into the image (loads are unconditional, the padding is applied by masks
+  // when the row is used), and whether it is inside.
   auto input_row = [&](int t, bool* inside) {
     const int iy = oy0 + t - g.pad_top;
     *inside = t < steps && iy >= 0 && iy < g.H;
     return xn + static_cast<int64_t>(min(max(iy, 0), g.H - 1)) * g.W;
   };
 
-  // ASYNC: this warp's ring of rows in shared memory. Otherwise: D rows in registers, loaded unconditionally
-  // from clamped addresses and masked when used, so no instruction right after a load waits for it.
-  extern __shared__ float4 stream_smem[];
-  float* ring = reinterpret_cast<float*>(stream_smem) + (threadIdx.x >> 5) * kAsyncRows * kAsyncRowFloats;
-  auto issue_async = [&](int t) {
-    bool inside;
-    const float* p = input_row(t, &inside);
-    float* slot = ring + (t & (kAsyncRows - 1)) * kAsyncRowFloats;
-    cp_async_16(slot + 4 + 4 * lane, p + min(col, g.W - 4), inside && own_inside);
-    if (lane == 0) cp_async_16(slot, p + max(c0 - 4, 0), inside && left_edge);
-    if (lane == 31) cp_async_16(slot + 4 + kStreamStrip, p + min(c0 + kStreamStrip, g.W - 4), inside && right_edge);
-    cp_async_commit();  // one group per step, empty or not, so the wait below counts steps
-  };
-  StreamRow<E> pending[ASYNC ? 1 : D];
+  // D rows in registers, loaded unconditionally from clamped addresses and masked when used: a load whose
+  // result is selected right away (a conditional load) makes the select wait for it, and each step then
+  // waited for its own row (round 1 of the seventh session: 0.3-0.9 us per row).
+  StreamRow<E> pending[D];
   auto load_regs = [&](int t, StreamRow<E>& r) {
     bool inside;
     const float* p = input_row(min(t, steps - 1), &inside);  // past the last row: the last row again (cached)
@@ -116,12 +100,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
 #pragma unroll
     for (int i = 0; i < E; ++i) r.edge[i] = __ldg(p + min(max(lane == 0 ? c0 - P + i : c0 + kStreamStrip + i, 0), g.W - 1));
   };
-  if constexpr (ASYNC) {
-    for (int d = 0; d < kAsyncRows - 1; ++d) issue_async(d);
-  } else {
 #pragma unroll
-    for (int d = 0; d < D; ++d) load_regs(d, pending[d]);
-  }
+  for (int d = 0; d < D; ++d) load_regs(d, pending[d]);
   float acc[K][4];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -134,28 +114,16 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
     for (int s = 0; s < U; ++s) {
       const int t = t0 + s;  // t % K == s % K and t % D == s % D: U is a multiple of both
       if (t >= steps) break;
-      float own[4], edge[E];
-      if constexpr (ASYNC) {
-        __syncwarp();  // every lane has read the slot the next copy overwrites (step t - 1's)
-        issue_async(t + kAsyncRows - 1);
-        cp_async_wait<kAsyncRows - 1>();
-        __syncwarp();  // row t, copied by every lane of the warp, visible to all of them
-        const float* slot = ring + (t & (kAsyncRows - 1)) * kAsyncRowFloats;
-        const float4 v = *reinterpret_cast<const float4*>(slot + 4 + 4 * lane);
-        own[0] = v.x, own[1] = v.y, own[2] = v.z, own[3] = v.w;
+      const StreamRow<E> cur = pending[s % D];
+      load_regs(t + D, pending[s % D]);
+      bool inside;
+      input_row(t, &inside);
+      const bool own_ok = inside && own_inside;
+      const float own[4] = {own_ok ? cur.v.x : 0.0f, own_ok ? cur.v.y : 0.0f, own_ok ? cur.v.z : 0.0f,
+                            own_ok ? cur.v.w : 0.0f};
+      float edge[E];
 #pragma unroll
-        for (int i = 0; i < E; ++i) edge[i] = slot[lane == 0 ? 4 - P + i : 4 + kStreamStrip + i];
-      } else {
-        const StreamRow<E> cur = pending[s % D];
-        load_regs(t + D, pending[s % D]);
-        bool inside;
-        input_row(t, &inside);
-        const bool own_ok = inside && own_inside;
-        own[0] = own_ok ? cur.v.x : 0.0f, own[1] = own_ok ? cur.v.y : 0.0f;
-        own[2] = own_ok ? cur.v.z : 0.0f, own[3] = own_ok ? cur.v.w : 0.0f;
-#pragma unroll
-        for (int i = 0; i < E; ++i) edge[i] = inside && ((left_edge && i < P) || (right_edge && i < R)) ? cur.edge[i] : 0.0f;
-      }
+      for (int i = 0; i < E; ++i) edge[i] = inside && ((left_edge && i < P) || (right_edge && i < R)) ? cur.edge[i] : 0.0f;
       // Input columns col - P .. col + 3 + R of this row.
       float row[4 + K - 1];
 #pragma unroll
@@ -196,10 +164,9 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
       }
     }
   }
-  if constexpr (ASYNC) cp_async_wait<0>();  // no copy outlives the block's shared memory
 }
 
-template <int K, Act ACT, bool ASYNC, int ROWS_PER_WARP>
+template <int K, Act ACT, int ROWS_PER_WARP>
 void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters&,
                       const float* w_packed, cudaStream_t stream) {
   // float4 loads and stores: the engine's buffers are 16-byte aligned (cudaMalloc, the arena, and enqueue
@@ -209,9 +176,8 @@ void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epi
   const int chunks = (g.OH + ROWS_PER_WARP - 1) / ROWS_PER_WARP;
   const int64_t warps = int64_t(g.N) * strips * chunks;
   const unsigned blocks = static_cast<unsigned>((warps + kStreamWarps - 1) / kStreamWarps);
-  const size_t smem = ASYNC ? sizeof(float) * kStreamWarps * kAsyncRows * kAsyncRowFloats : 0;
-  launch_overlapped(conv2d_c1_stream_kernel<K, ACT, ASYNC>, dim3(blocks), dim3(kStreamWarps * 32), smem, stream, 1, x,
-                    y, g, e, w_packed, ROWS_PER_WARP, strips, chunks);
+  launch_overlapped(conv2d_c1_stream_kernel<K, ACT>, dim3(blocks), dim3(kStreamWarps * 32), 0, stream, 1, x, y, g, e,
+                    w_packed, ROWS_PER_WARP, strips, chunks);
 }
 
 // Whether the streaming kernel runs this layer (see the limits above; F, C, stride and pooling are checked
