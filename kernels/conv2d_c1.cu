@@ -118,7 +118,7 @@ std::vector<C1Variant> c1_stream_variants(const ConvGeometry& g, const Epilogue&
   for (const C1StreamEntry* en : fitting) {
     out.push_back({"c1_k" + std::to_string(en->k) + "s1_f1_stream_r" + std::to_string(en->rows) +
                        "_" + act_name(en->act),
-                   en->launch, false});
+                   en->launch, true});
   }
   return out;
 }

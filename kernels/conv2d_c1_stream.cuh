@@ -14,7 +14,7 @@
 //   - every input row is loaded once per strip and added into the K output rows it belongs to: a ring of
 //     K accumulator rows (4 outputs each), the oldest complete after each input row, stored as one float4
 //     with bias, residual and activation (store_four);
-//   - the filter (K*K weights and the bias) is a kernel parameter, read from the constant bank.
+//   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
 // The loop is unrolled by U (a multiple of K and D) so that ring slots are registers, not indexed memory.
 // Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
 // left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu; 16-byte aligned
@@ -37,6 +37,7 @@ struct StreamShape {
   static constexpr int E = (P > R ? P : R) > 0 ? (P > R ? P : R) : 1;  // outer halo floats of lane 0 / lane 31
   static constexpr int D = K == 1 ? 4 : K == 3 ? 6 : 5;  // input rows in flight per warp
   static constexpr int U = K == 1 ? 4 : K == 3 ? 6 : 5;  // unroll: a multiple of K and of D
+  static constexpr int KP = (K + 3) / 4 * 4;             // packed filter row pitch (pack_c1_smem_filters)
   static_assert(U % K == 0 && U % D == 0, "ring slots must be compile-time registers");
 };
 
@@ -47,21 +48,20 @@ struct StreamRow {
   float edge[E];
 };
 
-// The filter by value, in the constant bank: every lane uses every weight, so each FFMA takes its weight
-// straight from the bank (registers for the weights cost a quarter of the occupancy at K=5: 117 registers
-// and 16 warps per SM, ncu, seventh session round 4).
-template <int K>
-struct StreamFilter {
-  float w[K * K];
-  float bias;
-};
-
 template <int K, Act ACT>
-__global__ void __launch_bounds__(kStreamWarps * 32, 5)
+__global__ void __launch_bounds__(kStreamWarps * 32, 4)
     conv2d_c1_stream_kernel(const float* __restrict__ x, float* __restrict__ y, const ConvGeometry g, const Epilogue e,
-                            const __grid_constant__ StreamFilter<K> filter, int rows_per_warp, int strips, int chunks) {
+                            const float* __restrict__ w_packed, int rows_per_warp, int strips, int chunks) {
   using S = StreamShape<K>;
   constexpr int P = S::P, R = S::R, E = S::E, D = S::D, U = S::U;
+  // The filter: constants (no kernel writes them), so read before the prior grid's wait.
+  float w[K][K];
+#pragma unroll
+  for (int ky = 0; ky < K; ++ky) {
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) w[ky][kx] = __ldg(w_packed + ky * S::KP + kx);
+  }
+  const float bias = __ldg(w_packed + K * S::KP);
   wait_for_prior_grid();
 
   const int lane = threadIdx.x & 31;
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 5)
 #pragma unroll
         for (int kx = 0; kx < K; ++kx) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) a[j] = fmaf(filter.w[ky * K + kx], row[j + kx], a[j]);
+          for (int j = 0; j < 4; ++j) a[j] = fmaf(w[ky][kx], row[j + kx], a[j]);
         }
       }
       // Output row t - (K - 1) has all its K input rows now.
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 5)
         float out[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          out[j] = a[j] + filter.bias;
+          out[j] = a[j] + bias;
           a[j] = 0.0f;  // the slot's next output row starts here
         }
         store_four<ACT>(out, yn, rn, oy0 + done, col, g.OH, g.OW, e);
@@ -167,20 +167,17 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 5)
 }
 
 template <int K, Act ACT, int ROWS_PER_WARP>
-void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& filters,
-                      const float*, cudaStream_t stream) {
+void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters&,
+                      const float* w_packed, cudaStream_t stream) {
   // float4 loads and stores: the engine's buffers are 16-byte aligned (cudaMalloc, the arena, and enqueue
   // refuses callers' buffers that are not).
   if (!aligned_16(x) || !aligned_16(y)) throw std::invalid_argument("conv2d_c1_stream: buffers must be 16-byte aligned");
-  StreamFilter<K> filter{};
-  for (int i = 0; i < K * K; ++i) filter.w[i] = filters.w[i];
-  filter.bias = filters.bias[0];
   const int strips = (g.OW + kStreamStrip - 1) / kStreamStrip;
   const int chunks = (g.OH + ROWS_PER_WARP - 1) / ROWS_PER_WARP;
   const int64_t warps = int64_t(g.N) * strips * chunks;
   const unsigned blocks = static_cast<unsigned>((warps + kStreamWarps - 1) / kStreamWarps);
   launch_overlapped(conv2d_c1_stream_kernel<K, ACT>, dim3(blocks), dim3(kStreamWarps * 32), 0, stream, 1, x, y, g, e,
-                    filter, ROWS_PER_WARP, strips, chunks);
+                    w_packed, ROWS_PER_WARP, strips, chunks);
 }
 
 // Whether the streaming kernel runs this layer (see the limits above; F, C, stride and pooling are checked
