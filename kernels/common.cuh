@@ -36,6 +36,6 @@ inline unsigned blocks_for(int64_t work, int threads_per_block, int64_t max_bloc
 constexpr int64_t kMaxGridYZ = 65535;
 
 // True when `pointer` may be read or written as float4 (16-byte aligned).
-inline bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+__host__ __device__ inline bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
 }  // namespace cnnrt::kernels

@@ -17,11 +17,9 @@
 //   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
 // The loop is unrolled by U (a multiple of K and D) so that ring slots are registers, not indexed memory.
 // Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
-// left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu; 16-byte aligned
-// buffers.
+// left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu. An input that is
+// not 16-byte aligned goes to the tiled kernel instead.
 #pragma once
-
-#include <stdexcept>
 
 #include "kernels/conv2d_c1_impl.cuh"
 
@@ -167,11 +165,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
 }
 
 template <int K, Act ACT, int ROWS_PER_WARP>
-void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters&,
+void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epilogue& e, const C1Filters& filters,
                       const float* w_packed, cudaStream_t stream) {
-  // float4 loads and stores: the engine's buffers are 16-byte aligned (cudaMalloc, the arena, and enqueue
-  // refuses callers' buffers that are not).
-  if (!aligned_16(x) || !aligned_16(y)) throw std::invalid_argument("conv2d_c1_stream: buffers must be 16-byte aligned");
+  if (!aligned_16(x)) {
+    // A caller's input at an offset that is not a multiple of 4 floats: no float4 loads. The tiled kernel with
+    // the same packed filters stages its input 4 bytes at a time. (Outputs: store_four checks each float4.)
+    launch_c1<C1Cfg<K, 1, 128, 32, 8, 8, ACT, false, true>>(x, y, g, e, filters, w_packed, stream);
+    return;
+  }
   const int strips = (g.OW + kStreamStrip - 1) / kStreamStrip;
   const int chunks = (g.OH + ROWS_PER_WARP - 1) / ROWS_PER_WARP;
   const int64_t warps = int64_t(g.N) * strips * chunks;

@@ -56,7 +56,9 @@ __device__ __forceinline__ void store_four(float (&acc)[4], float* out, const fl
   }
 #pragma unroll
   for (int j = 0; j < 4; ++j) acc[j] = activate<ACT>(acc[j], e);
-  if (OW % 4 == 0 && ox >= 0 && ox + 3 < OW) {
+  // One float4 where the four are inside and 16-byte aligned (a caller's output buffer may start anywhere a
+  // float can: an offset into its own allocation).
+  if (OW % 4 == 0 && ox >= 0 && ox + 3 < OW && aligned_16(out + row + ox)) {
     *reinterpret_cast<float4*>(out + row + ox) = make_float4(acc[0], acc[1], acc[2], acc[3]);
   } else {
 #pragma unroll

@@ -183,11 +183,6 @@ class GpuExecutor final : public Executor {
  private:
   // A host pointer passed where device memory belongs is a common mistake; CUDA can tell us.
   static void check_device_pointer(const void* ptr, const char* what, size_t index) {
-    // The kernels move float4s (16 bytes); cudaMalloc returns 256-byte aligned memory, so only an offset into
-    // a caller's buffer can miss this.
-    CNNRT_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, ErrorCode::InvalidInput,
-                "enqueue: {} {} is not 16-byte aligned ({}); pass buffers from cudaMalloc, or offsets into them "
-                "that are multiples of 4 floats", what, index, ptr);
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
       cudaGetLastError();
