@@ -32,7 +32,7 @@ template <int K>
 struct StreamShape {
   static constexpr int P = (K - 1) / 2;                  // halo columns on the left (the left padding)
   static constexpr int R = K - 1 - P;                    // halo columns on the right
-  static constexpr int E = (P > R ? P : R) > 0 ? (P > R ? P : R) : 1;  // outer halo floats of lane 0 / lane 31
+  static constexpr int E = R > 1 ? R : 1;               // outer halo floats of lane 0 / lane 31 (R >= P)
   static constexpr int D = K == 1 ? 4 : K == 3 ? 6 : 5;  // input rows in flight per warp
   static constexpr int U = K == 1 ? 4 : K == 3 ? 6 : 5;  // unroll: a multiple of K and of D
   static constexpr int KP = (K + 3) / 4 * 4;             // packed filter row pitch (pack_c1_smem_filters)
@@ -79,21 +79,20 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
   const bool own_inside = col < g.W;  // W % 4 == 0: the float4 is wholly inside or wholly outside
   const bool left_edge = lane == 0 && c0 > 0;
   const bool right_edge = lane == 31 && c0 + kStreamStrip < g.W;
-  // Input row of step t, clamped into the image (loads are unconditional, the padding is applied by masks
-  // when the row is used), and whether it is inside.
-  auto input_row = [&](int t, bool* inside) {
+  // Whether the input row of step t is inside the image, and its address clamped into the image (loads are
+  // unconditional; the padding is applied by masks when the row is used).
+  auto row_inside = [&](int t) {
     const int iy = oy0 + t - g.pad_top;
-    *inside = t < steps && iy >= 0 && iy < g.H;
-    return xn + static_cast<int64_t>(min(max(iy, 0), g.H - 1)) * g.W;
+    return t < steps && iy >= 0 && iy < g.H;
   };
+  auto row_address = [&](int t) { return xn + static_cast<int64_t>(min(max(oy0 + t - g.pad_top, 0), g.H - 1)) * g.W; };
 
   // D rows in registers, loaded unconditionally from clamped addresses and masked when used: a load whose
   // result is selected right away (a conditional load) makes the select wait for it, and each step then
   // waited for its own row (round 1 of the seventh session: 0.3-0.9 us per row).
   StreamRow<E> pending[D];
   auto load_regs = [&](int t, StreamRow<E>& r) {
-    bool inside;
-    const float* p = input_row(min(t, steps - 1), &inside);  // past the last row: the last row again (cached)
+    const float* p = row_address(min(t, steps - 1));  // past the last row: the last row again (cached)
     r.v = __ldg(reinterpret_cast<const float4*>(p + min(col, g.W - 4)));
 #pragma unroll
     for (int i = 0; i < E; ++i) r.edge[i] = __ldg(p + min(max(lane == 0 ? c0 - P + i : c0 + kStreamStrip + i, 0), g.W - 1));
@@ -114,8 +113,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
       if (t >= steps) break;
       const StreamRow<E> cur = pending[s % D];
       load_regs(t + D, pending[s % D]);
-      bool inside;
-      input_row(t, &inside);
+      const bool inside = row_inside(t);
       const bool own_ok = inside && own_inside;
       const float own[4] = {own_ok ? cur.v.x : 0.0f, own_ok ? cur.v.y : 0.0f, own_ok ? cur.v.z : 0.0f,
                             own_ok ? cur.v.w : 0.0f};
@@ -181,12 +179,11 @@ void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epi
                     w_packed, ROWS_PER_WARP, strips, chunks);
 }
 
-// Whether the streaming kernel runs this layer (see the limits above; F, C, stride and pooling are checked
-// by the caller's family test too, repeated here so the function stands alone).
+// Whether the streaming kernel runs a layer the c1 family runs (conv2d_c1_supports: one input channel, one
+// group, dilation 1, equal strides): the limits above that the family does not already impose.
 inline bool c1_stream_eligible(const ConvGeometry& g, const Epilogue& e) {
-  return g.C == 1 && g.F == 1 && g.groups == 1 && g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5) &&
-         g.stride_h == 1 && g.stride_w == 1 && g.dil_h == 1 && g.dil_w == 1 && g.pad_left == (g.KW - 1) / 2 &&
-         g.W % 4 == 0 && e.pool.kind == FusedPool::None &&
+  return g.F == 1 && g.KH == g.KW && (g.KH == 1 || g.KH == 3 || g.KH == 5) && g.stride_h == 1 &&
+         g.pad_left == (g.KW - 1) / 2 && g.W % 4 == 0 && e.pool.kind == FusedPool::None &&
          (e.param_act == ParamAct::None || e.param_act == ParamAct::Relu);
 }
 

@@ -110,14 +110,10 @@ __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_
                : "memory");
 }
 
-// f(i) for every i in [0, n), one per thread per pass; every thread runs the same number of passes (the
-// bound is checked inside), so warps leave the loop converged.
+// for_block_items (conv_tile.cuh) over this kernel's kChainThreads threads.
 template <class F>
 __device__ __forceinline__ void for_items(int n, F&& f) {
-  for (int base = 0; base < n; base += kChainThreads) {
-    const int i = base + static_cast<int>(threadIdx.x);
-    if (i < n) f(i);
-  }
+  for_block_items(n, kChainThreads, static_cast<F&&>(f));
 }
 
 // acc[k] += the K x K window at column k of `in` (row pitch `pitch`) times `w` ([K][K]), k < SEG: one channel

@@ -7,6 +7,16 @@
 
 namespace cnnrt::kernels {
 
+// f(i) for every i in [0, n), one per thread per pass over `block_threads` threads; every thread runs the same
+// number of passes (the bound is checked inside), so warps leave the loop converged.
+template <class F>
+__device__ __forceinline__ void for_block_items(int n, int block_threads, F&& f) {
+  for (int base = 0; base < n; base += block_threads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    if (i < n) f(i);
+  }
+}
+
 // Copies rows [iy0, iy0 + rows) x columns [ix0, ix0 + pitch) of one H x W plane into `tile` (row pitch
 // `pitch`), writing zeros outside the plane: the convolution's padding. Lanes along the row: coalesced
 // reads. Every copy is a cp.async, so the whole tile is in flight at once (one memory latency per tile,
@@ -14,15 +24,12 @@ namespace cnnrt::kernels {
 // publishes them.
 __device__ __forceinline__ void stage_plane_tile(float* tile, int pitch, int rows, const float* plane, int H, int W,
                                                  int iy0, int ix0, int block_threads) {
-  // Every thread runs the same number of passes (the guard is inside), so warps leave the loop converged.
-  for (int base = 0; base < rows * pitch; base += block_threads) {
-    const int i = base + static_cast<int>(threadIdx.x);
-    if (i >= rows * pitch) continue;
+  for_block_items(rows * pitch, block_threads, [&](int i) {
     const int r = i / pitch, c = i % pitch;
     const int iy = iy0 + r, ix = ix0 + c;
     const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
     cp_async_4(tile + i, inside ? plane + static_cast<int64_t>(iy) * W + ix : plane, inside);
-  }
+  });
   cp_async_commit();
   cp_async_wait<0>();
 }
