@@ -130,13 +130,11 @@ std::vector<float> pack_c1_smem_filters(const float* weights, const float* bias,
     throw std::length_error("pack_c1_smem_filters: " + std::to_string(F) + " filters of " + std::to_string(K) + "x" +
                             std::to_string(K) + " do not fit the single-channel kernel");
   }
-  const int kp = (K + 3) / 4 * 4;
-  std::vector<float> out(static_cast<size_t>(F) * K * kp + (F + 3) / 4 * 4, 0.0f);
+  const size_t fp = c1_packed_filter_floats(K);
+  std::vector<float> out(F * fp, 0.0f);
   for (int f = 0; f < F; ++f) {
-    for (int ky = 0; ky < K; ++ky) {
-      for (int kx = 0; kx < K; ++kx) out[(static_cast<size_t>(f) * K + ky) * kp + kx] = weights[(f * K + ky) * K + kx];
-    }
-    out[static_cast<size_t>(F) * K * kp + f] = bias ? bias[f] : 0.0f;
+    std::copy(weights + f * K * K, weights + (f + 1) * K * K, out.begin() + f * fp);
+    out[f * fp + K * K] = bias ? bias[f] : 0.0f;
   }
   return out;
 }

@@ -33,13 +33,16 @@ struct C1Filters {
 // Packs host weights [F][1][KH][KW] and bias [F] (nullptr: zeros) into the parameter block.
 void pack_c1_filters(const float* weights, const float* bias, int F, int KH, int KW, C1Filters* out);
 
-// The same filters for the variants that stage them in shared memory ("_smemw"): [F][K][KP] (rows padded to
-// KP = K rounded up to 4, zeros), then bias[F] padded to a multiple of 4. Upload to a 16-byte aligned buffer.
+// The same filters for the variants that stage them in shared memory ("_smemw"): per filter its K*K weights
+// (row-major), then its bias, padded with zeros to c1_packed_filter_floats(K) (a multiple of 4), so a thread
+// reads one filter as (K*K + 1) / 4 rounded up float4 broadcasts: 7 for 5x5 (rows padded to 8 floats each
+// took 11 loads, docs/perf-notes.md v9). Upload to a 16-byte aligned buffer.
 // Why both: filters in the parameter block are FFMA operands straight from the constant bank, but every
 // launch starts with a cold constant cache, and on the H100 each missed 64-byte line costs a serial trip
 // to L2 (docs/perf-notes.md); staged with the input tile, all lines arrive in one latency and are read as
 // float4 broadcasts. The planner times both.
 std::vector<float> pack_c1_smem_filters(const float* weights, const float* bias, int F, int K);
+constexpr int c1_packed_filter_floats(int K) { return (K * K + 1 + 3) / 4 * 4; }
 
 // One instantiated configuration of the kernel.
 struct C1Variant {

@@ -34,8 +34,8 @@ struct C1Cfg {
   static constexpr int IN_W = (TW - 1) * S + KMAX;          // input columns under a full tile
   static constexpr int PITCH = (IN_W + 3) / 4 * 4 + 4;      // floats; multiple of 4 for float4 rows, +slack
   static constexpr int IN_H = (TH - 1) * S + KMAX;
-  static constexpr int KP = (KMAX + 3) / 4 * 4;             // filter row pitch in shared memory (float4s)
-  static constexpr int W_FLOATS = SMEM_W ? FMAX * KMAX * KP + (FMAX + 3) / 4 * 4 : 0;
+  static constexpr int FP = c1_packed_filter_floats(KMAX);  // floats per filter in shared memory (weights, bias)
+  static constexpr int W_FLOATS = SMEM_W ? FMAX * FP : 0;
   static constexpr int SMEM_FLOATS = IN_H * PITCH + (POOL ? FMAX * TH * TW : 0) + W_FLOATS;
   static_assert(TW % 4 == 0 && TH % ROWS == 0, "tile must split into 4-wide columns and ROWS-high segments");
   static_assert(BLOCK % 32 == 0, "whole warps only");
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
   extern __shared__ float4 smem_f4[];
   float* in_tile = reinterpret_cast<float*>(smem_f4);  // [IN_H][PITCH]
   float* conv_tile = in_tile + Cfg::IN_H * Cfg::PITCH;  // POOL: [FMAX][TH][TW] activated conv outputs
-  float* w_tile = conv_tile + (Cfg::POOL ? Cfg::FMAX * Cfg::TH * Cfg::TW : 0);  // SMEM_W: [F][K][KP], bias[F]
+  float* w_tile = conv_tile + (Cfg::POOL ? Cfg::FMAX * Cfg::TH * Cfg::TW : 0);  // SMEM_W: [F][FP]
   // Filters [f_begin, f_begin + F) of g.F are this block's (all of them unless FGROUPS).
   const int f_begin = Cfg::FGROUPS ? static_cast<int>(blockIdx.z) * Cfg::FMAX : 0;
   const int F = Cfg::FGROUPS ? min(Cfg::FMAX, g.F - f_begin) : g.F;
@@ -98,17 +98,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
 
   // 1. Stage the input tile with its halo; zeros outside the image are the convolution's padding. The
   //    filters (SMEM_W) join the same cp.async group, so both arrive within one memory latency.
-  if constexpr (Cfg::FGROUPS) {
-    // This group's filter rows, then its biases (at [FMAX*K*KP], 4 bytes each: f_begin + F*K*KP need not
-    // be a multiple of 4).
-    const float* group_w = w_packed + static_cast<int64_t>(f_begin) * Cfg::K * Cfg::KP;
-    const int quads = F * Cfg::K * Cfg::KP / 4;
-    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, group_w + 4 * i, true);
-    const float* group_bias = w_packed + static_cast<int64_t>(g.F) * Cfg::K * Cfg::KP + f_begin;
-    for (int i = threadIdx.x; i < F; i += Cfg::BLOCK) cp_async_4(w_tile + Cfg::FMAX * Cfg::K * Cfg::KP + i, group_bias + i, true);
-  } else if constexpr (Cfg::SMEM_W) {
-    const int quads = (g.F * Cfg::K * Cfg::KP + ((g.F + 3) & ~3)) / 4;
-    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, w_packed + 4 * i, true);
+  if constexpr (Cfg::SMEM_W) {
+    // This block's filters (this group's, with FGROUPS), each with its bias: FP floats apiece, float4s.
+    const float* block_w = w_packed + static_cast<int64_t>(f_begin) * Cfg::FP;
+    const int quads = F * Cfg::FP / 4;
+    for (int i = threadIdx.x; i < quads; i += Cfg::BLOCK) cp_async_16(w_tile + 4 * i, block_w + 4 * i, true);
   }
   const int in_h = (RH - 1) * S + KH;
   stage_plane_tile(in_tile, Cfg::PITCH, in_h, x + static_cast<int64_t>(n) * g.H * g.W, g.H, g.W, r0 * S - g.pad_top,
@@ -129,6 +123,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     if constexpr (Cfg::K > 0) {
       constexpr int K = Cfg::K;
       constexpr int WIN = (3 * S + K + 3) / 4 * 4;  // window columns, rounded to whole float4s
+      // Stores of whole float4s with nothing to check per filter: every output row of the block starts
+      // 16-byte aligned when the plane width is a multiple of 4 (col and c0 are), so one test per row
+      // (inside the image, and a full group of filters) covers all filters. Otherwise, and with a residual,
+      // finish_outputs checks each.
+      const bool aligned_rows = !Cfg::POOL && g.OW % 4 == 0 && res_n == nullptr && aligned_16(yn);
       float win[K][WIN];
 #pragma unroll
       for (int k = 0; k < K - S; ++k) load_window_row(win[k + S], in_tile + (row_begin * S + k) * Cfg::PITCH + col * S);
@@ -142,35 +141,45 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
         for (int k = (K > S ? K - S : 0); k < K; ++k) {
           load_window_row(win[k], in_tile + (rr * S + k) * Cfg::PITCH + col * S);
         }
+        const int oy = r0 + rr, ox = c0 + col;
+        const bool fast_store = aligned_rows && oy < g.OH && ox + 3 < g.OW && (!Cfg::FGROUPS || F == Cfg::FMAX);
+        float* y_out = yn + static_cast<int64_t>(oy) * g.OW + ox;  // filter 0's output (fast_store only)
 #pragma unroll
-        for (int f = 0; f < Cfg::FMAX; ++f) {
-          if (f < F) {
-            float acc[4];
-            float b;
-            if constexpr (Cfg::SMEM_W) {
-              b = w_tile[(Cfg::FGROUPS ? Cfg::FMAX : F) * K * Cfg::KP + f];
-            } else {
-              b = filt.bias[f];
-            }
+        for (int f = 0; f < Cfg::FMAX; ++f, y_out += plane) {
+          // A group computes all FMAX filters (a short last group's extra ones are never stored): no branch per
+          // filter. Otherwise F may be far below FMAX, so the filters past F are skipped.
+          if (!Cfg::FGROUPS && f >= F) continue;
+          float acc[4];
+          if constexpr (Cfg::SMEM_W) {
+            float wf[Cfg::FP];  // one filter and its bias, as float4 broadcasts (every lane reads the same)
+            load_window_row(wf, w_tile + f * Cfg::FP);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) acc[j] = b;
+            for (int j = 0; j < 4; ++j) acc[j] = wf[K * K];
 #pragma unroll
             for (int ky = 0; ky < K; ++ky) {
-              float wrow[Cfg::KP];  // SMEM_W: one filter row, as float4 broadcasts (every lane reads the same)
-              if constexpr (Cfg::SMEM_W) load_window_row(wrow, w_tile + (f * K + ky) * Cfg::KP);
 #pragma unroll
               for (int kx = 0; kx < K; ++kx) {
-                float w;
-                if constexpr (Cfg::SMEM_W) {
-                  w = wrow[kx];
-                } else {
-                  w = filt.w[(f * K + ky) * K + kx];
-                }
 #pragma unroll
-                for (int j = 0; j < 4; ++j) acc[j] = fmaf(w, win[ky][j * S + kx], acc[j]);
+                for (int j = 0; j < 4; ++j) acc[j] = fmaf(wf[ky * K + kx], win[ky][j * S + kx], acc[j]);
               }
             }
-            finish_outputs<Cfg>(acc, f, rr, col, r0 + rr, c0 + col, g, e, yn, res_n, conv_tile);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[j] = filt.bias[f];
+#pragma unroll
+            for (int ky = 0; ky < K; ++ky) {
+#pragma unroll
+              for (int kx = 0; kx < K; ++kx) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[j] = fmaf(filt.w[(f * K + ky) * K + kx], win[ky][j * S + kx], acc[j]);
+              }
+            }
+          }
+          if (fast_store) {
+            *reinterpret_cast<float4*>(y_out) = make_float4(activate<Cfg::ACT>(acc[0], e), activate<Cfg::ACT>(acc[1], e),
+                                                            activate<Cfg::ACT>(acc[2], e), activate<Cfg::ACT>(acc[3], e));
+          } else if (!Cfg::FGROUPS || f < F) {
+            finish_outputs<Cfg>(acc, f, rr, col, oy, ox, g, e, yn, res_n, conv_tile);
           }
         }
       }

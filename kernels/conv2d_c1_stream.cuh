@@ -35,7 +35,6 @@ struct StreamShape {
   static constexpr int E = R > 1 ? R : 1;               // outer halo floats of lane 0 / lane 31 (R >= P)
   static constexpr int D = K == 1 ? 4 : K == 3 ? 6 : 5;  // input rows in flight per warp
   static constexpr int U = K == 1 ? 4 : K == 3 ? 6 : 5;  // unroll: a multiple of K and of D
-  static constexpr int KP = (K + 3) / 4 * 4;             // packed filter row pitch (pack_c1_smem_filters)
   static_assert(U % K == 0 && U % D == 0, "ring slots must be compile-time registers");
 };
 
@@ -57,9 +56,9 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
 #pragma unroll
   for (int ky = 0; ky < K; ++ky) {
 #pragma unroll
-    for (int kx = 0; kx < K; ++kx) w[ky][kx] = __ldg(w_packed + ky * S::KP + kx);
+    for (int kx = 0; kx < K; ++kx) w[ky][kx] = __ldg(w_packed + ky * K + kx);  // pack_c1_smem_filters
   }
-  const float bias = __ldg(w_packed + K * S::KP);
+  const float bias = __ldg(w_packed + K * K);
   wait_for_prior_grid();
 
   const int lane = threadIdx.x & 31;

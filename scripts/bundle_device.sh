@@ -8,8 +8,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bin=build/release/bin
 # gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
-"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" $(command -v gdb || true)
-if command -v gdb > /dev/null; then
+# BUNDLE_GDB=0 leaves it (and the Python it embeds) out: the device tool carries at most 64 MiB with the repo.
+gdb_path=""
+[ "${BUNDLE_GDB:-1}" = 1 ] && gdb_path=$(command -v gdb || true)
+rm -rf .device
+"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" $gdb_path
+if [ -n "$gdb_path" ]; then
   # gdb embeds Python and will not start without its standard library (gpu_round.sh sets PYTHONHOME).
   py=/usr/lib/python3.$(ldd "$(command -v gdb)" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
   mkdir -p .device/py/lib

@@ -125,6 +125,14 @@ TEST_CASE("conv2d_c1: every variant, odd sizes, paddings, strides, activations")
   // A residual with more filters than one group holds (the _fg tiles offset it by their first filter).
   check_layer({2, 1, 33, 35, 32, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, true}, seed++);
   check_layer({1, 1, 31, 9, 17, 3, 1, 1, 1, 1, 1, 1, kernels::ParamAct::None, true}, seed++);
+  // Output widths a multiple of 4: the tiles' stores without per-filter checks (rows inside the image and a
+  // full group of filters), next to tiles cut by the right and bottom edges and a short last filter group.
+  for (int K : {1, 3, 5}) {
+    for (int F : {3, 8, 17, 32}) {
+      const auto act = F % 2 ? kernels::ParamAct::Relu : kernels::ParamAct::None;
+      check_layer({2, 1, 37, 68, F, K, 1, K / 2, K / 2, K / 2, K / 2, 1, act}, seed++);
+    }
+  }
   MESSAGE(variants_checked << " variant checks so far");
 }
 
