@@ -11,11 +11,14 @@
 //     ahead of the row it computes, so D rows per warp are always in flight;
 //   - the K - 1 halo columns come from the neighbouring lanes by shuffles; the strip's outer halo (at most
 //     2 floats a side) is one more load per row, used by lane 0 and lane 31;
-//   - every input row is loaded once per strip and added into the K output rows it belongs to: a ring of
-//     K accumulator rows (4 outputs each), the oldest complete after each input row, stored as one float4
-//     with bias, residual and activation (store_four);
+//   - the last K input rows stay in registers (a window of K slots, the oldest replaced by each new row);
+//     once a row arrives, the output row whose window it completes is computed (K*K*4 FMAs, no test per
+//     tap) and stored as one float4 with bias, residual and activation. (The first version added each input
+//     row into a ring of K accumulator rows: a test per filter row and a run of K - 1 extra steps per chunk,
+//     3.8 instructions per FFMA; docs/perf-notes.md v9);
 //   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
-// The loop is unrolled by U (a multiple of K and D) so that ring slots are registers, not indexed memory.
+// The loop is unrolled by U (a multiple of K and D) so that window and load slots are registers, not indexed
+// memory.
 // Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
 // left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu. An input that is
 // not 16-byte aligned goes to the tiled kernel instead.
@@ -93,17 +96,20 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
   auto load_regs = [&](int t, StreamRow<E>& r) {
     const float* p = row_address(min(t, steps - 1));  // past the last row: the last row again (cached)
     r.v = __ldg(reinterpret_cast<const float4*>(p + min(col, g.W - 4)));
+    if constexpr (K > 1) {
 #pragma unroll
-    for (int i = 0; i < E; ++i) r.edge[i] = __ldg(p + min(max(lane == 0 ? c0 - P + i : c0 + kStreamStrip + i, 0), g.W - 1));
+      for (int i = 0; i < E; ++i) r.edge[i] = __ldg(p + min(max(lane == 0 ? c0 - P + i : c0 + kStreamStrip + i, 0), g.W - 1));
+    }
   };
 #pragma unroll
   for (int d = 0; d < D; ++d) load_regs(d, pending[d]);
-  float acc[K][4];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc[k][j] = 0.0f;
-  }
+  // The window: the last K input rows as this lane uses them (columns col - P .. col + 3 + R), slot t % K
+  // holding input row t. U is a multiple of K, so every slot is a compile-time register.
+  float win[K][4 + K - 1];
+  // Whole float4 stores straight to the row, with no check per row: every row of this lane is inside the
+  // image (rows <= OH - oy0), starts 16-byte aligned when OW is a multiple of 4, and has no residual to add.
+  const bool fast_store = g.OW % 4 == 0 && col + 3 < g.OW && rn == nullptr && aligned_16(yn);
+  float* y_row = yn + static_cast<int64_t>(oy0) * g.OW + col;  // output row oy0 + (t - (K - 1)) at step t
 
   for (int t0 = 0; t0 < steps; t0 += U) {
 #pragma unroll
@@ -116,47 +122,43 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
       const bool own_ok = inside && own_inside;
       const float own[4] = {own_ok ? cur.v.x : 0.0f, own_ok ? cur.v.y : 0.0f, own_ok ? cur.v.z : 0.0f,
                             own_ok ? cur.v.w : 0.0f};
-      float edge[E];
+      float(&row)[4 + K - 1] = win[s % K];  // input columns col - P .. col + 3 + R of row t
+      if constexpr (K > 1) {
+        float edge[E];
 #pragma unroll
-      for (int i = 0; i < E; ++i) edge[i] = inside && ((left_edge && i < P) || (right_edge && i < R)) ? cur.edge[i] : 0.0f;
-      // Input columns col - P .. col + 3 + R of this row.
-      float row[4 + K - 1];
+        for (int i = 0; i < E; ++i) edge[i] = inside && ((left_edge && i < P) || (right_edge && i < R)) ? cur.edge[i] : 0.0f;
 #pragma unroll
-      for (int i = 0; i < P; ++i) {
-        const float from_left = __shfl_up_sync(0xffffffffu, own[4 - P + i], 1);
-        row[i] = lane == 0 ? edge[i] : from_left;
+        for (int i = 0; i < P; ++i) {
+          const float from_left = __shfl_up_sync(0xffffffffu, own[4 - P + i], 1);
+          row[i] = lane == 0 ? edge[i] : from_left;
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          const float from_right = __shfl_down_sync(0xffffffffu, own[i], 1);
+          row[P + 4 + i] = lane == 31 ? edge[i] : from_right;
+        }
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) row[P + i] = own[i];
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const float from_right = __shfl_down_sync(0xffffffffu, own[i], 1);
-        row[P + 4 + i] = lane == 31 ? edge[i] : from_right;
-      }
-      // Input row t is row ky of the window of output row t - ky.
+      // With rows t - (K - 1) .. t in the window, output row t - (K - 1) is complete: K*K*4 FMAs.
+      if (t < K - 1) continue;
+      float out[4] = {bias, bias, bias, bias};
 #pragma unroll
       for (int ky = 0; ky < K; ++ky) {
-        const int o = t - ky;
-        if (o < 0 || o >= rows) continue;
-        float(&a)[4] = acc[((s - ky) % K + K) % K];
+        const float(&in)[4 + K - 1] = win[(s + 1 + ky) % K];  // slot of input row t - (K - 1) + ky
 #pragma unroll
         for (int kx = 0; kx < K; ++kx) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) a[j] = fmaf(w[ky][kx], row[j + kx], a[j]);
+          for (int j = 0; j < 4; ++j) out[j] = fmaf(w[ky][kx], in[j + kx], out[j]);
         }
       }
-      // Output row t - (K - 1) has all its K input rows now.
-      const int done = t - (K - 1);
-      if (done >= 0) {
-        float(&a)[4] = acc[((s - (K - 1)) % K + K) % K];
-        float out[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          out[j] = a[j] + bias;
-          a[j] = 0.0f;  // the slot's next output row starts here
-        }
-        store_four<ACT>(out, yn, rn, oy0 + done, col, g.OH, g.OW, e);
+      if (fast_store) {
+        *reinterpret_cast<float4*>(y_row) = make_float4(activate<ACT>(out[0], e), activate<ACT>(out[1], e),
+                                                        activate<ACT>(out[2], e), activate<ACT>(out[3], e));
+      } else {
+        store_four<ACT>(out, yn, rn, oy0 + t - (K - 1), col, g.OH, g.OW, e);
       }
+      y_row += g.OW;
     }
   }
 }
