@@ -305,18 +305,22 @@ struct Entry {
 //   D 4x4 per thread, 16 filters x 12x12 pixels  (few filters on small maps: LeNet-class conv + pool)
 //   E 8x8 per thread, 128 filters x 32x4 pixels  (many filters, large batches)
 //   F as D, one channel per stage                 (D's shape at batch 1, channels split across a cluster)
+//   G 4x2 per thread, 8 filters x 12x12 pixels    (D's layer at batch 64: 16 filters in two blocks, so 64
+//                                                  images fill 128 SMs, and half of D's FMA chain a thread)
 #define GEN_CFG_A 8, 8, 8, 4, 4, 4
 #define GEN_CFG_B 8, 7, 8, 2, 8, 4
 #define GEN_CFG_C 4, 7, 16, 2, 4, 4
 #define GEN_CFG_D 4, 4, 4, 3, 12, 8
 #define GEN_CFG_E 8, 8, 16, 4, 4, 4
 #define GEN_CFG_F 4, 4, 4, 3, 12, 1
+#define GEN_CFG_G 4, 2, 2, 6, 12, 8
 
+#define GEN_RELU(K, S, CFG, POOL, SPLIT) GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Relu, POOL, SPLIT)
 #define GEN_ACTS(K, S, CFG, POOL, SPLIT) \
   GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Relu, POOL, SPLIT), GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Param, POOL, SPLIT)
 
-// Everything instantiated for one kernel size K: plain (5 tiles), split (3 tiles), pooled (2 tiles, and F
-// split; K > 1), stride 2 (2 tiles).
+// Everything instantiated for one kernel size K: plain (5 tiles), split (3 tiles), pooled (B, D, F split, and
+// G with ReLU only; K > 1), stride 2 (2 tiles).
 #define GEN_PLAIN_AND_SPLIT(K)                                                                                     \
   GEN_ACTS(K, 1, GEN_CFG_A, false, false), GEN_ACTS(K, 1, GEN_CFG_B, false, false),                                \
       GEN_ACTS(K, 1, GEN_CFG_C, false, false), GEN_ACTS(K, 1, GEN_CFG_D, false, false),                            \
@@ -324,6 +328,7 @@ struct Entry {
       GEN_ACTS(K, 1, GEN_CFG_B, false, true), GEN_ACTS(K, 1, GEN_CFG_C, false, true),                              \
       GEN_ACTS(K, 2, GEN_CFG_A, false, false), GEN_ACTS(K, 2, GEN_CFG_C, false, false)
 #define GEN_POOLED(K) \
-  GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false), GEN_ACTS(K, 1, GEN_CFG_F, true, true)
+  GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false), GEN_ACTS(K, 1, GEN_CFG_F, true, true), \
+      GEN_RELU(K, 1, GEN_CFG_G, true, false)
 
 }  // namespace cnnrt::kernels::general
