@@ -129,18 +129,9 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
       // finish_outputs checks each.
       const bool aligned_rows = !Cfg::POOL && g.OW % 4 == 0 && res_n == nullptr && aligned_16(yn);
       float win[K][WIN];
-#pragma unroll
-      for (int k = 0; k < K - S; ++k) load_window_row(win[k + S], in_tile + (row_begin * S + k) * Cfg::PITCH + col * S);
+      prime_window<K, S>(win, in_tile, Cfg::PITCH, row_begin, col * S);
       for (int rr = row_begin; rr < row_end; ++rr) {
-#pragma unroll
-        for (int k = 0; k < K - S; ++k) {
-#pragma unroll
-          for (int q = 0; q < WIN; ++q) win[k][q] = win[k + S][q];
-        }
-#pragma unroll
-        for (int k = (K > S ? K - S : 0); k < K; ++k) {
-          load_window_row(win[k], in_tile + (rr * S + k) * Cfg::PITCH + col * S);
-        }
+        slide_window<K, S>(win, in_tile, Cfg::PITCH, rr, col * S);
         const int oy = r0 + rr, ox = c0 + col;
         const bool fast_store = aligned_rows && oy < g.OH && ox + 3 < g.OW && (!Cfg::FGROUPS || F == Cfg::FMAX);
         float* y_out = yn + static_cast<int64_t>(oy) * g.OW + ox;  // filter 0's output (fast_store only)
@@ -155,25 +146,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
             load_window_row(wf, w_tile + f * Cfg::FP);
 #pragma unroll
             for (int j = 0; j < 4; ++j) acc[j] = wf[K * K];
-#pragma unroll
-            for (int ky = 0; ky < K; ++ky) {
-#pragma unroll
-              for (int kx = 0; kx < K; ++kx) {
-#pragma unroll
-                for (int j = 0; j < 4; ++j) acc[j] = fmaf(wf[ky * K + kx], win[ky][j * S + kx], acc[j]);
-              }
-            }
+            accumulate_window<K, S>(acc, win, [&](int t) { return wf[t]; });
           } else {
 #pragma unroll
             for (int j = 0; j < 4; ++j) acc[j] = filt.bias[f];
-#pragma unroll
-            for (int ky = 0; ky < K; ++ky) {
-#pragma unroll
-              for (int kx = 0; kx < K; ++kx) {
-#pragma unroll
-                for (int j = 0; j < 4; ++j) acc[j] = fmaf(filt.w[(f * K + ky) * K + kx], win[ky][j * S + kx], acc[j]);
-              }
-            }
+            accumulate_window<K, S>(acc, win, [&](int t) { return filt.w[f * K * K + t]; });
           }
           if (fast_store) {
             *reinterpret_cast<float4*>(y_out) = make_float4(activate<Cfg::ACT>(acc[0], e), activate<Cfg::ACT>(acc[1], e),

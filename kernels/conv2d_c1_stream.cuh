@@ -17,8 +17,8 @@
 //     row into a ring of K accumulator rows: a test per filter row and a run of K - 1 extra steps per chunk,
 //     3.8 instructions per FFMA; docs/perf-notes.md v9);
 //   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
-// The loop is unrolled by U (a multiple of K and D) so that window and load slots are registers, not indexed
-// memory.
+// The loop is unrolled by U (a multiple of K, and the load ring's slot count: D = U - 1 rows in flight) so that
+// window and load slots are registers, not indexed memory.
 // Limits (c1_stream_eligible): one input channel and one filter, square K of 1, 3 or 5, stride 1, dilation 1,
 // left padding (K - 1) / 2 (other pads free), W a multiple of 4, no pooling; None or Relu. An input that is
 // not 16-byte aligned goes to the tiled kernel instead.

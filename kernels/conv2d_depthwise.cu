@@ -52,25 +52,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
 
     float win[K][Cfg::WIN];
-#pragma unroll
-    for (int k = 0; k < K - S; ++k) load_window_row(win[k + S], tile + (row_begin * S + k) * Cfg::PITCH + col * S);
+    prime_window<K, S>(win, tile, Cfg::PITCH, row_begin, col * S);
     for (int rr = row_begin; rr < row_begin + Cfg::ROWS; ++rr) {
-#pragma unroll
-      for (int k = 0; k < K - S; ++k) {
-#pragma unroll
-        for (int q = 0; q < Cfg::WIN; ++q) win[k][q] = win[k + S][q];
-      }
-#pragma unroll
-      for (int k = (K > S ? K - S : 0); k < K; ++k) load_window_row(win[k], tile + (rr * S + k) * Cfg::PITCH + col * S);
+      slide_window<K, S>(win, tile, Cfg::PITCH, rr, col * S);
       float acc[4] = {b, b, b, b};
-#pragma unroll
-      for (int ky = 0; ky < K; ++ky) {
-#pragma unroll
-        for (int kx = 0; kx < K; ++kx) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] = fmaf(wreg[ky * K + kx], win[ky][j * S + kx], acc[j]);
-        }
-      }
+      accumulate_window<K, S>(acc, win, [&](int t) { return wreg[t]; });
       store_four<Cfg::ACT>(acc, out, res, r0 + rr, c0 + col, g.OH, g.OW, e);
     }
   }

@@ -48,6 +48,43 @@ __device__ __forceinline__ void load_window_row(float (&dst)[N], const float* sr
   }
 }
 
+// A thread's register window over a staged input tile: the K rows of WIN input columns under its 4 adjacent
+// outputs (stride S), from column `col0` of the tile (row pitch `pitch`). prime_window loads the K - S rows the
+// first output row `row` shares with the row above it; slide_window then moves the window to output row
+// `row`: it keeps the K - S rows shared with the row before and loads the new ones (vertical reuse in
+// registers).
+template <int K, int S, int WIN>
+__device__ __forceinline__ void prime_window(float (&win)[K][WIN], const float* tile, int pitch, int row, int col0) {
+#pragma unroll
+  for (int k = 0; k < K - S; ++k) load_window_row(win[k + S], tile + (row * S + k) * pitch + col0);
+}
+
+template <int K, int S, int WIN>
+__device__ __forceinline__ void slide_window(float (&win)[K][WIN], const float* tile, int pitch, int row, int col0) {
+#pragma unroll
+  for (int k = 0; k < K - S; ++k) {
+#pragma unroll
+    for (int q = 0; q < WIN; ++q) win[k][q] = win[k + S][q];
+  }
+#pragma unroll
+  for (int k = (K > S ? K - S : 0); k < K; ++k) load_window_row(win[k], tile + (row * S + k) * pitch + col0);
+}
+
+// acc[j] += w(t) * (the window's input under output j at tap t = ky * K + kx), over the K x K taps: the
+// thread's 4 outputs. `w(t)` gives tap t's weight (a register, a shared-memory broadcast, a constant-bank
+// operand); every index is a compile-time constant once unrolled.
+template <int K, int S, int WIN, class Weight>
+__device__ __forceinline__ void accumulate_window(float (&acc)[4], const float (&win)[K][WIN], Weight&& w) {
+#pragma unroll
+  for (int ky = 0; ky < K; ++ky) {
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j] = fmaf(w(ky * K + kx), win[ky][j * S + kx], acc[j]);
+    }
+  }
+}
+
 // Residual, activation and store of 4 adjacent outputs of row `oy` starting at column `ox` of the plane
 // `out` (row length OW): one float4 store when aligned and inside, else bounds-checked scalars.
 template <Act ACT>
