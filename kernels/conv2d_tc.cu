@@ -16,6 +16,7 @@
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
+#include "kernels/tc_common.cuh"
 
 namespace cnnrt::kernels {
 
@@ -45,17 +46,6 @@ inline unsigned magic_for(int d) {
 }
 __device__ __forceinline__ int fast_div(int n, unsigned magic) {
   return magic ? static_cast<int>(__umulhi(static_cast<unsigned>(n), magic)) : n;
-}
-
-// Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-  return r;
-}
-__device__ __forceinline__ void split_tf32(float v, uint32_t& big, uint32_t& small) {
-  big = to_tf32(v);
-  small = to_tf32(v - __uint_as_float(big));  // v - big is exact in FP32
 }
 
 // D = A * B + D, A 16x8 (row), B 8x8 (col), TF32 in, FP32 accumulate. Fragments (lane = 4*gid + tig):
@@ -248,65 +238,7 @@ __global__ void __launch_bounds__(C::THREADS)
 
   // Epilogue. Accumulator acc[mt][nt][2*h + v]: filter f0 + wm0 + mt*16 + gid + 8h, pixel
   // p0 + wn0 + nt*8 + 2*tig + v (the d fragment layout of mma_tf32).
-  float bias[C::MT][2];
-#pragma unroll
-  for (int mt = 0; mt < C::MT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
-      bias[mt][h] = e.bias && f < g.F ? __ldg(e.bias + f) : 0.0f;
-    }
-  }
-  const float* res = e.residual;
-  // Pixel pairs (2*tig, 2*tig + 1) as float2 when they are in one image and 8-byte aligned: true for
-  // every pair when OH*OW is even (pairs start at even pixels) and the tensors are 8-byte aligned.
-  const bool pairs = (q.ohw % 2 == 0) && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) % 8 == 0);
-#pragma unroll
-  for (int nt = 0; nt < C::NT; ++nt) {
-    const int p = p0 + wn0 + nt * 8 + 2 * tig;
-    if (p >= q.npix) continue;
-    if (pairs && p + 1 < q.npix) {
-      const int n = p / q.ohw, rem = p - n * q.ohw;
-      const int64_t base = static_cast<int64_t>(n) * g.F * q.ohw + rem;
-#pragma unroll
-      for (int mt = 0; mt < C::MT; ++mt) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
-          if (f >= g.F) continue;
-          const int64_t idx = base + static_cast<int64_t>(f) * q.ohw;
-          float v0 = acc[mt][nt][2 * h] + bias[mt][h];
-          float v1 = acc[mt][nt][2 * h + 1] + bias[mt][h];
-          if (res) {
-            const float2 r = __ldg(reinterpret_cast<const float2*>(res + idx));
-            v0 += r.x;
-            v1 += r.y;
-          }
-          *reinterpret_cast<float2*>(y + idx) = make_float2(activate<C::ACT>(v0, e), activate<C::ACT>(v1, e));
-        }
-      }
-    } else {
-#pragma unroll
-      for (int v = 0; v < 2; ++v) {
-        const int pv = p + v;
-        if (pv >= q.npix) continue;
-        const int n = pv / q.ohw, rem = pv - n * q.ohw;
-        const int64_t base = static_cast<int64_t>(n) * g.F * q.ohw + rem;
-#pragma unroll
-        for (int mt = 0; mt < C::MT; ++mt) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int f = f0 + wm0 + mt * 16 + gid + 8 * h;
-            if (f >= g.F) continue;
-            const int64_t idx = base + static_cast<int64_t>(f) * q.ohw;
-            float val = acc[mt][nt][2 * h + v] + bias[mt][h];
-            if (res) val += __ldg(res + idx);
-            y[idx] = activate<C::ACT>(val, e);
-          }
-        }
-      }
-    }
-  }
+  store_mma_tile<C::MT, C::NT, C::ACT>(acc, f0 + wm0, p0 + wn0, g, e, q.npix, q.ohw, y);
 }
 
 inline Params make_params(const ConvGeometry& g, int bm) {
@@ -350,16 +282,6 @@ const Entry kEntries[] = {
 };
 
 #undef TC_ENTRY
-
-// Host copy of cvt.rna.tf32.f32: round the low 13 mantissa bits away, to nearest, ties away from zero.
-inline float round_tf32(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // Inf and NaN stay as they are
-  float r;
-  std::memcpy(&r, &u, sizeof r);
-  return r;
-}
 
 }  // namespace tc
 

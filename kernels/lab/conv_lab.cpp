@@ -32,6 +32,7 @@
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
 #include "kernels/conv2d_tc.cuh"
+#include "kernels/conv2d_wg.cuh"
 
 namespace {
 
@@ -154,6 +155,15 @@ int run_lab(int argc, char** argv) {
   if (kernels::conv2d_tc_supports(g, e)) {
     const gpu::DeviceAllocation packed = upload(kernels::pack_tc_filters(w.data(), g.F, g.C, g.KH, g.KW));
     for (const auto& var : kernels::conv2d_tc_variants(g, e, sm_count)) {
+      run(var.name, [&] { var.launch(dx.floats(), y.floats(), packed.floats(), g, e, stream); });
+    }
+  }
+  int cc_major = 0, cc_minor = 0;
+  check_cuda(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, 0), "device");
+  check_cuda(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, 0), "device");
+  if (kernels::conv2d_wg_supports(g, e, cc_major, cc_minor)) {
+    const gpu::DeviceAllocation packed = upload(kernels::pack_wg_filters(w.data(), g.F, g.C, g.KH, g.KW));
+    for (const auto& var : kernels::conv2d_wg_variants(g, e, sm_count, cc_major, cc_minor)) {
       run(var.name, [&] { var.launch(dx.floats(), y.floats(), packed.floats(), g, e, stream); });
     }
   }

@@ -13,6 +13,7 @@
 #include "gpu_test_util.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/conv2d_tc.cuh"
+#include "kernels/conv2d_wg.cuh"
 
 using namespace cnnrt;
 using namespace cnnrt::testing;
@@ -29,8 +30,17 @@ struct TcLayer {
 };
 
 int tc_variants_checked = 0;
+int wg_variants_checked = 0;
 
-void check_tc_layer(const TcLayer& L, uint32_t seed) {
+// The device's compute capability (the wgmma kernels run on 9.0 only).
+std::pair<int, int> device_cc() {
+  int major = 0, minor = 0;
+  GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  GPU_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+  return {major, minor};
+}
+
+void check_tc_layer(const TcLayer& L, uint32_t seed, bool wg_only = false) {
   const float lo = L.positive ? 0.0f : -1.0f;
   auto x = ir::HostTensor::floats({L.N, L.C, L.H, L.W}, random_floats(size_t(L.N) * L.C * L.H * L.W, seed, lo));
   auto w = ir::HostTensor::floats({L.F, L.C, L.KH, L.KW},
@@ -61,17 +71,32 @@ void check_tc_layer(const TcLayer& L, uint32_t seed) {
                             std::to_string(L.pad_top) + "," + std::to_string(L.pad_left) + "," +
                             std::to_string(L.pad_bottom) + "," + std::to_string(L.pad_right) +
                             (L.residual ? " residual" : "") + (L.positive ? " positive" : "");
+  auto check_all = [&](const std::vector<kernels::TcVariant>& variants, const DeviceBuffer& weights, int* count) {
+    for (const auto& variant : variants) {
+      DeviceBuffer y(static_cast<size_t>(ref.numel()));  // poisoned (NaN) until written
+      variant.launch(dx.get(), y.get(), weights.get(), g, e, nullptr);
+      GPU_CHECK(cudaGetLastError());
+      const double err = relative_error(y.download(), ref.float_values());
+      CHECK_MESSAGE(err < 1e-5, variant.name << " @ " << where << ": relative error " << err);
+      ++*count;
+    }
+  };
   std::string why;
-  REQUIRE_MESSAGE(kernels::conv2d_tc_supports(g, e, &why), where << ": " << why);
-  const auto variants = kernels::conv2d_tc_variants(g, e, 132);
-  REQUIRE(!variants.empty());
-  for (const auto& variant : variants) {
-    DeviceBuffer y(static_cast<size_t>(ref.numel()));  // poisoned (NaN) until written
-    variant.launch(dx.get(), y.get(), packed.get(), g, e, nullptr);
-    GPU_CHECK(cudaGetLastError());
-    const double err = relative_error(y.download(), ref.float_values());
-    CHECK_MESSAGE(err < 1e-5, variant.name << " @ " << where << ": relative error " << err);
-    ++tc_variants_checked;
+  if (!wg_only) {
+    REQUIRE_MESSAGE(kernels::conv2d_tc_supports(g, e, &why), where << ": " << why);
+    const auto variants = kernels::conv2d_tc_variants(g, e, 132);
+    REQUIRE(!variants.empty());
+    check_all(variants, packed, &tc_variants_checked);
+  }
+  // The wgmma kernels too, where the layer (C a multiple of 32) and the device (9.0) allow.
+  const auto [major, minor] = device_cc();
+  if (kernels::conv2d_wg_supports(g, e, major, minor, &why)) {
+    DeviceBuffer packed_wg(kernels::pack_wg_filters(w.f32(), L.F, L.C, L.KH, L.KW));
+    const auto variants = kernels::conv2d_wg_variants(g, e, 132, major, minor);
+    REQUIRE(!variants.empty());
+    check_all(variants, packed_wg, &wg_variants_checked);
+  } else if (wg_only) {
+    FAIL_CHECK(where << ": wgmma kernels expected: " << why);
   }
 }
 
@@ -139,4 +164,39 @@ TEST_CASE("conv2d_tc: long reductions keep FP32 accuracy (C*KH*KW up to 4608, sa
   check_tc_layer(deep, seed++);
   check_tc_layer({2, 256, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu, true, true}, seed++);
   MESSAGE(tc_variants_checked << " tc variant checks in all");
+}
+
+TEST_CASE("conv2d_wg: every variant, odd sizes, filters off the tiles, strides, paddings, long reductions") {
+  const auto [major, minor] = device_cc();
+  ConvGeometry g;
+  g.N = 1; g.C = 32; g.H = g.W = 9; g.F = 16; g.KH = g.KW = 3; g.OH = g.OW = 7;
+  std::string why;
+  if (!kernels::conv2d_wg_supports(g, Epilogue{}, major, minor, &why)) {
+    MESSAGE("SKIPPED: wgmma kernels need a device of compute capability 9.0 (" << why << ")");
+    return;
+  }
+  g.C = 48;
+  CHECK_FALSE(kernels::conv2d_wg_supports(g, Epilogue{}, major, minor, &why));  // C not a multiple of 32
+  CHECK(kernels::conv2d_wg_variants(g, Epilogue{}, 132, major, minor).empty());
+
+  uint32_t seed = 3700;
+  using kernels::ParamAct;
+  for (int K : {1, 3, 5}) {
+    const int pad = K / 2;
+    for (int size : {1, 7, 31, 33}) {
+      check_tc_layer({1, 32, size, size, 9, K, K, 1, pad, pad, pad, pad}, seed++, true);
+      check_tc_layer({2, 64, size, size + 3, 64, K, K, 1, pad, pad, pad, pad, ParamAct::Relu, true}, seed++, true);
+      check_tc_layer({3, 32, size, size, 130, K, K, 2, pad, 0, pad, 2 * pad, ParamAct::LeakyRelu}, seed++, true);
+    }
+  }
+  check_tc_layer({1, 32, 31, 1000, 33, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true}, seed++, true);
+  check_tc_layer({1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu}, seed++, true);
+  check_tc_layer({2, 128, 28, 28, 128, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu}, seed++, true);
+  check_tc_layer({1, 32, 33, 31, 200, 2, 3, 1, 0, 1, 1, 1, ParamAct::Clip, true}, seed++, true);
+  check_tc_layer({3, 96, 7, 7, 1, 7, 7, 1, 3, 3, 3, 3, ParamAct::Tanh}, seed++, true);
+  TcLayer deep{1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::None};
+  deep.positive = true;
+  check_tc_layer(deep, seed++, true);
+  check_tc_layer({2, 256, 14, 14, 256, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true, true}, seed++, true);
+  MESSAGE(wg_variants_checked << " wg variant checks in all");
 }

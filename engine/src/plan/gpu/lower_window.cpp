@@ -14,6 +14,7 @@
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
 #include "kernels/conv2d_tc.cuh"
+#include "kernels/conv2d_wg.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/pool.cuh"
 #include "plan/gpu/conv_step.hpp"
@@ -142,6 +143,17 @@ std::vector<KernelCandidate> conv_candidates(const ConvStep& cs, const ir::HostT
                                                     "conv_tc_split");
     for (const auto& v : kernels::conv2d_tc_variants(g, e, lc.context.device.sm_count)) {
       out.push_back({v.name, "3xTF32 tensor cores", [v, g, e, packed, with_residual](const float* const* in, float* const* o, Stream s) {
+                       v.launch(in[0], o[0], packed, g, with_residual(e, in), s);
+                     }});
+    }
+  }
+  const gpu::DeviceInfo& dev = lc.context.device;
+  if (kernels::conv2d_wg_supports(g, e, dev.cc_major, dev.cc_minor)) {
+    // The same split for the wgmma kernels, packed with K ordered (tap, channel).
+    const float* packed = lc.context.weights.upload(kernels::pack_wg_filters(w.f32(), g.F, g.C, g.KH, g.KW),
+                                                    "conv_wg_split");
+    for (const auto& v : kernels::conv2d_wg_variants(g, e, dev.sm_count, dev.cc_major, dev.cc_minor)) {
+      out.push_back({v.name, "3xTF32 wgmma", [v, g, e, packed, with_residual](const float* const* in, float* const* o, Stream s) {
                        v.launch(in[0], o[0], packed, g, with_residual(e, in), s);
                      }});
     }

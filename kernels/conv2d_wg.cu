@@ -1,0 +1,360 @@
+// The 3xTF32 implicit-GEMM convolution on Hopper's wgmma (see conv2d_wg.cuh): kernel, instantiations, choice.
+//
+// Shared memory per pipeline stage (2 stages), every tile 1024-byte aligned:
+//   [A big][A small]: BM filter rows x 32 k, 128 bytes a row, K-major;
+//   [B big][B small]: BN pixel rows x 32 k, 128 bytes a row, K-major.
+// Rows use the 128-byte swizzle of the wgmma descriptors: the 16-byte chunk j of row r lives at chunk
+// j ^ (r % 8), so the descriptor of k step s (8 k, 32 bytes) is the tile's address + 32*s.
+// The gather writes each pixel row with 16-byte stores; eight consecutive rows hit eight distinct chunks, so
+// a warp's stores are free of bank conflicts.
+//
+// Per stage, each warpgroup issues 4 k steps x 3 wgmma m64n128k8 (small*big, big*small, big*big) into a
+// fresh FP32 partial, then, while the tensor cores run, gathers the next stage: the filters by cp.async
+// from the packed halves, the input by 32-bit loads it splits and stores. The partial is added to the
+// running sum in FP32 after the stage (the tensor cores' accumulation truncates: see conv2d_tc.cu).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+#include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/tc_common.cuh"
+
+namespace cnnrt::kernels {
+
+namespace wg {
+
+constexpr int kBK = 32;         // K per stage
+constexpr int kRowBytes = 128;  // one operand row of a stage: 32 floats
+constexpr int kFAlign = 128;    // Fpad of the packed filters: a multiple of every BM
+
+inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+struct Params {
+  int npix;     // N * OH * OW
+  int ohw;      // OH * OW
+  int hw, chw;  // H * W, C * H * W
+  int cgroups;  // C / 32: stages per filter tap
+  int nk;       // stages: KH * KW * C / 32
+  int K;        // C * KH * KW, the row length of the packed filters
+  int f_pad;    // F rounded up to kFAlign
+  int ftiles;   // filter tiles per pixel tile
+};
+
+// WGM x WGN warpgroups, each 64 filters x 128 pixels.
+template <int WGM_, int WGN_, Act ACT_>
+struct Cfg {
+  static constexpr int WGM = WGM_, WGN = WGN_;
+  static constexpr Act ACT = ACT_;
+  static constexpr int BM = 64 * WGM, BN = 128 * WGN, THREADS = 128 * WGM * WGN;
+  static constexpr int A_BYTES = BM * kRowBytes;  // one half (big or small)
+  static constexpr int B_BYTES = BN * kRowBytes;
+  static constexpr int STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
+  static constexpr int SMEM_BYTES = 2 * STAGE_BYTES + 1024;  // + slack to align the tiles to 1024 bytes
+  static constexpr int B_KPT = BN * kBK / THREADS;           // consecutive k of one pixel a thread gathers
+  static constexpr int A_CHUNKS = 2 * BM * 8 / THREADS;      // 16-byte filter copies a thread issues
+  static_assert(B_KPT % 4 == 0 && kBK % B_KPT == 0, "B gather: whole 16-byte chunks per thread");
+  static_assert((2 * BM * 8) % THREADS == 0, "A loader: whole chunks per thread");
+  static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
+};
+
+// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row atoms 1024 bytes apart (stride byte
+// offset); the leading byte offset is unused with this swizzle (1 by convention).
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Makes this thread's generic-proxy writes to shared memory (stores, cp.async) visible to the async proxy
+// that wgmma reads through; a barrier must follow before another thread's wgmma reads them.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Ties the accumulator registers to this point of the instruction stream: the compiler may not move their
+// reads above the preceding wgmma wait.
+__device__ __forceinline__ void fence_operands(float (&d)[16][4]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+  }
+}
+
+// d (+)= A * B for one warpgroup: A 64 x 8 and B 8 x 128 (both K-major in shared memory), TF32, FP32
+// accumulate. scale_d == 0: d = A * B. Accumulator layout: d[c][2r + v] = (row 16*warp + gid + 8r,
+// column 8c + 2*tig + v), the m16n8 layout of tc_common.cuh with NT = 16.
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
+      "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+        "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+#endif
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    conv2d_wg_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
+                     const ConvGeometry g, const Epilogue e, const Params q) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t sbase = (raw + 1023u) & ~1023u;
+  uint8_t* smem = smem_raw + (sbase - raw);
+  const int tid = threadIdx.x, warp = tid >> 5;
+  const int wgi = warp >> 2, wgm = wgi % C::WGM, wgn = wgi / C::WGM;
+  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BN;
+  const int f0 = ftile * C::BM;
+
+  // Gather role: pixel row pl of the tile, k sub-range [kq*B_KPT, +B_KPT) of every stage's 32.
+  const int pl = tid % C::BN, kq = tid / C::BN;
+  int iy0 = -(1 << 30), ix0 = -(1 << 30), xoff = 0;  // an invalid pixel: origin far outside the image
+  {
+    const int pix = p0 + pl;
+    if (pix < q.npix) {
+      const int n = pix / q.ohw, rem = pix - n * q.ohw;
+      const int oy = rem / g.OW, ox = rem - oy * g.OW;
+      iy0 = oy * g.stride_h - g.pad_top;
+      ix0 = ox * g.stride_w - g.pad_left;
+      xoff = n * q.chw + kq * C::B_KPT * q.hw + iy0 * g.W + ix0;
+    }
+  }
+  // The input values of stage (ky, kx, cg) for this thread: channels cg*32 + kq*B_KPT + j, j < B_KPT.
+  auto gather = [&](int ky, int kx, int cg, float (&v)[C::B_KPT]) {
+    const bool ok = static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
+                    static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
+    // Outside the image the loads read x[0 .. 31*hw], inside the tensor (C >= 32), and are discarded.
+    const float* src = ok ? x + (xoff + cg * kBK * q.hw + ky * g.W + kx) : x;
+#pragma unroll
+    for (int j = 0; j < C::B_KPT; ++j) v[j] = ok ? __ldg(src + j * q.hw) : 0.0f;
+  };
+  auto store_b = [&](uint8_t* stage, const float (&v)[C::B_KPT]) {
+    uint8_t* big = stage + 2 * C::A_BYTES;
+    uint8_t* small = big + C::B_BYTES;
+#pragma unroll
+    for (int j = 0; j < C::B_KPT; j += 4) {
+      uint4 hi, lo;
+      tc::split_tf32(v[j], hi.x, lo.x);
+      tc::split_tf32(v[j + 1], hi.y, lo.y);
+      tc::split_tf32(v[j + 2], hi.z, lo.z);
+      tc::split_tf32(v[j + 3], hi.w, lo.w);
+      const int chunk = (kq * C::B_KPT + j) / 4;
+      const int off = pl * kRowBytes + ((chunk ^ (pl & 7)) << 4);
+      *reinterpret_cast<uint4*>(big + off) = hi;
+      *reinterpret_cast<uint4*>(small + off) = lo;
+    }
+  };
+  auto load_a = [&](uint8_t* stage, int kt) {
+#pragma unroll
+    for (int i = 0; i < C::A_CHUNKS; ++i) {
+      const int idx = tid + i * C::THREADS;
+      const int half = idx / (C::BM * 8), r = (idx / 8) % C::BM, ch = idx % 8;
+      const float* src = wp + (static_cast<int64_t>(half) * q.f_pad + f0 + r) * q.K + kt * kBK + ch * 4;
+      cp_async_16(stage + half * C::A_BYTES + r * kRowBytes + ((ch ^ (r & 7)) << 4), src, true);
+    }
+  };
+
+  float acc[1][16][4], part[1][16][4];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[0][i][j] = 0.0f;
+  }
+
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
+  int ky = 0, kx = 0, cg = 0;  // the filter tap and channel group of the next stage to gather
+  auto advance = [&] {
+    if (++cg == q.cgroups) {
+      cg = 0;
+      if (++kx == g.KW) {
+        kx = 0;
+        ++ky;
+      }
+    }
+  };
+  {
+    load_a(smem, 0);
+    cp_async_commit();
+    float v[C::B_KPT];
+    gather(ky, kx, cg, v);
+    store_b(smem, v);
+    advance();
+  }
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();
+
+#pragma unroll 1
+  for (int kt = 0; kt < q.nk; ++kt) {
+    const int buf = kt & 1;
+    const uint32_t st = sbase + buf * C::STAGE_BYTES;
+    const uint32_t a_big = st + wgm * 64 * kRowBytes, a_small = a_big + C::A_BYTES;
+    const uint32_t b_big = st + 2 * C::A_BYTES + wgn * 128 * kRowBytes, b_small = b_big + C::B_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+      const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
+      wgmma_m64n128k8(part[0], smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0);  // corrections first
+      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_small + ko), 1);
+      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_big + ko), 1);
+    }
+    wgmma_commit();
+    if (kt + 1 < q.nk) {  // the next stage's buffer was last read by stage kt - 1's wgmma, waited for below
+      uint8_t* next = smem + (buf ^ 1) * C::STAGE_BYTES;
+      load_a(next, kt + 1);
+      cp_async_commit();
+      float v[C::B_KPT];
+      gather(ky, kx, cg, v);
+      store_b(next, v);
+      advance();
+    }
+    cp_async_wait<0>();
+    fence_proxy_async();
+    wgmma_wait_all();
+    fence_operands(part[0]);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[0][i][j] += part[0][i][j];
+    }
+    __syncthreads();
+  }
+
+  tc::store_mma_tile<1, 16, C::ACT>(acc, f0 + wgm * 64 + (warp & 3) * 16, p0 + wgn * 128, g, e, q.npix, q.ohw, y);
+#endif
+}
+
+inline Params make_params(const ConvGeometry& g, int bm) {
+  Params q;
+  q.ohw = g.OH * g.OW;
+  q.npix = g.N * q.ohw;
+  q.hw = g.H * g.W;
+  q.chw = g.C * q.hw;
+  q.cgroups = g.C / kBK;
+  q.nk = g.KH * g.KW * q.cgroups;
+  q.K = g.C * g.KH * g.KW;
+  q.f_pad = round_up(g.F, kFAlign);
+  q.ftiles = (g.F + bm - 1) / bm;
+  return q;
+}
+
+template <class C>
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+  allow_dynamic_smem<conv2d_wg_kernel<C>>(C::SMEM_BYTES);
+  const Params q = make_params(g, C::BM);
+  const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
+  launch_overlapped(conv2d_wg_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES,
+                    stream, 1, x, y, w, g, e, q);
+}
+
+// The instantiated configurations (BM filters x BN pixels):
+//   128 x 128: 2 warpgroups share the input tile; F >= 128 (129 KB of shared memory, 1 block per SM)
+//    64 x 256: 2 warpgroups share the filter tile; F <= 64 (161 KB, 1 block per SM)
+//    64 x 128: 1 warpgroup; small grids (97 KB, 2 blocks per SM)
+struct Entry {
+  int wgm, wgn, blocks_per_sm;
+  Act act;
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+};
+
+#define WG_ENTRY(WGM, WGN, PER_SM, ACT) \
+  Entry { WGM, WGN, PER_SM, ACT, &launch<Cfg<WGM, WGN, ACT>> }
+
+const Entry kEntries[] = {
+    WG_ENTRY(2, 1, 1, Act::Relu), WG_ENTRY(2, 1, 1, Act::Param), WG_ENTRY(1, 2, 1, Act::Relu),
+    WG_ENTRY(1, 2, 1, Act::Param), WG_ENTRY(1, 1, 2, Act::Relu), WG_ENTRY(1, 1, 2, Act::Param),
+};
+
+#undef WG_ENTRY
+
+}  // namespace wg
+
+std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW) {
+  const int K = C * KH * KW, f_pad = wg::round_up(F, wg::kFAlign);
+  std::vector<float> packed(static_cast<size_t>(2) * f_pad * K, 0.0f);
+  float* big = packed.data();
+  float* small = big + static_cast<size_t>(f_pad) * K;
+  for (int f = 0; f < F; ++f) {
+    for (int c = 0; c < C; ++c) {
+      for (int ky = 0; ky < KH; ++ky) {
+        for (int kx = 0; kx < KW; ++kx) {
+          const float v = weights[((static_cast<size_t>(f) * C + c) * KH + ky) * KW + kx];
+          const size_t at = static_cast<size_t>(f) * K + static_cast<size_t>(ky * KW + kx) * C + c;
+          big[at] = tc::round_tf32(v);
+          small[at] = tc::round_tf32(v - big[at]);
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+bool conv2d_wg_supports(const ConvGeometry& g, const Epilogue& e, int cc_major, int cc_minor, std::string* why) {
+  auto no = [why](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (cc_major != 9 || cc_minor != 0) return no("wgmma kernels are built for compute capability 9.0 only");
+  if (g.groups != 1) return no("grouped convolution");
+  if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
+  if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return no("stride other than 1 or 2");
+  if (e.pool.kind != FusedPool::None) return no("fused pooling");
+  if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.F < 1 || g.KH < 1 || g.KW < 1 || g.OH < 1 || g.OW < 1) {
+    return no("empty tensor");
+  }
+  if (g.C % wg::kBK != 0) return no("input channels not a multiple of 32");
+  // Input offsets, pixel indices and packed-filter rows are int32.
+  if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return no("input too large for 32-bit offsets");
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  if (npix >= (int64_t(1) << 30) || g.F > (1 << 20)) return no("output too large for 32-bit indices");
+  if (int64_t(g.C) * g.KH * g.KW > (int64_t(1) << 20)) return no("C*KH*KW too large");
+  return true;
+}
+
+std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue& e, int sm_count, int cc_major,
+                                          int cc_minor) {
+  std::vector<TcVariant> out;
+  if (!conv2d_wg_supports(g, e, cc_major, cc_minor)) return out;
+  const bool relu = e.param_act == ParamAct::Relu;
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  struct Scored {
+    TcVariant variant;
+    double score;  // estimated relative time, lower is better
+  };
+  std::vector<Scored> scored;
+  for (const wg::Entry& en : wg::kEntries) {
+    if (en.act == Act::Relu && !relu) continue;
+    const int bm = 64 * en.wgm, bn = 128 * en.wgn;
+    const double blocks = double((npix + bn - 1) / bn) * double((g.F + bm - 1) / bm);
+    const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
+    const double waves = std::ceil(blocks / slots);
+    // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn; padded filters are work too.
+    const double score = waves * bm * bn * en.blocks_per_sm * (en.act == Act::Param && relu ? 1.02 : 1.0);
+    char name[64];
+    std::snprintf(name, sizeof name, "wg3_f%dx%d_k%d_%s", bm, bn, wg::kBK, en.act == Act::Relu ? "relu" : "act");
+    scored.push_back({{name, en.launch}, score});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+  for (auto& s : scored) out.push_back(std::move(s.variant));
+  return out;
+}
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,107 @@
+// Shared by the two 3xTF32 convolutions (conv2d_tc.cu: mma.sync; conv2d_wg.cu: Hopper wgmma): the TF32
+// split of an FP32 value and the epilogue that stores accumulator fragments in the m16n8 layout.
+//
+// The m16n8 accumulator layout (mma.sync m16n8k8, and each warp's 16-row slice of a wgmma m64nN tile):
+// lane = 4*gid + tig holds, for every 16 x 8 tile (mt, nt), the values
+//   [2h + v] = (row gid + 8h, column 2*tig + v)   h, v in {0, 1}
+// with rows = filters and columns = output pixels here.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/conv_common.cuh"
+
+namespace cnnrt::kernels::tc {
+
+// Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ void split_tf32(float v, uint32_t& big, uint32_t& small) {
+  big = to_tf32(v);
+  small = to_tf32(v - __uint_as_float(big));  // v - big is exact in FP32
+}
+
+// Host copy of cvt.rna.tf32.f32: round the low 13 mantissa bits away, to nearest, ties away from zero.
+inline float round_tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // Inf and NaN stay as they are
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
+
+// Epilogue for one warp's MT x NT tiles of 16 filters x 8 pixels: filter f_first + mt*16 + gid + 8h, pixel
+// p_first + nt*8 + 2*tig + v, pixels flattened over (n, oy, ox) of the output. + bias, + residual,
+// activation, then stored to NCHW.
+template <int MT, int NT, Act ACT>
+__device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], int f_first, int p_first,
+                                               const ConvGeometry& g, const Epilogue& e, int npix, int ohw,
+                                               float* __restrict__ y) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  float bias[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int f = f_first + mt * 16 + gid + 8 * h;
+      bias[mt][h] = e.bias && f < g.F ? __ldg(e.bias + f) : 0.0f;
+    }
+  }
+  const float* res = e.residual;
+  // Pixel pairs (2*tig, 2*tig + 1) as float2 when they are in one image and 8-byte aligned: true for
+  // every pair when OH*OW is even (pairs start at even pixels) and the tensors are 8-byte aligned.
+  const bool pairs = (ohw % 2 == 0) && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) % 8 == 0);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int p = p_first + nt * 8 + 2 * tig;
+    if (p >= npix) continue;
+    if (pairs && p + 1 < npix) {
+      const int n = p / ohw, rem = p - n * ohw;
+      const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int f = f_first + mt * 16 + gid + 8 * h;
+          if (f >= g.F) continue;
+          const int64_t idx = base + static_cast<int64_t>(f) * ohw;
+          float v0 = acc[mt][nt][2 * h] + bias[mt][h];
+          float v1 = acc[mt][nt][2 * h + 1] + bias[mt][h];
+          if (res) {
+            const float2 r = __ldg(reinterpret_cast<const float2*>(res + idx));
+            v0 += r.x;
+            v1 += r.y;
+          }
+          *reinterpret_cast<float2*>(y + idx) = make_float2(activate<ACT>(v0, e), activate<ACT>(v1, e));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int pv = p + v;
+        if (pv >= npix) continue;
+        const int n = pv / ohw, rem = pv - n * ohw;
+        const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int f = f_first + mt * 16 + gid + 8 * h;
+            if (f >= g.F) continue;
+            const int64_t idx = base + static_cast<int64_t>(f) * ohw;
+            float val = acc[mt][nt][2 * h + v] + bias[mt][h];
+            if (res) val += __ldg(res + idx);
+            y[idx] = activate<ACT>(val, e);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cnnrt::kernels::tc
