@@ -1,6 +1,6 @@
 // The 3xTF32 implicit-GEMM convolution on Hopper's wgmma (see conv2d_wg.cuh): kernel, instantiations, choice.
 //
-// Shared memory per pipeline stage (2 stages), every tile 1024-byte aligned:
+// Shared memory per pipeline stage (2 or 3 stages), every tile 1024-byte aligned:
 //   [A big][A small]: BM filter rows x 32 k, 128 bytes a row, K-major;
 //   [B big][B small]: BN pixel rows x 32 k, 128 bytes a row, K-major.
 // Rows use the 128-byte swizzle of the wgmma descriptors: the 16-byte chunk j of row r lives at chunk
@@ -8,14 +8,18 @@
 // The gather writes each pixel row with 16-byte stores; eight consecutive rows hit eight distinct chunks, so
 // a warp's stores are free of bank conflicts.
 //
-// Per stage, each warpgroup issues 4 k steps x 3 wgmma m64n128k8 (small*big, big*small, big*big) into a
-// fresh FP32 partial, then, while the tensor cores run, gathers the next stage: the filters by cp.async
-// from the packed halves, the input by 32-bit loads it splits and stores. The partial is added to the
-// running sum in FP32 after the stage (the tensor cores' accumulation truncates: see conv2d_tc.cu).
+// Per stage, each warpgroup issues 4 k steps x 3 wgmma m64n128k8 (small*big, big*small, big*big) into an
+// FP32 partial, then, while the tensor cores run, fills a later stage: the filters by cp.async from the
+// packed halves, the input by 32-bit loads, split and stored. The
+// partial is added to the running sum in FP32 every two stages (the tensor cores' accumulation truncates:
+// see conv2d_tc.cu). A K split over a cluster sums the ranks' tiles through distributed shared memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+
+#include <cooperative_groups.h>
 
 #include "kernels/conv2d_wg.cuh"
 #include "kernels/conv_device.cuh"
@@ -30,6 +34,9 @@ namespace wg {
 constexpr int kBK = 32;         // K per stage
 constexpr int kRowBytes = 128;  // one operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of the packed filters: a multiple of every BM
+// Stages summed by the tensor cores into one partial before it is added to the FP32 sum: 2 stages are 24
+// mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu).
+constexpr int kStagesPerPartial = 2;
 
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
@@ -42,23 +49,25 @@ struct Params {
   int K;        // C * KH * KW, the row length of the packed filters
   int f_pad;    // F rounded up to kFAlign
   int ftiles;   // filter tiles per pixel tile
+  int split;    // blocks (a cluster along z) that share one output tile's K stages
 };
 
 // WGM x WGN warpgroups, each 64 filters x 128 pixels.
-template <int WGM_, int WGN_, Act ACT_>
+template <int WGM_, int WGN_, int STAGES_, Act ACT_>
 struct Cfg {
-  static constexpr int WGM = WGM_, WGN = WGN_;
+  static constexpr int WGM = WGM_, WGN = WGN_, STAGES = STAGES_;
   static constexpr Act ACT = ACT_;
   static constexpr int BM = 64 * WGM, BN = 128 * WGN, THREADS = 128 * WGM * WGN;
   static constexpr int A_BYTES = BM * kRowBytes;  // one half (big or small)
   static constexpr int B_BYTES = BN * kRowBytes;
   static constexpr int STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
-  static constexpr int SMEM_BYTES = 2 * STAGE_BYTES + 1024;  // + slack to align the tiles to 1024 bytes
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + slack to align the tiles to 1024 bytes
   static constexpr int B_KPT = BN * kBK / THREADS;           // consecutive k of one pixel a thread gathers
   static constexpr int A_CHUNKS = 2 * BM * 8 / THREADS;      // 16-byte filter copies a thread issues
   static_assert(B_KPT % 4 == 0 && kBK % B_KPT == 0, "B gather: whole 16-byte chunks per thread");
   static_assert((2 * BM * 8) % THREADS == 0, "A loader: whole chunks per thread");
   static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
+  static_assert(STAGES == 2 || STAGES == 3, "the pipelines below");
 };
 
 // Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row atoms 1024 bytes apart (stride byte
@@ -69,7 +78,11 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Waits until at most PENDING committed wgmma groups of this warpgroup are still running.
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
 // Makes this thread's generic-proxy writes to shared memory (stores, cp.async) visible to the async proxy
 // that wgmma reads through; a barrier must follow before another thread's wgmma reads them.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -179,8 +192,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     for (int j = 0; j < 4; ++j) acc[0][i][j] = 0.0f;
   }
 
+  // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
+  const int rank = static_cast<int>(blockIdx.z);
+  const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
+
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-  int ky = 0, kx = 0, cg = 0;  // the filter tap and channel group of the next stage to gather
+  // The filter tap and channel group of the next stage to gather.
+  int cg = k_begin % q.cgroups, kx = k_begin / q.cgroups, ky = kx / g.KW;
+  kx -= ky * g.KW;
   auto advance = [&] {
     if (++cg == q.cgroups) {
       cg = 0;
@@ -190,60 +209,144 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       }
     }
   };
+  // Three stage buffers: iteration kt issues stage kt's wgmma, waits for stage kt - 1's (this warpgroup)
+  // and for stage kt + 1's copies (this thread); one barrier (every warpgroup is past kt - 1, stage kt + 1
+  // is in shared memory for all); then stage kt + 2 goes into kt - 1's buffer: its filters by cp.async, its
+  // input from registers loaded one iteration earlier; and the input loads of stage kt + 3 are issued. No
+  // load latency sits between two stages' wgmma issues.
+  // Two stage buffers (half the shared memory: two blocks per SM): iteration kt issues stage kt's wgmma,
+  // waits for stage kt - 1's, then gathers stage kt + 1 into its buffer, with a barrier on either side.
+  auto stage_addr = [&](int kt) { return (kt - k_begin) % C::STAGES; };
+  float v[C::B_KPT];  // three buffers: the input values of the stage after the next, in flight
   {
-    load_a(smem, 0);
-    cp_async_commit();
-    float v[C::B_KPT];
-    gather(ky, kx, cg, v);
-    store_b(smem, v);
+    load_a(smem, k_begin);
+    float v0[C::B_KPT];
+    gather(ky, kx, cg, v0);
     advance();
+    if constexpr (C::STAGES == 3) {
+      if (k_begin + 1 < k_end) {
+        load_a(smem + C::STAGE_BYTES, k_begin + 1);
+        gather(ky, kx, cg, v);
+        advance();
+        store_b(smem + C::STAGE_BYTES, v);
+      }
+    }
+    cp_async_commit();
+    store_b(smem, v0);
+    if constexpr (C::STAGES == 3) {
+      if (k_begin + 2 < k_end) {
+        gather(ky, kx, cg, v);
+        advance();
+      }
+    }
   }
   cp_async_wait<0>();
   fence_proxy_async();
   __syncthreads();
 
-#pragma unroll 1
-  for (int kt = 0; kt < q.nk; ++kt) {
-    const int buf = kt & 1;
-    const uint32_t st = sbase + buf * C::STAGE_BYTES;
+  // The partial collects kStagesPerPartial stages before it is added to acc (the tensor pipe drains only
+  // then). The loop body is one partial's stages, unrolled: no wgmma is in flight across the loop's back
+  // edge, where the compiler could move the accumulator registers.
+  auto run_stage = [&](int kt, bool fresh) {
+    const uint32_t st = sbase + stage_addr(kt) * C::STAGE_BYTES;
     const uint32_t a_big = st + wgm * 64 * kRowBytes, a_small = a_big + C::A_BYTES;
     const uint32_t b_big = st + 2 * C::A_BYTES + wgn * 128 * kRowBytes, b_small = b_big + C::B_BYTES;
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
-      wgmma_m64n128k8(part[0], smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0);  // corrections first
+      // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
+      wgmma_m64n128k8(part[0], smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0 || !fresh);
       wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_small + ko), 1);
       wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_big + ko), 1);
     }
     wgmma_commit();
-    if (kt + 1 < q.nk) {  // the next stage's buffer was last read by stage kt - 1's wgmma, waited for below
-      uint8_t* next = smem + (buf ^ 1) * C::STAGE_BYTES;
-      load_a(next, kt + 1);
+    if (kt + 1 >= k_end) return;
+    if constexpr (C::STAGES == 3) {
+      wgmma_wait<1>();     // this warpgroup's stage kt - 1 is done
+      cp_async_wait<0>();  // this thread's copies of stage kt + 1 have landed
+      fence_proxy_async();
+      __syncthreads();
+      if (kt + 2 < k_end) {
+        uint8_t* buf = smem + stage_addr(kt + 2) * C::STAGE_BYTES;
+        load_a(buf, kt + 2);
+        cp_async_commit();
+        store_b(buf, v);
+        if (kt + 3 < k_end) {
+          gather(ky, kx, cg, v);
+          advance();
+        }
+      }
+    } else {
+      wgmma_wait<1>();  // this warpgroup's stage kt - 1 is done ...
+      __syncthreads();  // ... and every warpgroup's: its buffer is free
+      uint8_t* buf = smem + stage_addr(kt + 1) * C::STAGE_BYTES;
+      load_a(buf, kt + 1);
       cp_async_commit();
-      float v[C::B_KPT];
       gather(ky, kx, cg, v);
-      store_b(next, v);
       advance();
+      store_b(buf, v);
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();  // stage kt + 1 is in shared memory for every warpgroup
     }
-    cp_async_wait<0>();
-    fence_proxy_async();
-    wgmma_wait_all();
+  };
+  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
+#pragma unroll 1
+  for (int kt = k_begin; kt < k_end; kt += kStagesPerPartial) {
+    run_stage(kt, true);
+    if (kt + 1 < k_end) run_stage(kt + 1, false);
+    wgmma_wait<0>();
     fence_operands(part[0]);
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[0][i][j] += part[0][i][j];
     }
-    __syncthreads();
   }
 
-  tc::store_mma_tile<1, 16, C::ACT>(acc, f0 + wgm * 64 + (warp & 3) * 16, p0 + wgn * 128, g, e, q.npix, q.ohw, y);
+  int nt_begin = 0, nt_end = 16;
+  if (q.split > 1) {
+    // Rank r owns the pixel tiles [r*16/split, (r+1)*16/split) of every warp's accumulator: the other ranks
+    // store their values of those tiles into its shared memory ([sender][tile][thread] float4), and it adds
+    // them in rank order (the same sums in the same order on every run) and runs the epilogue.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int per = 16 / q.split;
+    cluster.sync();  // every rank is done with its pipeline buffers
+    float4* recv = reinterpret_cast<float4*>(smem);
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      const int owner = nt / per;
+      if (owner == rank) continue;
+      float4* dst = cluster.map_shared_rank(recv, owner);
+      dst[(rank * per + nt % per) * C::THREADS + tid] =
+          make_float4(acc[0][nt][0], acc[0][nt][1], acc[0][nt][2], acc[0][nt][3]);
+    }
+    cluster.sync();  // the partial sums have landed
+    nt_begin = rank * per;
+    nt_end = nt_begin + per;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      if (nt < nt_begin || nt >= nt_end) continue;
+      for (int src = 0; src < q.split; ++src) {
+        if (src == rank) continue;
+        const float4 v = recv[(src * per + nt % per) * C::THREADS + tid];
+        acc[0][nt][0] += v.x;
+        acc[0][nt][1] += v.y;
+        acc[0][nt][2] += v.z;
+        acc[0][nt][3] += v.w;
+      }
+    }
+  }
+  tc::store_mma_tile<1, 16, C::ACT>(acc, f0 + wgm * 64 + (warp & 3) * 16, p0 + wgn * 128, g, e, q.npix, q.ohw, y,
+                                    nt_begin, nt_end);
 #endif
 }
 
-inline Params make_params(const ConvGeometry& g, int bm) {
+inline Params make_params(const ConvGeometry& g, int bm, int split) {
   Params q;
+  q.split = split;
   q.ohw = g.OH * g.OW;
   q.npix = g.N * q.ohw;
   q.hw = g.H * g.W;
@@ -256,34 +359,40 @@ inline Params make_params(const ConvGeometry& g, int bm) {
   return q;
 }
 
-template <class C>
+template <class C, int SPLIT>
 void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
   allow_dynamic_smem<conv2d_wg_kernel<C>>(C::SMEM_BYTES);
-  const Params q = make_params(g, C::BM);
+  const Params q = make_params(g, C::BM, SPLIT);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
-  launch_overlapped(conv2d_wg_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES,
-                    stream, 1, x, y, w, g, e, q);
+  launch_overlapped(conv2d_wg_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
+                    C::SMEM_BYTES, stream, SPLIT, x, y, w, g, e, q);
 }
 
 // The instantiated configurations (BM filters x BN pixels):
-//   128 x 128: 2 warpgroups share the input tile; F >= 128 (129 KB of shared memory, 1 block per SM)
-//    64 x 256: 2 warpgroups share the filter tile; F <= 64 (161 KB, 1 block per SM)
-//    64 x 128: 1 warpgroup; small grids (97 KB, 2 blocks per SM)
+//   128 x 128: 2 warpgroups share the input tile, 3 stages (193 KB of shared memory, 1 block per SM)
+//    64 x 128: 1 warpgroup, 2 stages (97 KB, 2 blocks per SM): F <= 64 and small grids
 struct Entry {
-  int wgm, wgn, blocks_per_sm;
+  int wgm, wgn, stages, blocks_per_sm, split;
   Act act;
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-#define WG_ENTRY(WGM, WGN, PER_SM, ACT) \
-  Entry { WGM, WGN, PER_SM, ACT, &launch<Cfg<WGM, WGN, ACT>> }
+// Each configuration whole (split 1) and with its K stages split over clusters of 2, 4 and 8 blocks (the
+// same kernel; the split is a launch parameter).
+#define WG_ENTRY_SPLITS(WGM, WGN, ST, PER_SM, ACT)                                                      \
+  Entry{WGM, WGN, ST, PER_SM, 1, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 1>},                                  \
+      Entry{WGM, WGN, ST, PER_SM, 2, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 2>},                              \
+      Entry{WGM, WGN, ST, PER_SM, 4, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 4>},                              \
+      Entry { WGM, WGN, ST, PER_SM, 8, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 8> }
 
 const Entry kEntries[] = {
-    WG_ENTRY(2, 1, 1, Act::Relu), WG_ENTRY(2, 1, 1, Act::Param), WG_ENTRY(1, 2, 1, Act::Relu),
-    WG_ENTRY(1, 2, 1, Act::Param), WG_ENTRY(1, 1, 2, Act::Relu), WG_ENTRY(1, 1, 2, Act::Param),
+    WG_ENTRY_SPLITS(2, 1, 3, 1, Act::Relu),
+    WG_ENTRY_SPLITS(2, 1, 3, 1, Act::Param),
+    WG_ENTRY_SPLITS(1, 1, 2, 2, Act::Relu),
+    WG_ENTRY_SPLITS(1, 1, 2, 2, Act::Param),
 };
 
-#undef WG_ENTRY
+#undef WG_ENTRY_SPLITS
 
 }  // namespace wg
 
@@ -340,16 +449,22 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
     double score;  // estimated relative time, lower is better
   };
   std::vector<Scored> scored;
+  const int nk = g.KH * g.KW * (g.C / wg::kBK);
   for (const wg::Entry& en : wg::kEntries) {
     if (en.act == Act::Relu && !relu) continue;
+    if (en.split > 1 && nk < 2 * en.split) continue;  // at least two stages a block
     const int bm = 64 * en.wgm, bn = 128 * en.wgn;
-    const double blocks = double((npix + bn - 1) / bn) * double((g.F + bm - 1) / bm);
+    const double tiles = double((npix + bn - 1) / bn) * double((g.F + bm - 1) / bm);
+    if (en.split > 1 && tiles * en.split > 4.0 * std::max(1, sm_count) * en.blocks_per_sm) continue;  // full already
     const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
-    const double waves = std::ceil(blocks / slots);
-    // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn; padded filters are work too.
-    const double score = waves * bm * bn * en.blocks_per_sm * (en.act == Act::Param && relu ? 1.02 : 1.0);
+    const double waves = std::ceil(tiles * en.split / slots);
+    // A wave keeps every SM busy with blocks_per_sm blocks of bm x bn x (K / split); the reduction of a
+    // split costs about one stage.
+    const double stages = double(nk) / en.split + (en.split > 1 ? 1.0 : 0.0);
+    const double score = waves * bm * bn * en.blocks_per_sm * stages * (en.act == Act::Param && relu ? 1.02 : 1.0);
     char name[64];
-    std::snprintf(name, sizeof name, "wg3_f%dx%d_k%d_%s", bm, bn, wg::kBK, en.act == Act::Relu ? "relu" : "act");
+    std::snprintf(name, sizeof name, "wg3_f%dx%d_k%d_%s%s", bm, bn, wg::kBK, en.act == Act::Relu ? "relu" : "act",
+                  en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
     scored.push_back({{name, en.launch}, score});
   }
   std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });

@@ -37,11 +37,11 @@ inline float round_tf32(float v) {
 
 // Epilogue for one warp's MT x NT tiles of 16 filters x 8 pixels: filter f_first + mt*16 + gid + 8h, pixel
 // p_first + nt*8 + 2*tig + v, pixels flattened over (n, oy, ox) of the output. + bias, + residual,
-// activation, then stored to NCHW.
+// activation, then stored to NCHW. Only the pixel tiles nt in [nt_begin, nt_end) are stored.
 template <int MT, int NT, Act ACT>
 __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], int f_first, int p_first,
                                                const ConvGeometry& g, const Epilogue& e, int npix, int ohw,
-                                               float* __restrict__ y) {
+                                               float* __restrict__ y, int nt_begin = 0, int nt_end = NT) {
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   float bias[MT][2];
 #pragma unroll
@@ -59,7 +59,7 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int p = p_first + nt * 8 + 2 * tig;
-    if (p >= npix) continue;
+    if (p >= npix || nt < nt_begin || nt >= nt_end) continue;
     if (pairs && p + 1 < npix) {
       const int n = p / ohw, rem = p - n * ohw;
       const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
