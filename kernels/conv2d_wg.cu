@@ -52,102 +52,22 @@ struct Params {
   int split;    // blocks (a cluster along z) that share one output tile's K stages
 };
 
-// WGM x WGN warpgroups, each 64 filters x 128 pixels; every thread also fills the stages.
+// WGM x WGN warpgroups, each 64 filters x 128 pixels.
 template <int WGM_, int WGN_, int STAGES_, Act ACT_>
 struct Cfg {
   static constexpr int WGM = WGM_, WGN = WGN_, STAGES = STAGES_;
   static constexpr Act ACT = ACT_;
-  static constexpr int BM = 64 * WGM, BN = 128 * WGN;
-  static constexpr int THREADS = 128 * WGM * WGN;
-  static constexpr int LOADERS = THREADS;  // threads that fill the stages: all of them
+  static constexpr int BM = 64 * WGM, BN = 128 * WGN, THREADS = 128 * WGM * WGN;
   static constexpr int A_BYTES = BM * kRowBytes;  // one half (big or small)
   static constexpr int B_BYTES = BN * kRowBytes;
   static constexpr int STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + slack to align the tiles to 1024 bytes
+  static constexpr int B_KPT = BN * kBK / THREADS;           // consecutive k of one pixel a thread gathers
+  static constexpr int A_CHUNKS = 2 * BM * 8 / THREADS;      // 16-byte filter copies a thread issues
+  static_assert(B_KPT % 4 == 0 && kBK % B_KPT == 0, "B gather: whole 16-byte chunks per thread");
+  static_assert((2 * BM * 8) % THREADS == 0, "A loader: whole chunks per thread");
   static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
   static_assert(STAGES == 2 || STAGES == 3, "the pipelines below");
-};
-
-// The filter tap (ky, kx) and channel group cg of a K stage, walked in K order.
-struct StageWalk {
-  int cg, kx, ky;
-  __device__ StageWalk(int kt, int cgroups, int KW) {
-    cg = kt % cgroups;
-    kx = kt / cgroups;
-    ky = kx / KW;
-    kx -= ky * KW;
-  }
-  __device__ void advance(int cgroups, int KW) {
-    if (++cg == cgroups) {
-      cg = 0;
-      if (++kx == KW) {
-        kx = 0;
-        ++ky;
-      }
-    }
-  }
-};
-
-// One loading thread's share of filling a stage (thread lt of C::LOADERS): pixel row pl of the tile and the k
-// sub-range [kq*B_KPT, +B_KPT) of the stage's 32 for the input; A_CHUNKS 16-byte copies of the filters.
-template <class C>
-struct Loader {
-  static constexpr int B_KPT = C::BN * kBK / C::LOADERS;
-  static constexpr int A_CHUNKS = 2 * C::BM * 8 / C::LOADERS;
-  static_assert(B_KPT % 4 == 0 && kBK % B_KPT == 0, "B gather: whole 16-byte chunks per thread");
-  static_assert((2 * C::BM * 8) % C::LOADERS == 0, "A loader: whole chunks per thread");
-  const float* x;
-  const float* w;  // the block's first filter row in the packed big half
-  int lt, pl, kq, iy0, ix0, xoff, H, W, hw, K, half_stride;
-
-  __device__ Loader(int lt_, int p0, int f0, const float* x_, const float* wp, const ConvGeometry& g, const Params& q)
-      : x(x_), w(wp + static_cast<int64_t>(f0) * q.K), lt(lt_), pl(lt_ % C::BN), kq(lt_ / C::BN),
-        iy0(-(1 << 30)), ix0(-(1 << 30)), xoff(0), H(g.H), W(g.W), hw(q.hw), K(q.K), half_stride(q.f_pad * q.K) {
-    const int pix = p0 + pl;  // an invalid pixel keeps an origin far outside the image
-    if (pix < q.npix) {
-      const int n = pix / q.ohw, rem = pix - n * q.ohw;
-      const int oy = rem / g.OW, ox = rem - oy * g.OW;
-      iy0 = oy * g.stride_h - g.pad_top;
-      ix0 = ox * g.stride_w - g.pad_left;
-      xoff = n * q.chw + kq * B_KPT * q.hw + iy0 * g.W + ix0;
-    }
-  }
-  // The input values of stage s for this thread: channels cg*32 + kq*B_KPT + j, j < B_KPT.
-  __device__ __forceinline__ void gather(const StageWalk& s, float (&v)[B_KPT]) const {
-    const bool ok = static_cast<unsigned>(iy0 + s.ky) < static_cast<unsigned>(H) &&
-                    static_cast<unsigned>(ix0 + s.kx) < static_cast<unsigned>(W);
-    // Outside the image the loads read x[0 .. 31*hw], inside the tensor (C >= 32), and are discarded.
-    const float* src = ok ? x + (xoff + s.cg * kBK * hw + s.ky * W + s.kx) : x;
-#pragma unroll
-    for (int j = 0; j < B_KPT; ++j) v[j] = ok ? __ldg(src + j * hw) : 0.0f;
-  }
-  // Splits them and stores the big and small halves into the stage's swizzled B tiles.
-  __device__ __forceinline__ void store_b(uint8_t* stage, const float (&v)[B_KPT]) const {
-    uint8_t* big = stage + 2 * C::A_BYTES;
-    uint8_t* small = big + C::B_BYTES;
-#pragma unroll
-    for (int j = 0; j < B_KPT; j += 4) {
-      uint4 hi, lo;
-      tc::split_tf32(v[j], hi.x, lo.x);
-      tc::split_tf32(v[j + 1], hi.y, lo.y);
-      tc::split_tf32(v[j + 2], hi.z, lo.z);
-      tc::split_tf32(v[j + 3], hi.w, lo.w);
-      const int chunk = (kq * B_KPT + j) / 4;
-      const int off = pl * kRowBytes + ((chunk ^ (pl & 7)) << 4);
-      *reinterpret_cast<uint4*>(big + off) = hi;
-      *reinterpret_cast<uint4*>(small + off) = lo;
-    }
-  }
-  // Copies stage kt's filter rows (both halves) into the stage's swizzled A tiles.
-  __device__ __forceinline__ void load_a(uint8_t* stage, int kt) const {
-#pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i) {
-      const int idx = lt + i * C::LOADERS;
-      const int half = idx / (C::BM * 8), r = (idx / 8) % C::BM, ch = idx % 8;
-      const float* src = w + static_cast<int64_t>(half) * half_stride + static_cast<int64_t>(r) * K + kt * kBK + ch * 4;
-      cp_async_16(stage + half * C::A_BYTES + r * kRowBytes + ((ch ^ (r & 7)) << 4), src, true);
-    }
-  }
 };
 
 // Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row atoms 1024 bytes apart (stride byte
@@ -202,39 +122,189 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[16][4], uint64_t desc
 #endif
 }
 
-// Stage at shared address st: this warpgroup's 4 k steps x 3 wgmma into part, committed as one group.
 template <class C>
-__device__ __forceinline__ void issue_stage(float (&part)[16][4], uint32_t st, int wgm, int wgn, bool fresh) {
-  const uint32_t a_big = st + wgm * 64 * kRowBytes, a_small = a_big + C::A_BYTES;
-  const uint32_t b_big = st + 2 * C::A_BYTES + wgn * 128 * kRowBytes, b_small = b_big + C::B_BYTES;
-  wgmma_fence();
-#pragma unroll
-  for (int s = 0; s < kBK / 8; ++s) {
-    const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
-    // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
-    wgmma_m64n128k8(part, smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0 || !fresh);
-    wgmma_m64n128k8(part, smem_desc(a_big + ko), smem_desc(b_small + ko), 1);
-    wgmma_m64n128k8(part, smem_desc(a_big + ko), smem_desc(b_big + ko), 1);
-  }
-  wgmma_commit();
-}
+__global__ void __launch_bounds__(C::THREADS, 1)
+    conv2d_wg_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
+                     const ConvGeometry g, const Epilogue e, const Params q) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t sbase = (raw + 1023u) & ~1023u;
+  uint8_t* smem = smem_raw + (sbase - raw);
+  const int tid = threadIdx.x, warp = tid >> 5;
+  const int wgi = warp >> 2, wgm = wgi % C::WGM, wgn = wgi / C::WGM;
+  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BN;
+  const int f0 = ftile * C::BM;
 
-// Waits for every wgmma of this warpgroup and adds the partial to the FP32 sum.
-__device__ __forceinline__ void add_partial(float (&acc)[16][4], float (&part)[16][4]) {
-  wgmma_wait<0>();
-  fence_operands(part);
+  // Gather role: pixel row pl of the tile, k sub-range [kq*B_KPT, +B_KPT) of every stage's 32.
+  const int pl = tid % C::BN, kq = tid / C::BN;
+  int iy0 = -(1 << 30), ix0 = -(1 << 30), xoff = 0;  // an invalid pixel: origin far outside the image
+  {
+    const int pix = p0 + pl;
+    if (pix < q.npix) {
+      const int n = pix / q.ohw, rem = pix - n * q.ohw;
+      const int oy = rem / g.OW, ox = rem - oy * g.OW;
+      iy0 = oy * g.stride_h - g.pad_top;
+      ix0 = ox * g.stride_w - g.pad_left;
+      xoff = n * q.chw + kq * C::B_KPT * q.hw + iy0 * g.W + ix0;
+    }
+  }
+  // The input values of stage (ky, kx, cg) for this thread: channels cg*32 + kq*B_KPT + j, j < B_KPT.
+  auto gather = [&](int ky, int kx, int cg, float (&v)[C::B_KPT]) {
+    const bool ok = static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
+                    static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
+    // Outside the image the loads read x[0 .. 31*hw], inside the tensor (C >= 32), and are discarded.
+    const float* src = ok ? x + (xoff + cg * kBK * q.hw + ky * g.W + kx) : x;
+#pragma unroll
+    for (int j = 0; j < C::B_KPT; ++j) v[j] = ok ? __ldg(src + j * q.hw) : 0.0f;
+  };
+  auto store_b = [&](uint8_t* stage, const float (&v)[C::B_KPT]) {
+    uint8_t* big = stage + 2 * C::A_BYTES;
+    uint8_t* small = big + C::B_BYTES;
+#pragma unroll
+    for (int j = 0; j < C::B_KPT; j += 4) {
+      uint4 hi, lo;
+      tc::split_tf32(v[j], hi.x, lo.x);
+      tc::split_tf32(v[j + 1], hi.y, lo.y);
+      tc::split_tf32(v[j + 2], hi.z, lo.z);
+      tc::split_tf32(v[j + 3], hi.w, lo.w);
+      const int chunk = (kq * C::B_KPT + j) / 4;
+      const int off = pl * kRowBytes + ((chunk ^ (pl & 7)) << 4);
+      *reinterpret_cast<uint4*>(big + off) = hi;
+      *reinterpret_cast<uint4*>(small + off) = lo;
+    }
+  };
+  auto load_a = [&](uint8_t* stage, int kt) {
+#pragma unroll
+    for (int i = 0; i < C::A_CHUNKS; ++i) {
+      const int idx = tid + i * C::THREADS;
+      const int half = idx / (C::BM * 8), r = (idx / 8) % C::BM, ch = idx % 8;
+      const float* src = wp + (static_cast<int64_t>(half) * q.f_pad + f0 + r) * q.K + kt * kBK + ch * 4;
+      cp_async_16(stage + half * C::A_BYTES + r * kRowBytes + ((ch ^ (r & 7)) << 4), src, true);
+    }
+  };
+
+  float acc[1][16][4], part[1][16][4];
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
+    for (int j = 0; j < 4; ++j) acc[0][i][j] = 0.0f;
   }
-}
 
-// After the K loop: with a K split, sums the cluster's partial tiles, then the epilogue.
-template <class C>
-__device__ __forceinline__ void finish_tile(float (&acc)[1][16][4], uint8_t* smem, int tid, int f_first, int p_first,
-                                            const ConvGeometry& g, const Epilogue& e, const Params& q, float* y) {
+  // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
   const int rank = static_cast<int>(blockIdx.z);
+  const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
+
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
+  // The filter tap and channel group of the next stage to gather.
+  int cg = k_begin % q.cgroups, kx = k_begin / q.cgroups, ky = kx / g.KW;
+  kx -= ky * g.KW;
+  auto advance = [&] {
+    if (++cg == q.cgroups) {
+      cg = 0;
+      if (++kx == g.KW) {
+        kx = 0;
+        ++ky;
+      }
+    }
+  };
+  // Three stage buffers: iteration kt issues stage kt's wgmma, waits for stage kt - 1's (this warpgroup)
+  // and for stage kt + 1's copies (this thread); one barrier (every warpgroup is past kt - 1, stage kt + 1
+  // is in shared memory for all); then stage kt + 2 goes into kt - 1's buffer: its filters by cp.async, its
+  // input from registers loaded one iteration earlier; and the input loads of stage kt + 3 are issued. No
+  // load latency sits between two stages' wgmma issues.
+  // Two stage buffers (half the shared memory: two blocks per SM): iteration kt issues stage kt's wgmma,
+  // waits for stage kt - 1's, then gathers stage kt + 1 into its buffer, with a barrier on either side.
+  auto stage_addr = [&](int kt) { return (kt - k_begin) % C::STAGES; };
+  float v[C::B_KPT];  // three buffers: the input values of the stage after the next, in flight
+  {
+    load_a(smem, k_begin);
+    float v0[C::B_KPT];
+    gather(ky, kx, cg, v0);
+    advance();
+    if constexpr (C::STAGES == 3) {
+      if (k_begin + 1 < k_end) {
+        load_a(smem + C::STAGE_BYTES, k_begin + 1);
+        gather(ky, kx, cg, v);
+        advance();
+        store_b(smem + C::STAGE_BYTES, v);
+      }
+    }
+    cp_async_commit();
+    store_b(smem, v0);
+    if constexpr (C::STAGES == 3) {
+      if (k_begin + 2 < k_end) {
+        gather(ky, kx, cg, v);
+        advance();
+      }
+    }
+  }
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();
+
+  // The partial collects kStagesPerPartial stages before it is added to acc (the tensor pipe drains only
+  // then). The loop body is one partial's stages, unrolled: no wgmma is in flight across the loop's back
+  // edge, where the compiler could move the accumulator registers.
+  auto run_stage = [&](int kt, bool fresh) {
+    const uint32_t st = sbase + stage_addr(kt) * C::STAGE_BYTES;
+    const uint32_t a_big = st + wgm * 64 * kRowBytes, a_small = a_big + C::A_BYTES;
+    const uint32_t b_big = st + 2 * C::A_BYTES + wgn * 128 * kRowBytes, b_small = b_big + C::B_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+      const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
+      // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
+      wgmma_m64n128k8(part[0], smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0 || !fresh);
+      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_small + ko), 1);
+      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_big + ko), 1);
+    }
+    wgmma_commit();
+    if (kt + 1 >= k_end) return;
+    if constexpr (C::STAGES == 3) {
+      wgmma_wait<1>();     // this warpgroup's stage kt - 1 is done
+      cp_async_wait<0>();  // this thread's copies of stage kt + 1 have landed
+      fence_proxy_async();
+      __syncthreads();
+      if (kt + 2 < k_end) {
+        uint8_t* buf = smem + stage_addr(kt + 2) * C::STAGE_BYTES;
+        load_a(buf, kt + 2);
+        cp_async_commit();
+        store_b(buf, v);
+        if (kt + 3 < k_end) {
+          gather(ky, kx, cg, v);
+          advance();
+        }
+      }
+    } else {
+      wgmma_wait<1>();  // this warpgroup's stage kt - 1 is done ...
+      __syncthreads();  // ... and every warpgroup's: its buffer is free
+      uint8_t* buf = smem + stage_addr(kt + 1) * C::STAGE_BYTES;
+      load_a(buf, kt + 1);
+      cp_async_commit();
+      gather(ky, kx, cg, v);
+      advance();
+      store_b(buf, v);
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();  // stage kt + 1 is in shared memory for every warpgroup
+    }
+  };
+  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
+#pragma unroll 1
+  for (int kt = k_begin; kt < k_end; kt += kStagesPerPartial) {
+    run_stage(kt, true);
+    if (kt + 1 < k_end) run_stage(kt + 1, false);
+    wgmma_wait<0>();
+    fence_operands(part[0]);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[0][i][j] += part[0][i][j];
+    }
+  }
+
   int nt_begin = 0, nt_end = 16;
   if (q.split > 1) {
     // Rank r owns the pixel tiles [r*16/split, (r+1)*16/split) of every warp's accumulator: the other ranks
@@ -269,118 +339,8 @@ __device__ __forceinline__ void finish_tile(float (&acc)[1][16][4], uint8_t* sme
       }
     }
   }
-  tc::store_mma_tile<1, 16, C::ACT>(acc, f_first, p_first, g, e, q.npix, q.ohw, y, nt_begin, nt_end);
-}
-
-template <class C>
-__global__ void __launch_bounds__(C::THREADS, 1)
-    conv2d_wg_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
-                     const ConvGeometry g, const Epilogue e, const Params q) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(16) uint8_t smem_raw[];
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  const uint32_t sbase = (raw + 1023u) & ~1023u;
-  uint8_t* smem = smem_raw + (sbase - raw);
-  const int tid = threadIdx.x, warp = tid >> 5;
-  const int wgi = warp >> 2, wgm = wgi % C::WGM, wgn = wgi / C::WGM;
-  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
-  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BN;
-  const int f0 = ftile * C::BM;
-  // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
-  const int rank = static_cast<int>(blockIdx.z);
-  const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
-  auto stage_of = [&](int kt) { return (kt - k_begin) % C::STAGES; };
-
-  float acc[1][16][4], part[1][16][4];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc[0][i][j] = 0.0f;
-  }
-  const int f_first = f0 + wgm * 64 + (warp & 3) * 16, p_first = p0 + wgn * 128;
-  {
-    const Loader<C> ld(tid, p0, f0, x, wp, g, q);
-    constexpr int KPT = Loader<C>::B_KPT;
-    wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-    StageWalk walk(k_begin, q.cgroups, g.KW);
-    // Three stage buffers: iteration kt issues stage kt's wgmma, waits for stage kt - 1's (this warpgroup)
-    // and for stage kt + 1's copies (this thread); one barrier (every warpgroup is past kt - 1, stage
-    // kt + 1 is in shared memory for all); then stage kt + 2 goes into kt - 1's buffer: its filters by
-    // cp.async, its input from registers loaded one iteration earlier; and the input loads of stage kt + 3
-    // are issued. No load latency sits between two stages' wgmma issues.
-    // Two stage buffers (half the shared memory: two blocks per SM): iteration kt issues stage kt's wgmma,
-    // waits for stage kt - 1's, then gathers stage kt + 1 into its buffer, with a barrier on either side.
-    float v[KPT];  // three buffers: the input values of the stage after the next, in flight
-    {
-      ld.load_a(smem, k_begin);
-      float v0[KPT];
-      ld.gather(walk, v0);
-      walk.advance(q.cgroups, g.KW);
-      if constexpr (C::STAGES == 3) {
-        if (k_begin + 1 < k_end) {
-          ld.load_a(smem + C::STAGE_BYTES, k_begin + 1);
-          ld.gather(walk, v);
-          walk.advance(q.cgroups, g.KW);
-          ld.store_b(smem + C::STAGE_BYTES, v);
-        }
-      }
-      cp_async_commit();
-      ld.store_b(smem, v0);
-      if constexpr (C::STAGES == 3) {
-        if (k_begin + 2 < k_end) {
-          ld.gather(walk, v);
-          walk.advance(q.cgroups, g.KW);
-        }
-      }
-    }
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
-
-    // The partial collects kStagesPerPartial stages before it is added to acc (the tensor pipe drains only
-    // then). The loop body is one partial's stages, unrolled: no wgmma is in flight across the loop's back
-    // edge, where the compiler could move the accumulator registers.
-    auto run_stage = [&](int kt, bool fresh) {
-      issue_stage<C>(part[0], sbase + stage_of(kt) * C::STAGE_BYTES, wgm, wgn, fresh);
-      if (kt + 1 >= k_end) return;
-      if constexpr (C::STAGES == 3) {
-        wgmma_wait<1>();     // this warpgroup's stage kt - 1 is done
-        cp_async_wait<0>();  // this thread's copies of stage kt + 1 have landed
-        fence_proxy_async();
-        __syncthreads();
-        if (kt + 2 < k_end) {
-          uint8_t* buf = smem + stage_of(kt + 2) * C::STAGE_BYTES;
-          ld.load_a(buf, kt + 2);
-          cp_async_commit();
-          ld.store_b(buf, v);
-          if (kt + 3 < k_end) {
-            ld.gather(walk, v);
-            walk.advance(q.cgroups, g.KW);
-          }
-        }
-      } else {
-        wgmma_wait<1>();  // this warpgroup's stage kt - 1 is done ...
-        __syncthreads();  // ... and every warpgroup's: its buffer is free
-        uint8_t* buf = smem + stage_of(kt + 1) * C::STAGE_BYTES;
-        ld.load_a(buf, kt + 1);
-        cp_async_commit();
-        ld.gather(walk, v);
-        walk.advance(q.cgroups, g.KW);
-        ld.store_b(buf, v);
-        cp_async_wait<0>();
-        fence_proxy_async();
-        __syncthreads();  // stage kt + 1 is in shared memory for every warpgroup
-      }
-    };
-    static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
-#pragma unroll 1
-    for (int kt = k_begin; kt < k_end; kt += kStagesPerPartial) {
-      run_stage(kt, true);
-      if (kt + 1 < k_end) run_stage(kt + 1, false);
-      add_partial(acc[0], part[0]);
-    }
-    finish_tile<C>(acc, smem, tid, f_first, p_first, g, e, q, y);
-  }
+  tc::store_mma_tile<1, 16, C::ACT>(acc, f0 + wgm * 64 + (warp & 3) * 16, p0 + wgn * 128, g, e, q.npix, q.ohw, y,
+                                    nt_begin, nt_end);
 #endif
 }
 
@@ -412,7 +372,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 //   128 x 128: 2 warpgroups share the input tile, 3 stages (193 KB of shared memory, 1 block per SM)
 //    64 x 128: 1 warpgroup, 2 stages (97 KB, 2 blocks per SM): F <= 64 and small grids
 struct Entry {
-  int wgm, wgn, blocks_per_sm, split;
+  int wgm, wgn, stages, blocks_per_sm, split;
   Act act;
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
@@ -420,10 +380,10 @@ struct Entry {
 // Each configuration whole (split 1) and with its K stages split over clusters of 2, 4 and 8 blocks (the
 // same kernel; the split is a launch parameter).
 #define WG_ENTRY_SPLITS(WGM, WGN, ST, PER_SM, ACT)                                                      \
-  Entry{WGM, WGN, PER_SM, 1, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 1>},                                      \
-      Entry{WGM, WGN, PER_SM, 2, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 2>},                                  \
-      Entry{WGM, WGN, PER_SM, 4, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 4>},                                  \
-      Entry { WGM, WGN, PER_SM, 8, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 8> }
+  Entry{WGM, WGN, ST, PER_SM, 1, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 1>},                                  \
+      Entry{WGM, WGN, ST, PER_SM, 2, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 2>},                              \
+      Entry{WGM, WGN, ST, PER_SM, 4, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 4>},                              \
+      Entry { WGM, WGN, ST, PER_SM, 8, ACT, &launch<Cfg<WGM, WGN, ST, ACT>, 8> }
 
 const Entry kEntries[] = {
     WG_ENTRY_SPLITS(2, 1, 3, 1, Act::Relu),
