@@ -39,18 +39,13 @@ bool conv2d_general_supports(const ConvGeometry& g, const Epilogue& e, std::stri
 }
 
 std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  std::vector<GeneralVariant> out;
-  if (!conv2d_general_supports(g, e)) return out;
+  if (!conv2d_general_supports(g, e)) return {};
   const general::Entry* entries = g.KH == 1 ? general::kEntriesK1 : g.KH == 3 ? general::kEntriesK3 : general::kEntriesK5;
   const int count = g.KH == 1 ? general::kEntryCountK1 : g.KH == 3 ? general::kEntryCountK3 : general::kEntryCountK5;
   const bool pool = e.pool.kind != FusedPool::None;
   const bool relu = e.param_act == ParamAct::Relu;
 
-  struct Scored {
-    GeneralVariant variant;
-    double score;  // lower is better: estimated relative time (heuristic order when tuning is off)
-  };
-  std::vector<Scored> scored;
+  std::vector<std::pair<GeneralVariant, double>> scored;  // score: estimated relative time, lower is better
   for (int i = 0; i < count; ++i) {
     const general::Entry& en = entries[i];
     if (en.s != g.stride_h || en.pool != pool) continue;
@@ -95,9 +90,7 @@ std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const
       scored.push_back({{name, s, en.launch}, score});
     }
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
-  for (auto& s : scored) out.push_back(std::move(s.variant));
-  return out;
+  return rank_by_score(std::move(scored));
 }
 
 }  // namespace cnnrt::kernels

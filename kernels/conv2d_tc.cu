@@ -26,8 +26,6 @@ constexpr int kBK = 32;       // K slice per pipeline stage; Kpad of the packed 
 constexpr int kFAlign = 128;  // Fpad of the packed filters: a multiple of every BM
 constexpr int kStages = 3;    // cp.async pipeline depth
 
-inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
-
 // Per-launch constants derived on the host.
 struct Params {
   int K;          // C * KH * KW
@@ -324,15 +322,10 @@ bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* w
 }
 
 std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  std::vector<TcVariant> out;
-  if (!conv2d_tc_supports(g, e)) return out;
+  if (!conv2d_tc_supports(g, e)) return {};
   const bool relu = e.param_act == ParamAct::Relu;
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-  struct Scored {
-    TcVariant variant;
-    double score;  // estimated relative time, lower is better
-  };
-  std::vector<Scored> scored;
+  std::vector<std::pair<TcVariant, double>> scored;  // score: estimated relative time, lower is better
   for (const tc::Entry& en : tc::kEntries) {
     if (en.act == Act::Relu && !relu) continue;
     const double blocks = double((npix + en.bn - 1) / en.bn) * double((g.F + en.bm - 1) / en.bm);
@@ -345,9 +338,7 @@ std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue&
     std::snprintf(name, sizeof name, "tc3_f%dx%d_k%d_%s", en.bm, en.bn, tc::kBK, en.act == Act::Relu ? "relu" : "act");
     scored.push_back({{name, en.launch}, score});
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
-  for (auto& s : scored) out.push_back(std::move(s.variant));
-  return out;
+  return rank_by_score(std::move(scored));
 }
 
 }  // namespace cnnrt::kernels

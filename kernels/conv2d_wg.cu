@@ -38,8 +38,6 @@ constexpr int kFAlign = 128;    // Fpad of the packed filters: a multiple of eve
 // mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu).
 constexpr int kStagesPerPartial = 2;
 
-inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
-
 struct Params {
   int npix;     // N * OH * OW
   int ohw;      // OH * OW
@@ -354,7 +352,7 @@ inline Params make_params(const ConvGeometry& g, int bm, int split) {
   q.cgroups = g.C / kBK;
   q.nk = g.KH * g.KW * q.cgroups;
   q.K = g.C * g.KH * g.KW;
-  q.f_pad = round_up(g.F, kFAlign);
+  q.f_pad = tc::round_up(g.F, kFAlign);
   q.ftiles = (g.F + bm - 1) / bm;
   return q;
 }
@@ -397,7 +395,7 @@ const Entry kEntries[] = {
 }  // namespace wg
 
 std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW) {
-  const int K = C * KH * KW, f_pad = wg::round_up(F, wg::kFAlign);
+  const int K = C * KH * KW, f_pad = tc::round_up(F, wg::kFAlign);
   std::vector<float> packed(static_cast<size_t>(2) * f_pad * K, 0.0f);
   float* big = packed.data();
   float* small = big + static_cast<size_t>(f_pad) * K;
@@ -440,15 +438,10 @@ bool conv2d_wg_supports(const ConvGeometry& g, const Epilogue& e, int cc_major, 
 
 std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue& e, int sm_count, int cc_major,
                                           int cc_minor) {
-  std::vector<TcVariant> out;
-  if (!conv2d_wg_supports(g, e, cc_major, cc_minor)) return out;
+  if (!conv2d_wg_supports(g, e, cc_major, cc_minor)) return {};
   const bool relu = e.param_act == ParamAct::Relu;
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-  struct Scored {
-    TcVariant variant;
-    double score;  // estimated relative time, lower is better
-  };
-  std::vector<Scored> scored;
+  std::vector<std::pair<TcVariant, double>> scored;  // score: estimated relative time, lower is better
   const int nk = g.KH * g.KW * (g.C / wg::kBK);
   for (const wg::Entry& en : wg::kEntries) {
     if (en.act == Act::Relu && !relu) continue;
@@ -467,9 +460,7 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
                   en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
     scored.push_back({{name, en.launch}, score});
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
-  for (auto& s : scored) out.push_back(std::move(s.variant));
-  return out;
+  return rank_by_score(std::move(scored));
 }
 
 }  // namespace cnnrt::kernels

@@ -8,7 +8,10 @@
 // instantiations per configuration instead of six.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/common.cuh"
 
@@ -83,6 +86,17 @@ inline TileGrid tile_grid(int tile_h, int tile_w, bool pooled, const ConvGeometr
     t.tiles_y = (g.OH + tile_h - 1) / tile_h;
   }
   return t;
+}
+
+// Variants with a heuristic score (estimated relative time, lower is better), in the order the planner tries
+// them and picks from when tuning is off: by score, equal scores in the order they were listed.
+template <class Variant>
+std::vector<Variant> rank_by_score(std::vector<std::pair<Variant, double>> scored) {
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<Variant> out;
+  out.reserve(scored.size());
+  for (auto& s : scored) out.push_back(std::move(s.first));
+  return out;
 }
 
 }  // namespace cnnrt::kernels

@@ -14,6 +14,8 @@
 
 namespace cnnrt::kernels::tc {
 
+inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
 // Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
 __device__ __forceinline__ uint32_t to_tf32(float v) {
   uint32_t r;
