@@ -8,8 +8,8 @@
 //   build/release/bin/conv_lab N,C,H,W,F,K[,stride,pad]      e.g.  conv_lab 1,1,512,512,8,5
 //
 // Families (kernels/): c1 (one input channel; filters from the constant bank, or "_smemw" from shared
-// memory), gen (DAC 2017 Algorithm 2, with cluster split-K), tc3 (3xTF32 tensor cores), and the plain
-// direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and `cnnrt plan --explain`).
+// memory), small (small maps: every channel staged at once, one pixel a thread), gen (DAC 2017 Algorithm 2,
+// with cluster split-K), tc3 and wg3 (3xTF32 tensor cores), and the plain direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and `cnnrt plan --explain`).
 // A variant under study lives in kernels/lab/ beside this file and is listed here marked "(lab)" until it is
 // promoted (the c1 filter groups were: docs/perf-notes.md, v4).
 // A variant that disagrees with the oracle by more than 1e-5 (relative L2) is marked WRONG.
@@ -31,6 +31,7 @@
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
+#include "kernels/conv2d_small.cuh"
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/conv2d_wg.cuh"
 
@@ -144,6 +145,12 @@ int run_lab(int argc, char** argv) {
     const gpu::DeviceAllocation smem_filters = upload(kernels::pack_c1_smem_filters(w.data(), b.data(), g.F, g.KH));
     for (const auto& var : kernels::conv2d_c1_variants(g, e)) {
       run(var.name, [&] { var.launch(dx.floats(), y.floats(), g, e, filters, smem_filters.floats(), stream); });
+    }
+  }
+  if (kernels::conv2d_small_supports(g, e)) {
+    const gpu::DeviceAllocation packed = upload(kernels::pack_general_filters(w.data(), g.F, g.C, g.KH, g.KW));
+    for (const auto& var : kernels::conv2d_small_variants(g, e, sm_count)) {
+      run(var.name, [&] { var.launch(dx.floats(), y.floats(), packed.floats(), g, e, var.config, stream); });
     }
   }
   if (kernels::conv2d_general_supports(g, e)) {

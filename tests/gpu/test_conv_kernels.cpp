@@ -15,6 +15,7 @@
 #include "kernels/conv2d_c1.cuh"
 #include "kernels/conv2d_depthwise.cuh"
 #include "kernels/conv2d_general.cuh"
+#include "kernels/conv2d_small.cuh"
 
 using namespace cnnrt;
 using namespace cnnrt::testing;
@@ -42,6 +43,7 @@ void check_variant(const std::string& name, const Reference& ref, const DeviceBu
 
 int variants_checked = 0;
 int stream_variants_checked = 0;  // the single-filter streaming variants among them
+int small_variants_checked = 0;   // the small-map variants among them
 
 void check_layer(const Layer& L, uint32_t seed) {
   const int64_t cpg = L.C / L.groups;
@@ -81,8 +83,18 @@ void check_layer(const Layer& L, uint32_t seed) {
     ++variants_checked;
     if (v.name.find("_stream_") != std::string::npos) ++stream_variants_checked;
   }
-  if (kernels::conv2d_general_supports(ref.g, with_bias.e)) {
-    DeviceBuffer packed(kernels::pack_general_filters(w.f32(), L.F, L.C, L.K, L.K));
+  const bool general = kernels::conv2d_general_supports(ref.g, with_bias.e);
+  const bool small = kernels::conv2d_small_supports(ref.g, with_bias.e);
+  DeviceBuffer packed(general || small ? kernels::pack_general_filters(w.f32(), L.F, L.C, L.K, L.K)
+                                       : std::vector<float>{0.0f});
+  for (const auto& v : kernels::conv2d_small_variants(ref.g, with_bias.e, 132)) {
+    check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
+      v.launch(xp, yp, packed.get(), ref.g, e, v.config, nullptr);
+    });
+    ++variants_checked;
+    ++small_variants_checked;
+  }
+  if (general) {
     for (const auto& v : kernels::conv2d_general_variants(ref.g, with_bias.e, 132)) {
       check_variant(v.name + " @ " + where, with_bias, dx, residual, [&](const float* xp, float* yp, const Epilogue& e) {
         v.launch(xp, yp, packed.get(), ref.g, e, v.split, nullptr);
@@ -256,6 +268,32 @@ TEST_CASE("conv2d_general: fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 
   // 2+2+2+2+1+0+0+0 (split 8), so some ranks reduce nothing; and with 7 (4+3, 2+2+2+1).
   check_layer({1, 9, 13, 13, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2}, seed++);
   check_layer({1, 7, 13, 13, 16, 5, 1, 2, 2, 2, 2, 1, kernels::ParamAct::Relu, false, kernels::FusedPool::Max, 2, 2}, seed++);
+}
+
+// The small-map kernel (every channel's input staged at once; one pixel a thread over a channel slice) on
+// LeNet's layers at batches 1, 7 and 33, odd sizes and channel counts that leave slices uneven, asymmetric
+// padding, overlapping and ceil-mode pools, every activation and the residual add.
+TEST_CASE("conv2d_small: LeNet layers, odd sizes, uneven channel slices, pools, activations, residual") {
+  uint32_t seed = 1500;
+  const int before = small_variants_checked;
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  for (int N : {1, 7, 33}) {
+    check_layer({N, 1, 28, 28, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2}, seed++);
+    check_layer({N, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, FusedPool::Max, 3, 3}, seed++);
+  }
+  for (int size : {1, 7, 31, 33}) {
+    check_layer({2, 7, size, size, 9, 3, 1, 1, 1, 1, 1, 1, ParamAct::LeakyRelu}, seed++);
+    check_layer({1, 13, size, size + 2, 6, 5, 1, 2, 0, 2, 2, 1, ParamAct::None, true}, seed++);
+    if (size >= 7) {
+      check_layer({2, 5, size, size, 10, 3, 1, 1, 1, 1, 1, 1, ParamAct::Relu, false, FusedPool::Max, 3, 2, 1, true}, seed++);
+      check_layer({1, 9, size, size + 1, 4, 5, 1, 2, 2, 2, 2, 1, ParamAct::Sigmoid, false, FusedPool::Avg, 2, 2}, seed++);
+    }
+  }
+  check_layer({1, 3, 64, 64, 5, 3, 1, 1, 1, 1, 1, 1, ParamAct::Clip}, seed++);
+  check_layer({1, 2, 1000, 17, 3, 3, 1, 1, 1, 1, 1, 1, ParamAct::Tanh}, seed++);
+  CHECK(small_variants_checked - before >= 300);
+  MESSAGE((small_variants_checked - before) << " small-map variant checks");
 }
 
 TEST_CASE("conv2d_depthwise: every variant, multipliers, strides, odd sizes") {

@@ -1,7 +1,7 @@
 // Lowering of Conv / FusedConv (kernel choice by eligibility, then measurement) and of pooling.
 //
 // Every convolution step lists its eligible kernels in heuristic order (the choice when tuning is off):
-// depthwise, single-input-channel, general; and last the reference: the plain direct kernel followed by
+// depthwise, single-input-channel, small-map, general; and last the reference: the plain direct kernel followed by
 // separate residual/activation/pooling launches. The tuner runs the reference first and drops any
 // candidate whose output disagrees with it.
 #include <climits>
@@ -13,6 +13,7 @@
 #include "kernels/conv2d_depthwise.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_general.cuh"
+#include "kernels/conv2d_small.cuh"
 #include "kernels/conv2d_tc.cuh"
 #include "kernels/conv2d_wg.cuh"
 #include "kernels/elementwise.cuh"
@@ -127,16 +128,33 @@ std::vector<KernelCandidate> conv_candidates(const ConvStep& cs, const ir::HostT
                      }});
     }
   }
-  if (kernels::conv2d_general_supports(g, e)) {
-    const float* packed = lc.context.weights.upload(kernels::pack_general_filters(w.f32(), g.F, g.C, g.KH, g.KW),
-                                                    "conv_general_cwf");
+  const bool general = kernels::conv2d_general_supports(g, e), small = kernels::conv2d_small_supports(g, e);
+  // The general and small-map kernels read the same [C][K][K][Fpad] filters.
+  const float* packed_cwf =
+      general || small
+          ? lc.context.weights.upload(kernels::pack_general_filters(w.f32(), g.F, g.C, g.KH, g.KW), "conv_general_cwf")
+          : nullptr;
+  auto add_small = [&] {
+    for (const auto& v : kernels::conv2d_small_variants(g, e, lc.context.device.sm_count)) {
+      out.push_back({v.name, fmt::format("{} filters x {} channel slices a block", v.config.ft * v.config.fg, v.config.cs),
+                     [v, g, e, packed_cwf, with_residual](const float* const* in, float* const* o, Stream s) {
+                       v.launch(in[0], o[0], packed_cwf, g, with_residual(e, in), v.config, s);
+                     }});
+    }
+  };
+  // Heuristic order: the small-map kernel leads for a few images (it fills the SMs where the general
+  // kernel's tiles cannot), the general kernel for larger batches.
+  const bool small_first = g.N <= 64;
+  if (small_first) add_small();
+  if (general) {
     for (const auto& v : kernels::conv2d_general_variants(g, e, lc.context.device.sm_count)) {
       out.push_back({v.name, v.split > 1 ? fmt::format("cluster split {}", v.split) : "",
-                     [v, g, e, packed, with_residual](const float* const* in, float* const* o, Stream s) {
-                       v.launch(in[0], o[0], packed, g, with_residual(e, in), v.split, s);
+                     [v, g, e, packed_cwf, with_residual](const float* const* in, float* const* o, Stream s) {
+                       v.launch(in[0], o[0], packed_cwf, g, with_residual(e, in), v.split, s);
                      }});
     }
   }
+  if (!small_first) add_small();
   if (kernels::conv2d_tc_supports(g, e)) {
     // The filters split into TF32 (big, small) halves once, here; the kernel splits the input.
     const float* packed = lc.context.weights.upload(kernels::pack_tc_filters(w.f32(), g.F, g.C, g.KH, g.KW),
