@@ -328,7 +328,7 @@ std::vector<SmallVariant> conv2d_small_variants(const ConvGeometry& g, const Epi
   const bool relu = e.param_act == ParamAct::Relu;
   const int rows_total = pool ? e.pool.PH : g.OH;
   std::vector<int> row_options;
-  for (int parts : {1, 2, 4, 8}) {
+  for (int parts : {1, 2, 4, 8, 16}) {
     const int rows = (rows_total + parts - 1) / parts;
     if (std::find(row_options.begin(), row_options.end(), rows) == row_options.end()) row_options.push_back(rows);
   }
