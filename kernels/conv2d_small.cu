@@ -222,26 +222,15 @@ __global__ void __launch_bounds__(kMaxThreads)
     float* planes = yn + static_cast<int64_t>(f0) * pl.PH * pl.PW;
     const int filters = min(p.fb, g.F - f0);
     if (p.small_max_pool) {
-      // Max windows of at most 3x3, no dilation: the nine loads unrolled and predicated (independent, so
-      // their latencies overlap), the index arithmetic by FastDiv. This phase runs on few threads after the
-      // last barrier: a generic window loop here was most of the block's critical path (perf-notes v11).
+      // Max windows of at most 3x3 (max_window_3x3), with the index arithmetic by FastDiv.
       const int per_filter = static_cast<int>(p.pooled_tile.d);
       for (int it = tid; it < filters * per_filter; it += nthreads) {
         const int fl = p.pooled_tile.div(it), rem = it - fl * per_filter;
         const int pr = p.pw.div(rem), px = rem - pr * pl.PW;
         const int py = tile_y * p.ptile_h + pr;
         if (py >= pl.PH) continue;
-        const int y0 = py * pl.sh - pl.pad_top, x0 = px * pl.sw - pl.pad_left;
-        const float* win = part + fl * np + pr * pl.sh * tw + px * pl.sw;  // the window's corner in the tile
-        float best = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < 3; ++i) {
-#pragma unroll
-          for (int j = 0; j < 3; ++j) {
-            const int yy = y0 + i, xx = x0 + j;
-            if (i < pl.kh && j < pl.kw && yy >= 0 && yy < g.OH && xx >= 0 && xx < g.OW) best = fmaxf(best, win[i * tw + j]);
-          }
-        }
+        const float* corner = part + fl * np + pr * pl.sh * tw + px * pl.sw;  // the window's first position
+        const float best = max_window_3x3(corner, tw, pl, py, px, g.OH, g.OW);
         planes[(static_cast<int64_t>(fl) * pl.PH + py) * pl.PW + px] = best;
       }
     } else {
@@ -269,8 +258,7 @@ void launch_small(const float* x, float* y, const float* w, const ConvGeometry& 
     p.pooled_tile = FastDiv(s.ptile_h * e.pool.PW);
     p.pw = FastDiv(e.pool.PW);
   }
-  p.small_max_pool = e.pool.kind == FusedPool::Max && e.pool.kh <= 3 && e.pool.kw <= 3 && e.pool.dil_h == 1 &&
-                     e.pool.dil_w == 1;
+  p.small_max_pool = small_max_window(e.pool);
   p.th = s.th;
   p.iw = FastDiv(s.iw);
   p.pitch = s.pitch;

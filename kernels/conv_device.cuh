@@ -92,6 +92,31 @@ __device__ __forceinline__ float pool_from_smem(const float* map, int pitch, int
   return pool_window(p, py, px, OH, OW, [&](int y, int x) { return map[(y - row0) * pitch + (x - col0)]; });
 }
 
+// Whether max_window_3x3 serves this pooling: max windows of at most 3x3, no dilation.
+__host__ __device__ inline bool small_max_window(const PoolGeometry& p) {
+  return p.kind == FusedPool::Max && p.kh <= 3 && p.kw <= 3 && p.dil_h == 1 && p.dil_w == 1;
+}
+
+// The max over the window of pooled output (py, px) (small_max_window(p) holds), from a map in shared memory
+// whose element (y0, x0) of the window's first position is at `corner`, row pitch `pitch`: nine predicated
+// loads, independent of each other, so their latencies overlap (a window loop chains one load and branch a
+// position: on the few threads that pool after a block's last barrier, that loop was most of the block's
+// critical path; perf-notes v11).
+__device__ __forceinline__ float max_window_3x3(const float* corner, int pitch, const PoolGeometry& p, int py, int px,
+                                                int OH, int OW) {
+  const int y0 = py * p.sh - p.pad_top, x0 = px * p.sw - p.pad_left;
+  float best = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const int y = y0 + i, x = x0 + j;
+      if (i < p.kh && j < p.kw && y >= 0 && y < OH && x >= 0 && x < OW) best = fmaxf(best, corner[i * pitch + j]);
+    }
+  }
+  return best;
+}
+
 // Pools a block's activated conv tile into global memory. `conv_tile` holds `filters` maps of th x tw
 // (conv rows from r0, columns from c0); filter f's pooled plane starts at planes + f * PH * PW. Covers the
 // pooled tile [py0, py0 + ptile_h) x [px0, px0 + ptile_w) of each filter, outputs first, first + step, ...
@@ -100,13 +125,17 @@ __device__ inline void pool_tile(const float* conv_tile, int th, int tw, int fil
                                  int px0, int ptile_h, int ptile_w, const PoolGeometry& p, int OH, int OW,
                                  float* planes, int first, int step) {
   const int per_filter = ptile_h * ptile_w;
+  const bool small_max = small_max_window(p);
   for (int i = first; i < filters * per_filter; i += step) {
     const int f = i / per_filter;
     const int py = py0 + (i % per_filter) / ptile_w;
     const int px = px0 + (i % per_filter) % ptile_w;
     if (py < p.PH && px < p.PW) {
+      const float* map = conv_tile + f * th * tw;
       planes[(static_cast<int64_t>(f) * p.PH + py) * p.PW + px] =
-          pool_from_smem(conv_tile + f * th * tw, tw, r0, c0, py, px, p, OH, OW);
+          small_max ? max_window_3x3(map + (py * p.sh - p.pad_top - r0) * tw + (px * p.sw - p.pad_left - c0), tw, p,
+                                     py, px, OH, OW)
+                    : pool_from_smem(map, tw, r0, c0, py, px, p, OH, OW);
     }
   }
 }
