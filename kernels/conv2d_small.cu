@@ -64,10 +64,8 @@ SmallShape small_shape(const ConvGeometry& g, const Epilogue& e, const SmallConf
 // The kernel's view of the shape: extents and the divisors of its index arithmetic.
 struct Params {
   FastDiv tiles_y, np, tw, cs, fg, ih, iw;
-  FastDiv runs, row_runs;   // runs of WT pixels a tile holds, runs a row
-  FastDiv pooled_tile, pw;  // pooled outputs a tile holds per filter, pooled row width
+  FastDiv runs, row_runs;  // runs of WT pixels a tile holds, runs a row
   int ptile_h, th, pitch, fb, items, flt_floats, img_floats;
-  bool small_max_pool;      // max pool, window at most 3x3, no dilation: the unrolled pooling
 };
 
 // cp.async of 4 bytes to a shared-memory address (zero-filled when !valid).
@@ -102,7 +100,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   wait_for_prior_grid();
 
-  // The input region of every channel, zero outside the image: one warp a row, lanes across it.
+  // The input region of every channel, zero outside the image.
   int r0, c0;  // the tile's first conv output row and column
   if constexpr (POOL) {
     r0 = tile_y * p.ptile_h * e.pool.sh - e.pool.pad_top;
@@ -219,24 +217,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   if constexpr (POOL) {
     __syncthreads();
     const PoolGeometry& pl = e.pool;
-    float* planes = yn + static_cast<int64_t>(f0) * pl.PH * pl.PW;
-    const int filters = min(p.fb, g.F - f0);
-    if (p.small_max_pool) {
-      // Max windows of at most 3x3 (max_window_3x3), with the index arithmetic by FastDiv.
-      const int per_filter = static_cast<int>(p.pooled_tile.d);
-      for (int it = tid; it < filters * per_filter; it += nthreads) {
-        const int fl = p.pooled_tile.div(it), rem = it - fl * per_filter;
-        const int pr = p.pw.div(rem), px = rem - pr * pl.PW;
-        const int py = tile_y * p.ptile_h + pr;
-        if (py >= pl.PH) continue;
-        const float* corner = part + fl * np + pr * pl.sh * tw + px * pl.sw;  // the window's first position
-        const float best = max_window_3x3(corner, tw, pl, py, px, g.OH, g.OW);
-        planes[(static_cast<int64_t>(fl) * pl.PH + py) * pl.PW + px] = best;
-      }
-    } else {
-      pool_tile(part, p.th, tw, filters, r0, c0, tile_y * p.ptile_h, 0, p.ptile_h, pl.PW, pl, g.OH, g.OW, planes, tid,
-                nthreads);
-    }
+    pool_tile(part, p.th, tw, min(p.fb, g.F - f0), r0, c0, tile_y * p.ptile_h, 0, p.ptile_h, pl.PW, pl, g.OH, g.OW,
+              yn + static_cast<int64_t>(f0) * pl.PH * pl.PW, tid, nthreads);
   }
 }
 
@@ -254,11 +236,6 @@ void launch_small(const float* x, float* y, const float* w, const ConvGeometry& 
   p.runs = FastDiv(s.runs);
   p.row_runs = FastDiv(s.row_runs);
   p.ptile_h = s.ptile_h;
-  if (POOL) {
-    p.pooled_tile = FastDiv(s.ptile_h * e.pool.PW);
-    p.pw = FastDiv(e.pool.PW);
-  }
-  p.small_max_pool = small_max_window(e.pool);
   p.th = s.th;
   p.iw = FastDiv(s.iw);
   p.pitch = s.pitch;

@@ -11,8 +11,8 @@
 // ...): the work of a block is FG filter groups x CS channel slices x the tile's pixels, spread over up to
 // 1024 threads, so the serial chain of a thread is C/CS * K*K taps. The CS partial sums meet in shared
 // memory and are added in slice order (deterministic); then bias, residual, activation, and either the
-// store or the pool of the activated tile (max windows up to 3x3 unrolled; others by conv_device.cuh's
-// pool_tile).
+// store or the pool of the activated tile (conv_device.cuh's pool_tile, which unrolls max windows up to
+// 3x3).
 //
 // The input rows are pitched so that the 32 lanes of a warp (consecutive pixels of the tile, wrapping to
 // the next rows) fall on distinct banks: pitch = tile width (mod 32). A thread's FT filters are contiguous

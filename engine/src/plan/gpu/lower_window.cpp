@@ -1,8 +1,9 @@
 // Lowering of Conv / FusedConv (kernel choice by eligibility, then measurement) and of pooling.
 //
 // Every convolution step lists its eligible kernels in heuristic order (the choice when tuning is off):
-// depthwise, single-input-channel, small-map, general; and last the reference: the plain direct kernel followed by
-// separate residual/activation/pooling launches. The tuner runs the reference first and drops any
+// depthwise, single-input-channel, small-map and general (small-map after general above batch 64), the
+// tensor-core kernels; and last the reference: the plain direct kernel followed by separate
+// residual/activation/pooling launches. The tuner runs the reference first and drops any
 // candidate whose output disagrees with it.
 #include <climits>
 #include <memory>
