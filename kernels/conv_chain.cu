@@ -1,18 +1,14 @@
 // The LeNet-class chain kernel (see conv_chain.cuh for the plan of one launch).
-#include <cooperative_groups.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_device.cuh"
-#include "kernels/conv_tile.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
-
-namespace cg = cooperative_groups;
 
 // Phase timestamps for kernels/lab/chain_trace.cu, which compiles this file with CNNRT_CHAIN_TRACE defined:
 // thread 0 of each block records clock64() at the end of each phase into g_chain_trace[block][phase].
@@ -39,11 +35,6 @@ namespace {
 constexpr int kChainRanks[] = {8, 16, 4, 2, 1};
 constexpr int kMaxChainSmemBytes = 160 * 1024;  // what a variant may stage (opted in once per kernel)
 
-// `p` (this block's shared memory) as seen in rank `q`'s shared memory.
-__device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
-  return ranks == 1 ? p : cg::this_cluster().map_shared_rank(p, q);
-}
-
 // Block and cluster barriers, in PTX's non-aligned forms: a warp may reach them with its threads diverged
 // (the aligned forms, __syncthreads' bar.sync and barrier.cluster.*.aligned, require every thread of a warp
 // to execute the same barrier instruction together; compute-sanitizer's synccheck reported "Divergent
@@ -52,18 +43,11 @@ __device__ __forceinline__ float* in_rank(float* p, int q, int ranks) {
 // __syncthreads, the cluster barrier releases on arrive and acquires on wait.
 __device__ __forceinline__ void block_barrier() { asm volatile("barrier.sync 0;" ::: "memory"); }
 
-__device__ __forceinline__ void cluster_barrier(int ranks) {
-  if (ranks > 1) {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-  } else {
-    block_barrier();
-  }
-}
-
-// The cluster barrier split in two, so that work independent of the other ranks runs between: arrive
-// publishes this thread's earlier writes, wait returns once every thread of the cluster has arrived.
-__device__ __forceinline__ void cluster_arrive(int ranks) {
-  if (ranks > 1) asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+// The cluster barrier split in two, so that work independent of the other ranks runs between: the arrive
+// (relaxed: it publishes no memory operation; fence_mbarrier_init publishes the mbarriers' set-up), and the
+// wait, which returns once every thread of the cluster has arrived.
+__device__ __forceinline__ void cluster_arrive_relaxed(int ranks) {
+  if (ranks > 1) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
 
 __device__ __forceinline__ void cluster_wait(int ranks) {
@@ -110,10 +94,17 @@ __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_
                : "memory");
 }
 
-// for_block_items (conv_tile.cuh) over this kernel's kChainThreads threads.
+// f(i) for every i in [0, n), one per thread per pass over the block's kChainThreads threads; every thread
+// runs the same number of passes (the bound is checked inside), so warps leave the loop converged. Not
+// unrolled: most of the kernel's loops take one pass, and an isolated launch runs its code once, so the
+// copies an unrolled loop adds only cost instruction fetches.
 template <class F>
 __device__ __forceinline__ void for_items(int n, F&& f) {
-  for_block_items(n, kChainThreads, static_cast<F&&>(f));
+#pragma unroll 1
+  for (int base = 0; base < n; base += kChainThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    if (i < n) f(i);
+  }
 }
 
 // acc[k] += the K x K window at column k of `in` (row pitch `pitch`) times `w` ([K][K]), k < SEG: one channel
@@ -134,12 +125,134 @@ __device__ __forceinline__ void accumulate_row_segment(float (&acc)[SEG], const 
   }
 }
 
+// B's pooled outputs of this rank (L.window_lanes), one warp each, with no partial sums in shared memory: lane
+// (wy, c) (c = lane % Cp, Cp = B.C rounded up to a power of two; wy = lane / Cp) computes channel c's
+// contribution to the conv outputs of window row wy, kChainRun of them along the row in registers; the lanes
+// of a row sum the channels by shuffles (a fixed tree), lane (wy, 0) adds the bias, activates and pools its
+// row, and the rows are pooled across lanes by shuffles. LeNet's conv2 (8 channels, 3x3 windows): 24 lanes of
+// 75 FMAs each, one pass, no block barrier between the sums and the pool (the grouped path below it took
+// two passes and a barrier: 1.13 + 0.98 us in chain_trace, v7).
+constexpr int kChainRun = 3;  // conv outputs a lane computes along a window row (the widest window served)
+
+template <int KB>
+__device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLayout& L, const float* src,
+                                               const float* wb, const float* bb, float* feat, int slice, int P,
+                                               int warp, int lane) {
+  constexpr int kWarps = kChainThreads / 32;
+  const bool pool_b = B.pool.kind != FusedPool::None;
+  const int Cp = 1 << L.c_lanes_log2;
+  const int wy = lane >> L.c_lanes_log2, c = lane & (Cp - 1);
+  const int kh = pool_b ? B.pool.kh : 1, kw = pool_b ? B.pool.kw : 1;
+  for (int o = warp; o < slice; o += kWarps) {  // warp-uniform: every lane joins the shuffles
+    const int f = L.by_pb.div(o), r = o - f * P;
+    const int py = L.by_pwb.div(r), px = r - py * B.PW();
+    const int y = pool_b ? py * B.pool.sh - B.pool.pad_top + wy : py;
+    const int x0 = pool_b ? px * B.pool.sw - B.pool.pad_left : px;
+    const bool row_ok = wy < kh && y >= 0 && y < B.OH;
+    float acc[kChainRun] = {};
+    if (c < B.C && row_ok) {
+      const float* in = src + (c * L.src_h + y) * L.src_w + L.src_col0 + x0;  // src_col0 + x0 >= 0
+      const float* w = wb + (f * B.C + c) * KB * KB;
+#pragma unroll
+      for (int i = 0; i < KB; ++i) {
+        float row[kChainRun + KB - 1];
+#pragma unroll
+        for (int k = 0; k < kChainRun + KB - 1; ++k) row[k] = in[i * L.src_w + k];  // inside the row (make_layout)
+#pragma unroll
+        for (int j = 0; j < KB; ++j) {
+          const float wv = w[i * KB + j];
+#pragma unroll
+          for (int k = 0; k < kChainRun; ++k) acc[k] = fmaf(row[k + j], wv, acc[k]);
+        }
+      }
+    }
+    for (int off = 1; off < Cp; off <<= 1) {
+#pragma unroll
+      for (int k = 0; k < kChainRun; ++k) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
+    }
+    float best = -INFINITY, sum = 0.0f;
+    int count = 0;
+    if (c == 0 && row_ok) {
+#pragma unroll
+      for (int k = 0; k < kChainRun; ++k) {
+        const int x = x0 + k;
+        if (k < kw && x >= 0 && x < B.OW) {
+          const float v = param_activate(acc[k] + bb[f], B.act, B.alpha, B.beta);
+          best = fmaxf(best, v);
+          sum += v;
+          ++count;
+        }
+      }
+    }
+    for (int off = Cp; off < 32; off <<= 1) {
+      best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      count += __shfl_xor_sync(0xffffffffu, count, off);
+    }
+    if (lane == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
+  }
+}
+
+// A's pooled value (py, px) of the channel whose weights are `w` (L.a_window: windows at most WMAX x WMAX,
+// undilated, no pooling pads): the window's conv outputs as WMAX x WMAX accumulators, each input row of the
+// window loaded once and used for every window row it feeds, then activated and pooled. The image tile's
+// margins (make_layout) keep every load inside it; window positions past the conv output (ceil mode) are
+// computed from those margins' zeros and skipped by the pooling.
+template <int KA, int WMAX>
+__device__ __forceinline__ float a_window_value(const ChainConv& A, const ChainLayout& L, const float* img,
+                                                const float* w, float bias, int py, int px) {
+  const bool pool = A.pool.kind != FusedPool::None;
+  const int kh = pool ? A.pool.kh : 1, kw = pool ? A.pool.kw : 1;
+  const int y0 = pool ? py * A.pool.sh : py, x0 = pool ? px * A.pool.sw : px;
+  const float* in = img + y0 * L.img_w + x0;
+  float acc[WMAX][WMAX];
+#pragma unroll
+  for (int wy = 0; wy < WMAX; ++wy) {
+#pragma unroll
+    for (int wx = 0; wx < WMAX; ++wx) acc[wy][wx] = bias;
+  }
+#pragma unroll
+  for (int r = 0; r < WMAX + KA - 1; ++r) {
+    if (r >= kh + KA - 1) break;
+    float row[WMAX + KA - 1];
+#pragma unroll
+    for (int k = 0; k < WMAX + KA - 1; ++k) row[k] = in[r * L.img_w + k];
+#pragma unroll
+    for (int wy = 0; wy < WMAX; ++wy) {
+      const int i = r - wy;  // the kernel row that input row r is for window row wy
+      if (i < 0 || i >= KA || wy >= kh) continue;
+#pragma unroll
+      for (int j = 0; j < KA; ++j) {
+        const float wv = w[i * KA + j];
+#pragma unroll
+        for (int wx = 0; wx < WMAX; ++wx) acc[wy][wx] = fmaf(row[wx + j], wv, acc[wy][wx]);
+      }
+    }
+  }
+  float best = -INFINITY, sum = 0.0f;
+  int count = 0;
+#pragma unroll
+  for (int wy = 0; wy < WMAX; ++wy) {
+#pragma unroll
+    for (int wx = 0; wx < WMAX; ++wx) {
+      if (wy < kh && wx < kw && y0 + wy < A.OH && x0 + wx < A.OW) {
+        const float v = param_activate(acc[wy][wx], A.act, A.alpha, A.beta);
+        best = fmaxf(best, v);
+        sum += v;
+        ++count;
+      }
+    }
+  }
+  return pool ? pool_finish(A.pool, py, px, A.OH, A.OW, best, sum, count) : sum;
+}
+
 template <int KA, int KB>
 __global__ void __launch_bounds__(kChainThreads)
     conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
                       const __grid_constant__ ChainLayout L) {
   extern __shared__ float smem[];
   __shared__ uint64_t b_input_ready;  // completes when every rank's pooled values of A are in this rank's B input
+  __shared__ uint64_t fc_ready;       // rank 0's: completes when every rank's partial dot products are in fc_part
   CHAIN_STAMP(0);
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
   const ChainConv& A = d.a;
@@ -178,78 +291,135 @@ __global__ void __launch_bounds__(kChainThreads)
   });
   for_items(d.fc.N, [&](int i) { cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr); });
   cp_async_commit();
-  // B's input starts as zeros (its padding); the barrier below orders this before any rank's stores into it.
-  for_items(L.src_floats / 4, [&](int i) { reinterpret_cast<float4*>(src)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); });
-  // This rank's B input is zeroed and its mbarrier set up (waited for below, before any rank stores into
-  // it). Before the image's copies are issued: arriving after them only moved the release's wait for the
-  // copies in flight into the image phase (chain_trace, round 6: 1.40 + 1.39 us against 1.94 + 0.94 us).
+  CHAIN_STAMP(10);
+  // The image, zero-padded (it may be the prior grid's output), loaded into registers before the work below
+  // (B's margins, the mbarriers), which the loads' round trip then overlaps: in one isolated launch (a
+  // batch-1 inference) that work and the image's latency were on the critical path one after the other.
+  // Plain coalesced loads, not cp.async: a 4-byte cp.async issued at about one thread a cycle here (two a
+  // thread took 0.42 us, chain_trace). The last kChainImageRegs passes are stored after that work.
+  wait_for_prior_grid();
+  CHAIN_STAMP(1);
+  const float* plane = x + static_cast<int64_t>(image) * A.H * A.W;
+  const int img_floats = L.img_h * L.img_w;
+  float img_regs[kChainImageRegs];
+  auto load_image = [&](int base) {
+#pragma unroll
+    for (int k = 0; k < kChainImageRegs; ++k) {
+      const int i = base + k * T + tid;
+      const int r = L.by_img_w.div(i), c = i - r * L.img_w;
+      const int iy = r - A.pad_top, ix = c - A.pad_left;
+      img_regs[k] = i < img_floats && iy >= 0 && iy < A.H && ix >= 0 && ix < A.W ? plane[iy * A.W + ix] : 0.0f;
+    }
+  };
+  auto store_image = [&](int base) {
+#pragma unroll
+    for (int k = 0; k < kChainImageRegs; ++k) {
+      const int i = base + k * T + tid;
+      if (i < img_floats) img[i] = img_regs[k];
+    }
+  };
+  int img_base = 0;
+  for (;; img_base += T * kChainImageRegs) {  // warp-uniform
+    load_image(img_base);
+    if (img_base + T * kChainImageRegs >= img_floats) break;
+    store_image(img_base);  // larger images: every pass but the last waits for its loads here
+  }
+  CHAIN_STAMP(2);
+  // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero. Only there: the
+  // ranks' pushes write the rest, so these stores need no ordering against them, and the cluster arrive
+  // below can be relaxed.
+  const int src_rows = B.C * L.src_h;
+  for_items(L.src_floats, [&](int i) {
+    const int r = L.by_src_w.div(i), xx = i - r * L.src_w;
+    const int yy = r - L.by_src_h.div(r) * L.src_h;
+    const bool interior = r < src_rows && yy >= B.pad_top && yy < B.pad_top + B.H && xx >= L.src_col0 + B.pad_left &&
+                          xx < L.src_col0 + B.pad_left + B.W;
+    if (!interior) src[i] = 0.0f;
+  });
+  CHAIN_STAMP(11);
+  // This rank's mbarriers are set up (waited for below, before any rank stores into this rank). The
+  // arrive publishes nothing else: the mbarrier initialisation has its own fence.
   if (R > 1 && tid == 0) {  // (st.async needs a cluster of 2 or more blocks: one block stores plainly)
     mbarrier_init(&b_input_ready, 1);
+    if (rank == 0) mbarrier_init(&fc_ready, 1);
     fence_mbarrier_init();
     // One arrival (this one) and the bytes every rank's pushes bring (each pooled value of A, once).
     mbarrier_arrive_expect_tx(&b_input_ready, static_cast<uint32_t>(A.F * A.PH() * A.PW()) * 4u);
+    // Rank 0: one arrival and every rank's partial of every output.
+    if (rank == 0) mbarrier_arrive_expect_tx(&fc_ready, static_cast<uint32_t>(R * d.fc.N) * 4u);
   }
-  cluster_arrive(R);
-  CHAIN_STAMP(1);
-
-  // The image, zero-padded (it may be the prior grid's output).
-  wait_for_prior_grid();
-  CHAIN_STAMP(2);
-  stage_plane_tile(img, L.img_w, L.img_h, x + static_cast<int64_t>(image) * A.H * A.W, A.H, A.W, -A.pad_top,
-                   -A.pad_left, T);  // also waits for the weights' copies (this thread's)
-  block_barrier();   // the image, for every thread of this block
-  cluster_wait(R);   // every rank has started and zeroed its B input before any rank stores into it
+  cluster_arrive_relaxed(R);
+  store_image(img_base);
+  cp_async_wait<0>();  // this thread's copies of the weights
+  block_barrier();     // the image and everyone's copies, for every thread of this block
+  cluster_wait(R);     // every rank has started and set up its mbarriers before any rank stores into it
   CHAIN_STAMP(3);
 
-  // 1. A's pooled rows (channel, pooled row), split evenly across the ranks. First the conv rows under each
-  // pooling window row, SEG_A outputs per thread, activated, into map_a; then the pooling, each value stored
-  // into every rank's copy of B's input.
+  // 1. A's pooled rows (channel, pooled row), split evenly across the ranks; each pooled value is stored into
+  // every rank's copy of B's input (starting at this rank's successor, so the ranks do not all store into
+  // rank 0 first; the stores do not wait on each other. Spreading the destinations over more threads, each
+  // value pooled once per destination, measured slower: 3.6 us against 2.2 us).
   const int PHa = A.PH(), PWa = A.PW();
   const bool pool_a = A.pool.kind != FusedPool::None;
-  const int win_rows = pool_a ? A.pool.kh : 1;
-  const int map_w = L.segs_a * SEG_A;
   const int row0 = rank * L.rows_a;
   const int rows = max(0, min(A.F * PHa, row0 + L.rows_a) - row0);
-  // map_a holds, for pooled row j, the conv rows y0 + [0, span_a) of its window (y0 its first), those at
-  // the window's dilation steps filled.
-  for_items(rows * win_rows * L.segs_a, [&](int item) {
-    const int t = L.by_segs_a.div(item), s = item - t * L.segs_a;
-    const int j = L.by_win_rows.div(t), i = t - j * win_rows;
-    const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
-    const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
-    if (oy < 0 || oy >= A.OH) return;  // a padded window row: the pooling skips it
-    const float* w = wa + c * KA * KA;
-    float acc[SEG_A];
-#pragma unroll
-    for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
-    accumulate_row_segment<KA>(acc, img + oy * L.img_w + s * SEG_A, L.img_w, w);
-    float* out = map_a + (j * L.span_a + i * A.pool.dil_h) * map_w + s * SEG_A;
-#pragma unroll
-    for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
-  });
-  block_barrier();
-  CHAIN_STAMP(4);
-  // One thread per pooled value, stored into every rank (starting at this rank's successor, so the ranks do
-  // not all store into rank 0 first); the stores do not wait on each other. (Spreading the destinations over
-  // more threads, each value pooled once per destination, measured slower: 3.6 us against 2.2 us.)
-  for_items(rows * PWa, [&](int k) {
-    const int j = L.by_pwa.div(k), px = k - j * PWa;
-    const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
-    const float* map = map_a + j * L.span_a * map_w;
-    float v;
-    if (pool_a) {
-      const int y0 = py * A.pool.sh - A.pool.pad_top;
-      v = pool_window(A.pool, py, px, A.OH, A.OW, [&](int yy, int xx) { return map[(yy - y0) * map_w + xx]; });
-    } else {
-      v = map[px];
-    }
-    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + px + B.pad_left;
+  auto push = [&](int c, int py, int px, float v) {
+    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + L.src_col0 + px + B.pad_left;
     if (R == 1) {
       src[at] = v;
     } else {
       for (int q = rank + 1, n = 0; n < R; ++n, ++q) store_async(src + at, v, q < R ? q : q - R, &b_input_ready);
     }
-  });
+  };
+  if (L.a_window) {
+    // One thread per pooled value: its window's conv outputs in registers, pooled there, pushed (no map in
+    // shared memory, no barrier between the convolution and the pooling).
+    const bool narrow = !pool_a || (A.pool.kh <= 2 && A.pool.kw <= 2);
+    for_items(rows * PWa, [&](int k) {
+      const int j = L.by_pwa.div(k), px = k - j * PWa;
+      const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
+      const float v = narrow ? a_window_value<KA, 2>(A, L, img, wa + c * KA * KA, ba[c], py, px)
+                             : a_window_value<KA, 3>(A, L, img, wa + c * KA * KA, ba[c], py, px);
+      push(c, py, px, v);
+    });
+    CHAIN_STAMP(4);
+  } else {
+    // First the conv rows under each pooling window row, SEG_A outputs per thread, activated, into map_a;
+    // then the pooling. map_a holds, for pooled row j, the conv rows y0 + [0, span_a) of its window (y0 its
+    // first), those at the window's dilation steps filled.
+    const int win_rows = pool_a ? A.pool.kh : 1;
+    const int map_w = L.segs_a * SEG_A;
+    for_items(rows * win_rows * L.segs_a, [&](int item) {
+      const int t = L.by_segs_a.div(item), s = item - t * L.segs_a;
+      const int j = L.by_win_rows.div(t), i = t - j * win_rows;
+      const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
+      const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
+      if (oy < 0 || oy >= A.OH) return;  // a padded window row: the pooling skips it
+      const float* w = wa + c * KA * KA;
+      float acc[SEG_A];
+#pragma unroll
+      for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
+      accumulate_row_segment<KA>(acc, img + oy * L.img_w + s * SEG_A, L.img_w, w);
+      float* out = map_a + (j * L.span_a + i * A.pool.dil_h) * map_w + s * SEG_A;
+#pragma unroll
+      for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
+    });
+    block_barrier();
+    CHAIN_STAMP(4);
+    for_items(rows * PWa, [&](int k) {
+      const int j = L.by_pwa.div(k), px = k - j * PWa;
+      const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
+      const float* map = map_a + j * L.span_a * map_w;
+      float v;
+      if (pool_a) {
+        const int y0 = py * A.pool.sh - A.pool.pad_top;
+        v = pool_window(A.pool, py, px, A.OH, A.OW, [&](int yy, int xx) { return map[(yy - y0) * map_w + xx]; });
+      } else {
+        v = map[px];
+      }
+      push(c, py, px, v);
+    });
+  }
   // B's input complete here: every value has landed (the mbarrier counts the bytes), without a cluster
   // barrier's release round trip.
   if (R > 1) {
@@ -259,67 +429,75 @@ __global__ void __launch_bounds__(kChainThreads)
   }
   CHAIN_STAMP(5);
 
-  // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
-  for_items(L.fb * L.groups * B.OH * L.segs, [&](int item) {
-    const int t = L.by_segs.div(item), s = item - t * L.segs;
-    const int t2 = L.by_ohb.div(t), oy = t - t2 * B.OH;
-    const int f = L.by_groups.div(t2), g = t2 - f * L.groups;
-    float acc[SEG] = {};
-    const int c_end = min(B.C, (g + 1) * L.group_channels);
-    for (int c = g * L.group_channels; c < c_end; ++c) {
-      accumulate_row_segment<KB>(acc, src + (c * L.src_h + oy) * L.src_w + s * SEG, L.src_w, wb + (f * B.C + c) * KB * KB);
-    }
-    float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
-#pragma unroll
-    for (int k = 0; k < SEG; ++k) {
-      if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
-    }
-  });
-  block_barrier();
-  CHAIN_STAMP(6);
-  // B's pooled outputs (this rank's features), G = 2^L.pool_lanes_log2 lanes each: a lane takes window positions
-  // sub, sub + G, ..., sums the groups' partials there in group order, adds the bias and activates; the
-  // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
-  const int G = 1 << L.pool_lanes_log2;
   const bool pool_b = B.pool.kind != FusedPool::None;
-  const int plane = B.OH * B.OW;
-  const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
-  for_items((slice * G + 31) / 32 * 32, [&](int item) {
-    const int o = item >> L.pool_lanes_log2, sub = item & (G - 1);
-    const int f = L.by_pb.div(o), r = o - f * P;
-    const int py = L.by_pwb.div(r), px = r - py * B.PW();
-    float best = -INFINITY, sum = 0.0f;
-    int count = 0;
-    if (o < slice) {
-      const float* map = part + f * L.groups * plane;
-      for (int w = sub; w < window; w += G) {
-        int yy = py, xx = px;
-        if (pool_b) {
-          const int wy = L.by_pool_kw.div(w), wx = w - wy * B.pool.kw;
-          yy = py * B.pool.sh - B.pool.pad_top + wy * B.pool.dil_h;
-          xx = px * B.pool.sw - B.pool.pad_left + wx * B.pool.dil_w;
-          if (yy < 0 || yy >= B.OH || xx < 0 || xx >= B.OW) continue;  // padding: the pooling skips it
-        }
-        float v = bb[f];
-        for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.OW + xx];
-        v = param_activate(v, B.act, B.alpha, B.beta);
-        best = fmaxf(best, v);
-        sum += v;
-        ++count;
+  if (L.window_lanes) {
+    b_window_lanes<KB>(B, L, src, wb, bb, feat, slice, P, warp, lane);
+    CHAIN_STAMP(6);
+  } else {
+    // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
+    for_items(L.fb * L.groups * B.OH * L.segs, [&](int item) {
+      const int t = L.by_segs.div(item), s = item - t * L.segs;
+      const int t2 = L.by_ohb.div(t), oy = t - t2 * B.OH;
+      const int f = L.by_groups.div(t2), g = t2 - f * L.groups;
+      float acc[SEG] = {};
+      const int c_end = min(B.C, (g + 1) * L.group_channels);
+      for (int c = g * L.group_channels; c < c_end; ++c) {
+        accumulate_row_segment<KB>(acc, src + (c * L.src_h + oy) * L.src_w + s * SEG, L.src_w,
+                                   wb + (f * B.C + c) * KB * KB);
       }
-    }
-    for (int off = G / 2; off > 0; off /= 2) {
-      best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
-      sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      count += __shfl_xor_sync(0xffffffffu, count, off);
-    }
-    if (o < slice && sub == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
-  });
+      float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
+#pragma unroll
+      for (int k = 0; k < SEG; ++k) {
+        if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
+      }
+    });
+    block_barrier();
+    CHAIN_STAMP(6);
+    // B's pooled outputs (this rank's features), G = 2^L.pool_lanes_log2 lanes each: a lane takes window positions
+    // sub, sub + G, ..., sums the groups' partials there in group order, adds the bias and activates; the
+    // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
+    const int G = 1 << L.pool_lanes_log2;
+    const int plane = B.OH * B.OW;
+    const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
+    for_items((slice * G + 31) / 32 * 32, [&](int item) {
+      const int o = item >> L.pool_lanes_log2, sub = item & (G - 1);
+      const int f = L.by_pb.div(o), r = o - f * P;
+      const int py = L.by_pwb.div(r), px = r - py * B.PW();
+      float best = -INFINITY, sum = 0.0f;
+      int count = 0;
+      if (o < slice) {
+        const float* map = part + f * L.groups * plane;
+        for (int w = sub; w < window; w += G) {
+          int yy = py, xx = px;
+          if (pool_b) {
+            const int wy = L.by_pool_kw.div(w), wx = w - wy * B.pool.kw;
+            yy = py * B.pool.sh - B.pool.pad_top + wy * B.pool.dil_h;
+            xx = px * B.pool.sw - B.pool.pad_left + wx * B.pool.dil_w;
+            if (yy < 0 || yy >= B.OH || xx < 0 || xx >= B.OW) continue;  // padding: the pooling skips it
+          }
+          float v = bb[f];
+          for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.OW + xx];
+          v = param_activate(v, B.act, B.alpha, B.beta);
+          best = fmaxf(best, v);
+          sum += v;
+          ++count;
+        }
+      }
+      for (int off = G / 2; off > 0; off /= 2) {
+        best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        count += __shfl_xor_sync(0xffffffffu, count, off);
+      }
+      if (o < slice && sub == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
+    });
+  }
   block_barrier();
   CHAIN_STAMP(7);
 
-  // 3. This rank's share of every dot product, one warp per output, into rank 0's shared memory.
-  float* fc_part0 = in_rank(fc_part, 0, R);
+  // 3. This rank's share of every dot product, one warp per output, into rank 0's shared memory by
+  // asynchronous stores that rank 0's fc_ready counts. Only rank 0 waits: the other ranks are done once
+  // their stores are issued (nothing reads their shared memory any more; rank 0's lives until the stores
+  // have landed). A cluster barrier here cost ~0.7 us on one launch's critical path (launch_floor).
   for (int n = warp; n < d.fc.N; n += kWarps) {
     float s = 0.0f;
     for (int j0 = 0; j0 < slice; j0 += 32) {
@@ -327,9 +505,19 @@ __global__ void __launch_bounds__(kChainThreads)
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) fc_part0[rank * d.fc.N + n] = s;
+    if (lane == 0) {
+      if (R == 1) {
+        fc_part[n] = s;
+      } else {
+        store_async(fc_part + rank * d.fc.N + n, s, 0, &fc_ready);
+      }
+    }
   }
-  cluster_barrier(R);  // every partial in rank 0; after this no block touches another's shared memory
+  if (R == 1) {
+    block_barrier();
+  } else if (rank == 0) {
+    mbarrier_wait_parity0(&fc_ready);
+  }
   CHAIN_STAMP(8);
   if (rank == 0) {
     // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
@@ -345,18 +533,53 @@ __global__ void __launch_bounds__(kChainThreads)
 
 int round4(int floats) { return (floats + 3) / 4 * 4; }
 
-ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
+// Whether B's pooling can run as window lanes (b_window_lanes): windows at most kChainRun wide, undilated,
+// and a warp holds the lanes of every (window row, channel).
+bool window_lanes_fit(const ChainConv& B) {
+  const bool pool = B.pool.kind != FusedPool::None;
+  if (pool && (B.pool.kw > kChainRun || B.pool.dil_h != 1 || B.pool.dil_w != 1)) return false;
+  int cp = 1;
+  while (cp < B.C) cp *= 2;
+  return (pool ? B.pool.kh : 1) * cp <= 32;
+}
+
+// Whether A's pooling can run as one thread per pooled value (a_window_value): windows at most 3 x 3,
+// undilated, without pooling pads.
+bool a_window_fits(const ChainConv& A) {
+  const PoolGeometry& p = A.pool;
+  return p.kind == FusedPool::None ||
+         (p.kh <= 3 && p.kw <= 3 && p.dil_h == 1 && p.dil_w == 1 && p.pad_top == 0 && p.pad_left == 0);
+}
+
+ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bool a_window) {
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
   ChainLayout L;
   L.ranks = ranks;
+  L.window_lanes = window_lanes;
+  L.a_window = a_window;
+  while ((1 << L.c_lanes_log2) < B.C) ++L.c_lanes_log2;
   L.fb = B.F / ranks;
   L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
   L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;
   L.img_h = A.OH + A.K - 1;
   L.img_w = L.segs_a * kChainSegA + A.K - 1;  // whole segments: the columns past the image read zeros
+  if (a_window) {  // margins for a_window_value: every window row it may use, 3 columns of outputs a window
+    const bool pool = A.pool.kind != FusedPool::None;
+    L.img_h = std::max(L.img_h, (A.PH() - 1) * (pool ? A.pool.sh : 1) + (pool ? A.pool.kh : 1) + A.K - 1);
+    L.img_w = std::max(L.img_w, (A.PW() - 1) * (pool ? A.pool.sw : 1) + 3 + A.K - 1);
+  }
   L.src_h = B.OH + B.K - 1;
-  L.src_w = L.segs * kChainSeg + B.K - 1;
+  if (window_lanes) {
+    // A lane reads the columns [x0, x0 + kChainRun + K - 1) of B's padded input, x0 = px * stride - pad
+    // (conv coordinates): a left margin of the pooling's pad and whole runs on the right keep every read
+    // inside the row without a test (the outputs the pooling skips read zeros or the margin).
+    const bool pool = B.pool.kind != FusedPool::None;
+    L.src_col0 = pool ? B.pool.pad_left : 0;
+    L.src_w = std::max((B.PW() - 1) * (pool ? B.pool.sw : 1) + kChainRun + B.K - 1, L.src_col0 + B.OW + B.K - 1);
+  } else {
+    L.src_w = L.segs * kChainSeg + B.K - 1;
+  }
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
   const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
   while ((1 << L.pool_lanes_log2) < std::min(window, 32)) ++L.pool_lanes_log2;
@@ -377,12 +600,12 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   const bool pool_a = A.pool.kind != FusedPool::None;
   L.rows_a = (A.F * A.PH() + ranks - 1) / ranks;
   L.span_a = pool_a ? (A.pool.kh - 1) * A.pool.dil_h + 1 : 1;
-  L.map_a = take(L.rows_a * L.span_a * L.segs_a * kChainSegA);
+  L.map_a = take(a_window ? 0 : L.rows_a * L.span_a * L.segs_a * kChainSegA);
   L.src_floats = round4(B.C * L.src_h * L.src_w);
   L.src = take(L.src_floats);
   L.wb = take(L.fb * B.C * B.K * B.K);
   L.bb = take(L.fb);
-  L.part = take(L.fb * L.groups * B.OH * B.OW);
+  L.part = take(window_lanes ? 0 : L.fb * L.groups * B.OH * B.OW);
   L.feat = take(L.fb * B.PH() * B.PW());
   L.wfc = take(d.fc.N * L.fb * B.PH() * B.PW());
   L.bfc = take(d.fc.N);
@@ -399,6 +622,9 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks) {
   L.by_pwb = FastDiv(B.PW());
   L.by_pool_kw = FastDiv(B.pool.kind == FusedPool::None ? 1 : B.pool.kw);
   L.by_slice = FastDiv(L.fb * B.PH() * B.PW());
+  L.by_src_w = FastDiv(L.src_w);
+  L.by_img_w = FastDiv(L.img_w);
+  L.by_src_h = FastDiv(L.src_h);
   return L;
 }
 
@@ -435,7 +661,7 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
   if (!conv_ok(A) || !conv_ok(B)) return no("a convolution's geometry is not stride 1 with non-negative padding");
   if (d.fc.N < 1 || d.batch < 1 || A.F < 1 || B.F < 1) return no("empty tensor");
   for (int ranks : kChainRanks) {
-    if (d.b.F % ranks == 0 && fits(make_layout(d, ranks), smem_optin_bytes)) return true;
+    if (d.b.F % ranks == 0 && fits(make_layout(d, ranks, false, false), smem_optin_bytes)) return true;
   }
   return no("the staged tensors do not fit in shared memory at any cluster size");
 }
@@ -443,11 +669,19 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
 std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes) {
   std::vector<ConvChainVariant> out;
   if (!conv_chain_supports(d, smem_optin_bytes)) return out;
-  for (int ranks : kChainRanks) {
-    if (d.b.F % ranks != 0) continue;
-    const ChainLayout L = make_layout(d, ranks);
-    if (!fits(L, smem_optin_bytes)) continue;
-    out.push_back({fmt::format("chain_k{}k{}_r{}", d.a.K, d.b.K, ranks), L});
+  // First the pooling in registers wherever it fits (A's windows a thread each, "_aw"; B's windows a warp
+  // each, "_wl"), then the maps in shared memory; the planner times both.
+  const bool aw = a_window_fits(d.a), wl = window_lanes_fit(d.b);
+  for (bool windows : {true, false}) {
+    if (windows && !aw && !wl) continue;
+    for (int ranks : kChainRanks) {
+      if (d.b.F % ranks != 0) continue;
+      const ChainLayout L = make_layout(d, ranks, windows && wl, windows && aw);
+      if (!fits(L, smem_optin_bytes)) continue;
+      out.push_back({fmt::format("chain_k{}k{}_r{}{}{}", d.a.K, d.b.K, ranks, L.a_window ? "_aw" : "",
+                                 L.window_lanes ? "_wl" : ""),
+                     L});
+    }
   }
   return out;
 }

@@ -7,19 +7,25 @@
 //
 // One thread block cluster per image, `ranks` blocks of kChainThreads threads:
 //   0. every block stages the weights it needs with cp.async before waiting for the prior grid (they are
-//      constants: no kernel writes them), then the zero-padded image;
-//   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks): the conv
-//      rows under them, SEG_A outputs per thread, into shared memory, then the pooling, storing each value
-//      into every rank's copy of B's zero-padded input (distributed shared memory, asynchronous stores that
-//      the destination's mbarrier counts: each rank waits for its own bytes, no cluster barrier);
-//   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks): partial sums over channel groups
-//      of B's input, each thread SEG outputs of one row in registers; then, for each pooled output, a few
-//      lanes (one per window position, up to a warp) sum the groups' partials in a fixed order, add the
-//      bias and activate, and pool across the lanes with shuffles;
+//      constants: no kernel writes them), then the zero-padded image, whose loads fly while the block
+//      zeroes the margins of B's input and sets up its mbarriers;
+//   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks), one of
+//      two ways: a thread per pooled value with its window's conv outputs in registers (variants "_aw",
+//      windows up to 3x3 without pads), or the conv rows under them, SEG_A outputs per thread, into shared
+//      memory, then the pooling; each value is stored into every rank's copy of B's zero-padded input
+//      (distributed shared memory, asynchronous stores that the destination's mbarrier counts: each rank
+//      waits for its own bytes, no cluster barrier);
+//   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks) and pools them, one of two ways:
+//      window lanes (variants "_wl", where a warp holds every (pool window row, input channel)): one warp
+//      per pooled output, each lane one channel's share of a window row's conv outputs, summed and pooled
+//      by shuffles; or grouped: partial sums over channel groups of B's input, each thread SEG outputs of
+//      one row in registers, then, for each pooled output, a few lanes (one per window position, up to a
+//      warp) sum the groups' partials in a fixed order, add the bias and activate, and pool across the
+//      lanes with shuffles;
 //   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
 //      of the fully connected weights, one warp per output, and stores the partial dot products into rank
-//      0's shared memory; cluster barrier; rank 0 sums the ranks' partials in rank order (deterministic),
-//      adds the bias, activates and writes the image's outputs.
+//      0's shared memory (asynchronous stores counted by an mbarrier there: only rank 0 waits); rank 0 sums
+//      the ranks' partials in rank order (deterministic), adds the bias, activates and writes the outputs.
 // Limits (conv_chain_supports): stride 1, dilation 1, one group, square kernels of 3 or 5 (A and B the
 // same size: the instantiations built), A has one input channel, B.F divisible by the ranks, and the
 // staged tensors fit in shared memory.
@@ -36,6 +42,8 @@ namespace cnnrt::kernels {
 constexpr int kChainThreads = 512;  // threads per block
 constexpr int kChainSeg = 4;        // B outputs per thread along a row (register blocking)
 constexpr int kChainSegA = 2;       // A outputs per thread along a row (shorter: A has fewer rows per rank)
+constexpr int kChainImageRegs = 3;  // image floats a thread holds in registers while the block sets up
+                                    // (LeNet: its 32 x 33 tile in one pass)
 
 // One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
 struct ChainConv {
@@ -78,15 +86,21 @@ struct ChainLayout {
   int segs = 1;           // kChainSeg-wide segments per row of B's output
   int segs_a = 1;         // kChainSegA-wide segments per row of A's output
   int img_h = 1, img_w = 1;  // A's zero-padded input window
-  int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output)
+  int src_h = 1, src_w = 1;  // B's zero-padded input (A's pooled output), rows per channel and row pitch
   int src_floats = 0;     // B's input, rounded up to whole float4s
+  int src_col0 = 0;       // the column of B's padded input's first column in a staged row (a left margin)
   int rows_a = 1;         // A's pooled rows (channel, row) per rank (the last rank may have fewer)
   int span_a = 1;         // conv rows under one pooling window: (kh - 1) * dil_h + 1 (1 without pooling)
   int pool_lanes_log2 = 0;  // log2 of the lanes per pooled output of B (its window size rounded up to a power
                             // of two, at most 32)
+  bool window_lanes = false;  // B's sums and pooling as one warp per pooled output (b_window_lanes), not groups
+  bool a_window = false;      // A's pooled values one thread each, windows in registers (a_window_value)
+  int c_lanes_log2 = 0;       // log2 of B's channels rounded up to a power of two (window lanes)
   // The divisions of the item loops (see fast_div.cuh): by segs_a, A's window rows, PH and PW; by segs, B's
   // OH, the groups, B's pooled outputs per filter, PW and pool window width; by this rank's feature count.
   FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_segs, by_ohb, by_groups, by_pb, by_pwb, by_pool_kw, by_slice;
+  FastDiv by_src_w, by_src_h;  // B's staged input: row pitch and rows per channel
+  FastDiv by_img_w;            // A's staged image: row pitch
   int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
   int floats = 0;         // total
 };

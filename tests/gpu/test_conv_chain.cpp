@@ -45,8 +45,8 @@ kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const D
   return c;
 }
 
-// Runs every variant of `cc` on poisoned outputs; returns how many ran.
-int check_chain(ChainCase cc, uint32_t seed) {
+// Runs every variant of `cc` on poisoned outputs; returns the names of those that ran.
+std::vector<std::string> check_chain(ChainCase cc, uint32_t seed) {
   const Layer& A = cc.a;
   const ir::HostTensor x = random_tensor({A.N, 1, A.H, A.W}, seed);
   const ir::HostTensor wa = random_tensor({A.F, 1, A.K, A.K}, seed + 1, -0.5f, 0.5f);
@@ -101,10 +101,10 @@ int check_chain(ChainCase cc, uint32_t seed) {
   const bool supported = kernels::conv_chain_supports(d, smem_optin, &why);
   REQUIRE_MESSAGE(supported, why);
   const auto variants = kernels::conv_chain_variants(d, smem_optin);
-  int ran = 0;
+  std::vector<std::string> ran;
   for (const kernels::ConvChainVariant& v : variants) {
     if (v.layout.ranks > max_cluster_size()) continue;
-    ++ran;
+    ran.push_back(v.name);
     const std::string what = v.name + " batch " + std::to_string(A.N) + " image " + std::to_string(A.H) + "x" +
                              std::to_string(A.W) + " seed " + std::to_string(seed);
     note_check_point(what);
@@ -130,6 +130,20 @@ Layer conv(int F, int K, int pad_begin, int pad_end, ParamAct act, FusedPool poo
   return l;
 }
 
+// How many of `names` are window-lane variants (B pooled by one warp per output: the "_wl" suffix).
+int window_lane_variants(const std::vector<std::string>& names) {
+  int n = 0;
+  for (const std::string& name : names) n += name.size() > 3 && name.compare(name.size() - 3, 3, "_wl") == 0 ? 1 : 0;
+  return n;
+}
+
+// How many of `names` pool A in registers, a thread per pooled value ("_aw").
+int a_window_variants(const std::vector<std::string>& names) {
+  int n = 0;
+  for (const std::string& name : names) n += name.find("_aw") != std::string::npos ? 1 : 0;
+  return n;
+}
+
 }  // namespace
 
 // CNNRT_TEST_MAX_BATCH=N leaves out the larger batches (compute-sanitizer's racecheck takes minutes on 1000).
@@ -138,7 +152,7 @@ Layer conv(int F, int K, int pad_begin, int pad_end, ParamAct act, FusedPool poo
 // divergent thread).
 TEST_CASE("conv chain: LeNet shapes, every cluster size, batches 1, 7, 33 and 1000") {
   const int64_t max_batch = env_int("CNNRT_TEST_MAX_BATCH", 1000);
-  int variants = 0, batches = 0;
+  int variants = 0, lanes = 0, a_windows = 0, batches = 0;
   for (int batch : {1, 7, 33, 1000}) {
     if (batch > max_batch) continue;
     ++batches;
@@ -147,11 +161,18 @@ TEST_CASE("conv chain: LeNet shapes, every cluster size, batches 1, 7, 33 and 10
     cc.a.N = batch;
     cc.a.H = cc.a.W = 28;
     cc.b = conv(16, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 3, 3);
-    variants += check_chain(cc, 100 + batch);
+    const std::vector<std::string> ran = check_chain(cc, 100 + batch);
+    variants += static_cast<int>(ran.size());
+    lanes += window_lane_variants(ran);
+    a_windows += a_window_variants(ran);
   }
   int sizes = 0;  // of the cluster sizes built (8, 16, 4, 2, 1), those tested
   for (int ranks : {8, 16, 4, 2, 1}) sizes += ranks <= max_cluster_size() ? 1 : 0;
-  CHECK(variants == batches * sizes);
+  // Both ways of pooling (in registers: A's 2x2 windows a thread each, B's 8 channels x 3 window rows a warp
+  // each; and through maps in shared memory) at every cluster size.
+  CHECK(variants == 2 * batches * sizes);
+  CHECK(lanes == batches * sizes);
+  CHECK(a_windows == batches * sizes);
 }
 
 TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
@@ -169,7 +190,7 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
     cc.beta = 2.0f;
     cc.c_kind = 2;
     cc.dense_act = ParamAct::Sigmoid;
-    variants += check_chain(cc, 7);
+    variants += static_cast<int>(check_chain(cc, 7).size());
   }
   {  // 1x1 image: every window mostly padding; one filter in A, Tanh everywhere, no C.
     ChainCase cc;
@@ -179,7 +200,7 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
     cc.n = 1;
     cc.c_kind = 0;
     cc.dense_act = ParamAct::Tanh;
-    variants += check_chain(cc, 1);
+    variants += static_cast<int>(check_chain(cc, 1).size());
   }
   {  // 7x7, 5x5 without padding on A (3x3 out), ceil-mode max pool with padding, 16 filters of B.
     ChainCase cc;
@@ -188,9 +209,76 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
     cc.a.H = cc.a.W = 7;
     cc.b = conv(16, 5, 2, 2, ParamAct::None, FusedPool::Avg, 2, 1);
     cc.n = 1000;
-    variants += check_chain(cc, 33);
+    variants += static_cast<int>(check_chain(cc, 33).size());
   }
   CHECK(variants > 0);
+}
+
+// The pooling in registers at its edges. B's window lanes: every lane of the warp busy (11 channels -> 16
+// channel lanes, some idle, x 2 window rows), padded and ceil-mode windows that leave the conv output (the
+// lanes' row loads in the margins), overlapping 3x3/2 windows; a B too wide for a warp (16 channels x 3 rows),
+// which only the grouped path may run. A's windows a thread each: none (no pooling), 2x2, ceil-mode 3x3/2
+// max and average windows that overhang the conv output (the image tile's margins); padded pools, which
+// only the map path runs.
+TEST_CASE("conv chain: pooling in registers with padded, ceil-mode and overlapping pools, and where it does not fit") {
+  {
+    ChainCase cc;
+    cc.a = conv(11, 3, 1, 1, ParamAct::Relu);
+    cc.a.N = 3;
+    cc.a.H = 33;
+    cc.a.W = 31;
+    cc.b = conv(8, 3, 1, 1, ParamAct::LeakyRelu, FusedPool::Max, 2, 2, 1, true);
+    const std::vector<std::string> ran = check_chain(cc, 11);
+    CHECK(window_lane_variants(ran) > 0);
+    CHECK(window_lane_variants(ran) < static_cast<int>(ran.size()));
+    CHECK(a_window_variants(ran) == window_lane_variants(ran));
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(8, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.a.N = 7;
+    cc.a.H = cc.a.W = 31;
+    cc.b = conv(16, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 3, 2, 1, true);
+    CHECK(window_lane_variants(check_chain(cc, 12)) > 0);
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(8, 5, 2, 2, ParamAct::None, FusedPool::Avg, 3, 3, 1);
+    cc.a.N = 2;
+    cc.a.H = cc.a.W = 28;
+    cc.b = conv(4, 5, 1, 3, ParamAct::Sigmoid, FusedPool::Avg, 3, 2, 1, true);
+    const std::vector<std::string> ran = check_chain(cc, 13);
+    CHECK(window_lane_variants(ran) > 0);
+    CHECK(a_window_variants(ran) == 0);  // A's pool is padded
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(6, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 3, 2, 0, true);
+    cc.a.N = 2;
+    cc.a.H = cc.a.W = 28;
+    cc.b = conv(8, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 2, 2);
+    CHECK(a_window_variants(check_chain(cc, 15)) > 0);
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(4, 3, 0, 0, ParamAct::Sigmoid, FusedPool::Avg, 3, 2, 0, true);
+    cc.a.N = 5;
+    cc.a.H = 30;
+    cc.a.W = 32;
+    cc.b = conv(4, 3, 1, 1, ParamAct::Tanh, FusedPool::Max, 3, 3);
+    CHECK(a_window_variants(check_chain(cc, 16)) > 0);
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(16, 3, 1, 1, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.a.N = 1;
+    cc.a.H = cc.a.W = 28;
+    cc.b = conv(8, 3, 1, 1, ParamAct::Relu, FusedPool::Max, 3, 3);
+    const std::vector<std::string> ran = check_chain(cc, 14);
+    CHECK(!ran.empty());
+    CHECK(window_lane_variants(ran) == 0);
+    CHECK(a_window_variants(ran) > 0);
+  }
 }
 
 TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it matches the CPU backend") {

@@ -1,0 +1,196 @@
+// What one isolated launch costs before the kernel does any work: the floor under LeNet's batch-1 latency.
+//
+// `cnnrt bench MODEL --batch 1` reports latency as CUDA events around one CUDA graph replay (the host's
+// launch call sits between the two events), and per-step time as events captured inside the graph around
+// the step. This program times both ways, and back to back, for kernels that do nothing, kernels that do
+// only the chain kernel's fixed parts (cluster launch, barriers, staging the weights), and the chain kernel
+// itself, so that the chain's single-launch time splits into launch floor and work.
+//
+//   cmake --build --preset release --target launch_floor
+//   build/release/bin/launch_floor
+#include "kernels/conv_chain.cu"
+#include "kernels/launch.cu"
+#include "kernels/lab/lab_check.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace launch_floor {
+
+using namespace cnnrt::kernels;
+
+__global__ void empty_kernel(float* sink) {
+  wait_for_prior_grid();
+  if (sink && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 0) sink[0] = 1.0f;
+}
+
+// The chain's fixed parts: cluster barriers, and (when `weights` is given) `count` floats staged into shared
+// memory with plain loads before the prior grid's wait, as the chain stages its weights.
+__global__ void cluster_kernel(const float* weights, int count, int barriers, float* sink) {
+  extern __shared__ float smem[];
+  if (weights) {
+    for (int i = threadIdx.x; i < count; i += blockDim.x) smem[i] = __ldg(weights + i);
+  }
+  wait_for_prior_grid();
+  for (int b = 0; b < barriers; ++b) {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  }
+  __syncthreads();
+  if (sink && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 0) sink[0] = weights ? smem[count - 1] : 1.0f;
+}
+
+const float* device_random(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  std::vector<float> host(count);
+  for (float& v : host) v = dist(rng);
+  float* d = nullptr;
+  LAB_CHECK(cudaMalloc(&d, count * sizeof(float)));
+  LAB_CHECK(cudaMemcpy(d, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+PoolGeometry max_pool(int k, int out) {
+  PoolGeometry p;
+  p.kind = FusedPool::Max;
+  p.kh = p.kw = p.sh = p.sw = k;
+  p.PH = p.PW = out;
+  return p;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+cudaGraphExec_t capture(cudaStream_t stream, const std::function<void()>& body) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  LAB_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  body();
+  LAB_CHECK(cudaStreamEndCapture(stream, &graph));
+  LAB_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  LAB_CHECK(cudaGraphDestroy(graph));
+  return exec;
+}
+
+// Times `launch` three ways (microseconds, medians): events inside a graph around one launch ("in graph",
+// what `cnnrt bench` prints per step), events around one graph launch on the stream ("latency", what it
+// prints as latency), and 20 launches back to back in one graph ("b2b", per launch).
+void report(const char* name, cudaStream_t stream, const std::function<void()>& launch) {
+  cudaEvent_t start, stop;
+  LAB_CHECK(cudaEventCreate(&start));
+  LAB_CHECK(cudaEventCreate(&stop));
+  auto elapsed_us = [&] {
+    float ms = 0;
+    LAB_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return double(ms) * 1000.0;
+  };
+  cudaGraphExec_t inside = capture(stream, [&] {
+    LAB_CHECK(cudaEventRecordWithFlags(start, stream, cudaEventRecordExternal));
+    launch();
+    LAB_CHECK(cudaEventRecordWithFlags(stop, stream, cudaEventRecordExternal));
+  });
+  cudaGraphExec_t single = capture(stream, launch);
+  constexpr int kRow = 20;
+  cudaGraphExec_t row = capture(stream, [&] {
+    for (int i = 0; i < kRow; ++i) launch();
+  });
+  std::vector<double> in_graph, latency, b2b;
+  for (int rep = 0; rep < 300; ++rep) {
+    LAB_CHECK(cudaGraphLaunch(inside, stream));
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    in_graph.push_back(elapsed_us());
+  }
+  for (int rep = 0; rep < 300; ++rep) {
+    LAB_CHECK(cudaEventRecord(start, stream));
+    LAB_CHECK(cudaGraphLaunch(single, stream));
+    LAB_CHECK(cudaEventRecord(stop, stream));
+    LAB_CHECK(cudaEventSynchronize(stop));
+    latency.push_back(elapsed_us());
+  }
+  for (int rep = 0; rep < 30; ++rep) {
+    LAB_CHECK(cudaEventRecord(start, stream));
+    LAB_CHECK(cudaGraphLaunch(row, stream));
+    LAB_CHECK(cudaEventRecord(stop, stream));
+    LAB_CHECK(cudaEventSynchronize(stop));
+    b2b.push_back(elapsed_us() / kRow);
+  }
+  std::printf("%-44s in graph %6.2f us   latency %6.2f us   b2b %6.2f us\n", name, median(in_graph), median(latency),
+              median(b2b));
+  cudaGraphExecDestroy(inside);
+  cudaGraphExecDestroy(single);
+  cudaGraphExecDestroy(row);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+}  // namespace launch_floor
+
+int main() {
+  using namespace launch_floor;
+  ConvChainDesc d;
+  d.batch = 1;
+  d.a.C = 1; d.a.H = d.a.W = 28; d.a.F = 8; d.a.K = 5; d.a.OH = d.a.OW = 28; d.a.pad_top = d.a.pad_left = 2;
+  d.a.act = ParamAct::Relu; d.a.pool = max_pool(2, 14);
+  d.b.C = 8; d.b.H = d.b.W = 14; d.b.F = 16; d.b.K = 5; d.b.OH = d.b.OW = 14; d.b.pad_top = d.b.pad_left = 2;
+  d.b.act = ParamAct::Relu; d.b.pool = max_pool(3, 4);
+  d.fc.N = 10;
+  d.a.weights = device_random(8 * 25, 1); d.a.bias = device_random(8, 2);
+  d.b.weights = device_random(16 * 8 * 25, 3); d.b.bias = device_random(16, 4);
+  d.fc.weights = device_random(10 * 256, 5); d.fc.bias = device_random(10, 6);
+  const float* x = device_random(784, 7);
+  const float* weights = device_random(8192, 8);
+  float* y = nullptr;
+  float* sink = nullptr;
+  LAB_CHECK(cudaMalloc(&y, 10 * sizeof(float)));
+  LAB_CHECK(cudaMalloc(&sink, sizeof(float)));
+  int device = 0, optin = 0;
+  LAB_CHECK(cudaGetDevice(&device));
+  LAB_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  LAB_CHECK(cudaFuncSetAttribute(cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024));
+  LAB_CHECK(cudaFuncSetAttribute(cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaStream_t stream = nullptr;
+  LAB_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::vector<ConvChainVariant> variants = conv_chain_variants(d, optin);
+  const size_t chain_smem = variants.empty() ? 0 : size_t(variants.front().layout.floats) * sizeof(float);
+  std::printf("# launch_floor: H100 single-launch costs (chain smem %zu bytes a block)\n", chain_smem);
+
+  for (bool pdl : {false, true}) {
+    set_programmatic_launch(pdl);
+    std::printf("\n## PDL %s\n", pdl ? "on" : "off");
+    report("empty, 1 block of 32", stream, [&] {
+      LAB_CHECK(launch_overlapped(empty_kernel, dim3(1), dim3(32), 0, stream, 1, sink));
+    });
+    report("empty, 16 blocks of 512", stream, [&] {
+      LAB_CHECK(launch_overlapped(empty_kernel, dim3(1, 1, 16), dim3(512), 0, stream, 1, sink));
+    });
+    for (int ranks : {8, 16}) {
+      for (int barriers : {0, 1, 3}) {
+        char name[96];
+        std::snprintf(name, sizeof(name), "cluster %d x 512, chain smem, %d cl. barriers", ranks, barriers);
+        report(name, stream, [&] {
+          LAB_CHECK(launch_overlapped(cluster_kernel, dim3(1, 1, ranks), dim3(512), chain_smem, stream,
+                                      unsigned(ranks), static_cast<const float*>(nullptr), 0, barriers, sink));
+        });
+      }
+      char name[96];
+      std::snprintf(name, sizeof(name), "cluster %d x 512, 6K floats staged, 3 barriers", ranks);
+      report(name, stream, [&] {
+        LAB_CHECK(launch_overlapped(cluster_kernel, dim3(1, 1, ranks), dim3(512), chain_smem, stream,
+                                    unsigned(ranks), weights, 6144, 3, sink));
+      });
+    }
+    for (const ConvChainVariant& v : variants) {
+      if (v.layout.ranks < 8) continue;
+      report(v.name.c_str(), stream, [&] {
+        launch_conv_chain(v, x, y, d, stream);
+        LAB_CHECK(cudaGetLastError());
+      });
+    }
+  }
+  return 0;
+}
