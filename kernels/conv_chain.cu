@@ -40,7 +40,7 @@ constexpr int kMaxChainSmemBytes = 160 * 1024;  // what a variant may stage (opt
 // to execute the same barrier instruction together; compute-sanitizer's synccheck reported "Divergent
 // thread(s) in warp" at the first block barrier after a cluster barrier with them, in every arrangement of
 // the loops tried). The memory ordering is the same: the block barrier orders shared-memory accesses like
-// __syncthreads, the cluster barrier releases on arrive and acquires on wait.
+// __syncthreads, and the cluster wait acquires what the other ranks published before their arrive.
 __device__ __forceinline__ void block_barrier() { asm volatile("barrier.sync 0;" ::: "memory"); }
 
 // The cluster barrier split in two, so that work independent of the other ranks runs between: the arrive
@@ -533,14 +533,19 @@ __global__ void __launch_bounds__(kChainThreads)
 
 int round4(int floats) { return (floats + 3) / 4 * 4; }
 
+// The smallest e with 2^e >= n.
+int ceil_log2(int n) {
+  int e = 0;
+  while ((1 << e) < n) ++e;
+  return e;
+}
+
 // Whether B's pooling can run as window lanes (b_window_lanes): windows at most kChainRun wide, undilated,
 // and a warp holds the lanes of every (window row, channel).
 bool window_lanes_fit(const ChainConv& B) {
   const bool pool = B.pool.kind != FusedPool::None;
   if (pool && (B.pool.kw > kChainRun || B.pool.dil_h != 1 || B.pool.dil_w != 1)) return false;
-  int cp = 1;
-  while (cp < B.C) cp *= 2;
-  return (pool ? B.pool.kh : 1) * cp <= 32;
+  return ((pool ? B.pool.kh : 1) << ceil_log2(B.C)) <= 32;
 }
 
 // Whether A's pooling can run as one thread per pooled value (a_window_value): windows at most 3 x 3,
@@ -558,7 +563,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.ranks = ranks;
   L.window_lanes = window_lanes;
   L.a_window = a_window;
-  while ((1 << L.c_lanes_log2) < B.C) ++L.c_lanes_log2;
+  L.c_lanes_log2 = ceil_log2(B.C);
   L.fb = B.F / ranks;
   L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
   L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;
@@ -582,7 +587,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   }
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
   const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
-  while ((1 << L.pool_lanes_log2) < std::min(window, 32)) ++L.pool_lanes_log2;
+  L.pool_lanes_log2 = ceil_log2(std::min(window, 32));
   // As many channel groups as keep one item per thread; at least one.
   const int per_group = L.fb * B.OH * L.segs;
   const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);

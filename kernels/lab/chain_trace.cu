@@ -12,6 +12,7 @@
 #include "kernels/conv_chain.cu"
 #include "kernels/launch.cu"
 #include "kernels/lab/lab_check.cuh"
+#include "kernels/lab/lab_lenet_chain.cuh"
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,25 +23,7 @@
 namespace {
 
 using namespace cnnrt::kernels;
-
-const float* device_random(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  std::vector<float> host(count);
-  for (float& v : host) v = dist(rng);
-  float* d = nullptr;
-  LAB_CHECK(cudaMalloc(&d, count * sizeof(float)));
-  LAB_CHECK(cudaMemcpy(d, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
-PoolGeometry max_pool(int k, int out) {
-  PoolGeometry p;
-  p.kind = FusedPool::Max;
-  p.kh = p.kw = p.sh = p.sw = k;
-  p.PH = p.PW = out;
-  return p;
-}
+using cnnrt::kernels::lab::device_random;
 
 const char* const kPhases[] = {"weights issued, prior grid waited", "image loads issued",
                                "B margins, mbarriers, image in, cl. wait", "A rows (_aw: + pooled, pushed)",
@@ -53,16 +36,7 @@ const char* const kPhases[] = {"weights issued, prior grid waited", "image loads
 int main(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 1;
   const std::string only = argc > 2 ? argv[2] : "";  // one variant's name, or every variant
-  ConvChainDesc d;
-  d.batch = batch;
-  d.a.C = 1; d.a.H = d.a.W = 28; d.a.F = 8; d.a.K = 5; d.a.OH = d.a.OW = 28; d.a.pad_top = d.a.pad_left = 2;
-  d.a.act = ParamAct::Relu; d.a.pool = max_pool(2, 14);
-  d.b.C = 8; d.b.H = d.b.W = 14; d.b.F = 16; d.b.K = 5; d.b.OH = d.b.OW = 14; d.b.pad_top = d.b.pad_left = 2;
-  d.b.act = ParamAct::Relu; d.b.pool = max_pool(3, 4);
-  d.fc.N = 10;
-  d.a.weights = device_random(8 * 25, 1); d.a.bias = device_random(8, 2);
-  d.b.weights = device_random(16 * 8 * 25, 3); d.b.bias = device_random(16, 4);
-  d.fc.weights = device_random(10 * 256, 5); d.fc.bias = device_random(10, 6);
+  const ConvChainDesc d = lab::lenet_chain(batch);
   const float* x = device_random(size_t(batch) * 784, 7);
   float* y = nullptr;
   LAB_CHECK(cudaMalloc(&y, size_t(batch) * 10 * sizeof(float)));

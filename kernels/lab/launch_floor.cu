@@ -11,6 +11,7 @@
 #include "kernels/conv_chain.cu"
 #include "kernels/launch.cu"
 #include "kernels/lab/lab_check.cuh"
+#include "kernels/lab/lab_lenet_chain.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +22,7 @@
 namespace launch_floor {
 
 using namespace cnnrt::kernels;
+using cnnrt::kernels::lab::device_random;
 
 __global__ void empty_kernel(float* sink) {
   wait_for_prior_grid();
@@ -40,25 +42,6 @@ __global__ void cluster_kernel(const float* weights, int count, int barriers, fl
   }
   __syncthreads();
   if (sink && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 0) sink[0] = weights ? smem[count - 1] : 1.0f;
-}
-
-const float* device_random(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  std::vector<float> host(count);
-  for (float& v : host) v = dist(rng);
-  float* d = nullptr;
-  LAB_CHECK(cudaMalloc(&d, count * sizeof(float)));
-  LAB_CHECK(cudaMemcpy(d, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
-PoolGeometry max_pool(int k, int out) {
-  PoolGeometry p;
-  p.kind = FusedPool::Max;
-  p.kh = p.kw = p.sh = p.sw = k;
-  p.PH = p.PW = out;
-  return p;
 }
 
 double median(std::vector<double> v) {
@@ -99,28 +82,25 @@ void report(const char* name, cudaStream_t stream, const std::function<void()>& 
   cudaGraphExec_t row = capture(stream, [&] {
     for (int i = 0; i < kRow; ++i) launch();
   });
-  std::vector<double> in_graph, latency, b2b;
-  for (int rep = 0; rep < 300; ++rep) {
-    LAB_CHECK(cudaGraphLaunch(inside, stream));
-    LAB_CHECK(cudaStreamSynchronize(stream));
-    in_graph.push_back(elapsed_us());
-  }
-  for (int rep = 0; rep < 300; ++rep) {
+  // Median over `reps` of the events' time around `body` (synchronised after each), divided by `per`.
+  auto median_us = [&](int reps, int per, const std::function<void()>& body) {
+    std::vector<double> us;
+    for (int rep = 0; rep < reps; ++rep) {
+      body();
+      LAB_CHECK(cudaEventSynchronize(stop));
+      us.push_back(elapsed_us() / per);
+    }
+    return median(us);
+  };
+  const double in_graph = median_us(300, 1, [&] { LAB_CHECK(cudaGraphLaunch(inside, stream)); });
+  auto around = [&](cudaGraphExec_t exec) {
     LAB_CHECK(cudaEventRecord(start, stream));
-    LAB_CHECK(cudaGraphLaunch(single, stream));
+    LAB_CHECK(cudaGraphLaunch(exec, stream));
     LAB_CHECK(cudaEventRecord(stop, stream));
-    LAB_CHECK(cudaEventSynchronize(stop));
-    latency.push_back(elapsed_us());
-  }
-  for (int rep = 0; rep < 30; ++rep) {
-    LAB_CHECK(cudaEventRecord(start, stream));
-    LAB_CHECK(cudaGraphLaunch(row, stream));
-    LAB_CHECK(cudaEventRecord(stop, stream));
-    LAB_CHECK(cudaEventSynchronize(stop));
-    b2b.push_back(elapsed_us() / kRow);
-  }
-  std::printf("%-44s in graph %6.2f us   latency %6.2f us   b2b %6.2f us\n", name, median(in_graph), median(latency),
-              median(b2b));
+  };
+  const double latency = median_us(300, 1, [&] { around(single); });
+  const double b2b = median_us(30, kRow, [&] { around(row); });
+  std::printf("%-44s in graph %6.2f us   latency %6.2f us   b2b %6.2f us\n", name, in_graph, latency, b2b);
   cudaGraphExecDestroy(inside);
   cudaGraphExecDestroy(single);
   cudaGraphExecDestroy(row);
@@ -132,16 +112,7 @@ void report(const char* name, cudaStream_t stream, const std::function<void()>& 
 
 int main() {
   using namespace launch_floor;
-  ConvChainDesc d;
-  d.batch = 1;
-  d.a.C = 1; d.a.H = d.a.W = 28; d.a.F = 8; d.a.K = 5; d.a.OH = d.a.OW = 28; d.a.pad_top = d.a.pad_left = 2;
-  d.a.act = ParamAct::Relu; d.a.pool = max_pool(2, 14);
-  d.b.C = 8; d.b.H = d.b.W = 14; d.b.F = 16; d.b.K = 5; d.b.OH = d.b.OW = 14; d.b.pad_top = d.b.pad_left = 2;
-  d.b.act = ParamAct::Relu; d.b.pool = max_pool(3, 4);
-  d.fc.N = 10;
-  d.a.weights = device_random(8 * 25, 1); d.a.bias = device_random(8, 2);
-  d.b.weights = device_random(16 * 8 * 25, 3); d.b.bias = device_random(16, 4);
-  d.fc.weights = device_random(10 * 256, 5); d.fc.bias = device_random(10, 6);
+  const ConvChainDesc d = lab::lenet_chain(1);
   const float* x = device_random(784, 7);
   const float* weights = device_random(8192, 8);
   float* y = nullptr;
@@ -158,6 +129,9 @@ int main() {
   const std::vector<ConvChainVariant> variants = conv_chain_variants(d, optin);
   const size_t chain_smem = variants.empty() ? 0 : size_t(variants.front().layout.floats) * sizeof(float);
   std::printf("# launch_floor: H100 single-launch costs (chain smem %zu bytes a block)\n", chain_smem);
+  // The staged floats need their own room: the chain's smallest variants stage less than 24 KB.
+  constexpr int kStaged = 6144;
+  const size_t staged_smem = std::max(chain_smem, kStaged * sizeof(float));
 
   for (bool pdl : {false, true}) {
     set_programmatic_launch(pdl);
@@ -180,8 +154,8 @@ int main() {
       char name[96];
       std::snprintf(name, sizeof(name), "cluster %d x 512, 6K floats staged, 3 barriers", ranks);
       report(name, stream, [&] {
-        LAB_CHECK(launch_overlapped(cluster_kernel, dim3(1, 1, ranks), dim3(512), chain_smem, stream,
-                                    unsigned(ranks), weights, 6144, 3, sink));
+        LAB_CHECK(launch_overlapped(cluster_kernel, dim3(1, 1, ranks), dim3(512), staged_smem, stream,
+                                    unsigned(ranks), weights, kStaged, 3, sink));
       });
     }
     for (const ConvChainVariant& v : variants) {

@@ -1,0 +1,48 @@
+// The lab programs' LeNet chain (models/fashion_lenet.onnx's shapes) on random device weights: conv 1->8
+// 5x5 pad 2 on 28x28 + ReLU + 2x2/2 max pool, conv 8->16 5x5 pad 2 + ReLU + 3x3/3 max pool, 256->10 dense.
+// Shared by chain_trace.cu and launch_floor.cu, which include kernels/conv_chain.cu first.
+#pragma once
+
+#include <random>
+#include <vector>
+
+#include "kernels/conv_chain.cuh"
+#include "kernels/lab/lab_check.cuh"
+
+namespace cnnrt::kernels::lab {
+
+// `count` random floats in [-0.5, 0.5) on the device (never freed: the programs exit).
+inline const float* device_random(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  std::vector<float> host(count);
+  for (float& v : host) v = dist(rng);
+  float* d = nullptr;
+  LAB_CHECK(cudaMalloc(&d, count * sizeof(float)));
+  LAB_CHECK(cudaMemcpy(d, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+inline PoolGeometry max_pool(int k, int out) {
+  PoolGeometry p;
+  p.kind = FusedPool::Max;
+  p.kh = p.kw = p.sh = p.sw = k;
+  p.PH = p.PW = out;
+  return p;
+}
+
+inline ConvChainDesc lenet_chain(int batch) {
+  ConvChainDesc d;
+  d.batch = batch;
+  d.a.C = 1; d.a.H = d.a.W = 28; d.a.F = 8; d.a.K = 5; d.a.OH = d.a.OW = 28; d.a.pad_top = d.a.pad_left = 2;
+  d.a.act = ParamAct::Relu; d.a.pool = max_pool(2, 14);
+  d.b.C = 8; d.b.H = d.b.W = 14; d.b.F = 16; d.b.K = 5; d.b.OH = d.b.OW = 14; d.b.pad_top = d.b.pad_left = 2;
+  d.b.act = ParamAct::Relu; d.b.pool = max_pool(3, 4);
+  d.fc.N = 10;
+  d.a.weights = device_random(8 * 25, 1); d.a.bias = device_random(8, 2);
+  d.b.weights = device_random(16 * 8 * 25, 3); d.b.bias = device_random(16, 4);
+  d.fc.weights = device_random(10 * 256, 5); d.fc.bias = device_random(10, 6);
+  return d;
+}
+
+}  // namespace cnnrt::kernels::lab
