@@ -5,7 +5,6 @@
 
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_device.cuh"
-#include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
@@ -106,6 +105,39 @@ __device__ __forceinline__ void for_items(int n, F&& f) {
     if (i < n) f(i);
   }
 }
+
+// Floats gathered from global memory into shared memory through registers, N a thread a pass: every pass but
+// the last is stored at once (waiting for its loads); the last stays in registers until store(), so its
+// loads' round trip overlaps whatever the block does in between. item(i, at) loads the i-th float and sets
+// `at`, its offset in shared memory. Plain loads, not cp.async: a 4-byte cp.async issues at about one thread
+// a cycle, slower than the loads' own latency at these sizes.
+template <int N>
+struct RegisterStage {
+  float value[N];
+  int at[N];
+
+  template <class Item>
+  __device__ __forceinline__ void load_all_but_last(float* smem, int n, Item&& item) {
+#pragma unroll 1
+    for (int base = 0;; base += kChainThreads * N) {  // warp-uniform
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        const int i = base + k * kChainThreads + static_cast<int>(threadIdx.x);
+        at[k] = -1;
+        if (i < n) value[k] = item(i, at[k]);
+      }
+      if (base + kChainThreads * N >= n) return;
+      store(smem);
+    }
+  }
+
+  __device__ __forceinline__ void store(float* smem) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      if (at[k] >= 0) smem[at[k]] = value[k];
+    }
+  }
+};
 
 // acc[k] += the K x K window at column k of `in` (row pitch `pitch`) times `w` ([K][K]), k < SEG: one channel
 // of SEG adjacent outputs of a row, each input row loaded once into registers and reused across its K taps.
@@ -276,54 +308,63 @@ __global__ void __launch_bounds__(kChainThreads)
   const int P = B.PH() * B.PW();  // pooled outputs per B filter
   const int slice = L.fb * P;     // this rank's features: [rank * slice, (rank + 1) * slice) of the flattened B output
 
-  // 0. Weights. No kernel writes them, so they may stream in while the prior grid still runs.
+  // 0. Weights. No kernel writes them, so their loads are issued while the prior grid still runs. Plain loads
+  // into registers, stored after the set-up below (their round trip overlaps it), not 4-byte cp.async: those
+  // issued at about one thread a cycle here (six a thread took 1.0 us of an isolated launch, chain_trace).
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
-  for_items(A.F * KA * KA, [&](int i) { cp_async_4(wa + i, A.weights + i, true); });
-  for_items(A.F, [&](int i) { cp_async_4(ba + i, A.bias ? A.bias + i : A.weights, A.bias != nullptr); });
-  const int wb_count = L.fb * B.C * KB * KB;
-  for_items(wb_count, [&](int i) { cp_async_4(wb + i, B.weights + rank * wb_count + i, true); });
-  for_items(L.fb, [&](int i) { cp_async_4(bb + i, B.bias ? B.bias + rank * L.fb + i : B.weights, B.bias != nullptr); });
+  const int wa_count = A.F * KA * KA, wb_count = L.fb * B.C * KB * KB, wfc_count = d.fc.N * slice;
   const int features = B.F * P;
-  for_items(d.fc.N * slice, [&](int i) {
-    const int n = L.by_slice.div(i), j = i - n * slice;
-    cp_async_4(wfc + i, d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j, true);
-  });
-  for_items(d.fc.N, [&](int i) { cp_async_4(bfc + i, d.fc.bias ? d.fc.bias + i : d.fc.weights, d.fc.bias != nullptr); });
-  cp_async_commit();
+  const int weight_floats = wa_count + A.F + wb_count + L.fb + wfc_count + d.fc.N;
+  // The i-th weight of this rank (A's filters and bias, this rank's B filters and bias, its columns of the
+  // dense layer, the dense bias) and its offset in shared memory. Absent biases read as zero.
+  auto weight = [&](int i, int& at) -> float {
+    if (i < wa_count) {
+      at = L.wa + i;
+      return __ldg(A.weights + i);
+    }
+    i -= wa_count;
+    if (i < A.F) {
+      at = L.ba + i;
+      return A.bias ? __ldg(A.bias + i) : 0.0f;
+    }
+    i -= A.F;
+    if (i < wb_count) {
+      at = L.wb + i;
+      return __ldg(B.weights + rank * wb_count + i);
+    }
+    i -= wb_count;
+    if (i < L.fb) {
+      at = L.bb + i;
+      return B.bias ? __ldg(B.bias + rank * L.fb + i) : 0.0f;
+    }
+    i -= L.fb;
+    if (i < wfc_count) {
+      const int n = L.by_slice.div(i), j = i - n * slice;
+      at = L.wfc + i;
+      return __ldg(d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j);
+    }
+    i -= wfc_count;
+    at = L.bfc + i;
+    return d.fc.bias ? __ldg(d.fc.bias + i) : 0.0f;
+  };
+  RegisterStage<kChainWeightRegs> weights;
+  weights.load_all_but_last(smem, weight_floats, weight);
   CHAIN_STAMP(10);
-  // The image, zero-padded (it may be the prior grid's output), loaded into registers before the work below
-  // (B's margins, the mbarriers), which the loads' round trip then overlaps: in one isolated launch (a
-  // batch-1 inference) that work and the image's latency were on the critical path one after the other.
-  // Plain coalesced loads, not cp.async: a 4-byte cp.async issued at about one thread a cycle here (two a
-  // thread took 0.42 us, chain_trace). The last kChainImageRegs passes are stored after that work.
+  // The image, zero-padded (it may be the prior grid's output), loaded into registers the same way before
+  // the work below (B's margins, the mbarriers): in one isolated launch (a batch-1 inference) that work and
+  // the image's latency were on the critical path one after the other.
   wait_for_prior_grid();
   CHAIN_STAMP(1);
   const float* plane = x + static_cast<int64_t>(image) * A.H * A.W;
-  const int img_floats = L.img_h * L.img_w;
-  float img_regs[kChainImageRegs];
-  auto load_image = [&](int base) {
-#pragma unroll
-    for (int k = 0; k < kChainImageRegs; ++k) {
-      const int i = base + k * T + tid;
-      const int r = L.by_img_w.div(i), c = i - r * L.img_w;
-      const int iy = r - A.pad_top, ix = c - A.pad_left;
-      img_regs[k] = i < img_floats && iy >= 0 && iy < A.H && ix >= 0 && ix < A.W ? plane[iy * A.W + ix] : 0.0f;
-    }
+  auto pixel = [&](int i, int& at) -> float {
+    const int r = L.by_img_w.div(i), c = i - r * L.img_w;
+    const int iy = r - A.pad_top, ix = c - A.pad_left;
+    at = L.img + i;
+    return iy >= 0 && iy < A.H && ix >= 0 && ix < A.W ? plane[iy * A.W + ix] : 0.0f;
   };
-  auto store_image = [&](int base) {
-#pragma unroll
-    for (int k = 0; k < kChainImageRegs; ++k) {
-      const int i = base + k * T + tid;
-      if (i < img_floats) img[i] = img_regs[k];
-    }
-  };
-  int img_base = 0;
-  for (;; img_base += T * kChainImageRegs) {  // warp-uniform
-    load_image(img_base);
-    if (img_base + T * kChainImageRegs >= img_floats) break;
-    store_image(img_base);  // larger images: every pass but the last waits for its loads here
-  }
+  RegisterStage<kChainImageRegs> image_regs;
+  image_regs.load_all_but_last(smem, L.img_h * L.img_w, pixel);
   CHAIN_STAMP(2);
   // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero. Only there: the
   // ranks' pushes write the rest, so these stores need no ordering against them, and the cluster arrive
@@ -349,9 +390,9 @@ __global__ void __launch_bounds__(kChainThreads)
     if (rank == 0) mbarrier_arrive_expect_tx(&fc_ready, static_cast<uint32_t>(R * d.fc.N) * 4u);
   }
   cluster_arrive_relaxed(R);
-  store_image(img_base);
-  cp_async_wait<0>();  // this thread's copies of the weights
-  block_barrier();     // the image and everyone's copies, for every thread of this block
+  image_regs.store(smem);
+  weights.store(smem);
+  block_barrier();  // the image and the weights, for every thread of this block
   cluster_wait(R);     // every rank has started and set up its mbarriers before any rank stores into it
   CHAIN_STAMP(3);
 

@@ -44,6 +44,7 @@ constexpr int kChainSeg = 4;        // B outputs per thread along a row (registe
 constexpr int kChainSegA = 2;       // A outputs per thread along a row (shorter: A has fewer rows per rank)
 constexpr int kChainImageRegs = 3;  // image floats a thread holds in registers while the block sets up
                                     // (LeNet: its 32 x 33 tile in one pass)
+constexpr int kChainWeightRegs = 2;  // weights a thread holds in registers likewise (LeNet: 477 a rank, one pass)
 
 // One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
 struct ChainConv {
