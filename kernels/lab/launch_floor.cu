@@ -44,6 +44,35 @@ __global__ void cluster_kernel(const float* weights, int count, int barriers, fl
   if (sink && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.z == 0) sink[0] = weights ? smem[count - 1] : 1.0f;
 }
 
+// Instruction fetch in a launch: 4096 FFMAs (8 independent chains) a thread, as straight-line code (64 KB of
+// instructions, each fetched once a launch) or as a loop of 8 (a few hundred bytes). One warp a block: warm,
+// both issue in ~4096 cycles (~2 us); the difference is what fetching fresh code costs.
+template <bool kStraight>
+__global__ void fetch_kernel(float* sink) {
+  wait_for_prior_grid();
+  float acc[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) acc[k] = threadIdx.x + k;
+  const float a = 1.0001f, b = 0.999f;
+  if constexpr (kStraight) {
+#pragma unroll
+    for (int i = 0; i < 512; ++i) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[k] = fmaf(acc[k], a, b);
+    }
+  } else {
+#pragma unroll 1
+    for (int i = 0; i < 512; ++i) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[k] = fmaf(acc[k], a, b);
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  if (sink && s == 12345.0f) sink[0] = s;  // keeps the chains live
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -141,6 +170,12 @@ int main() {
     });
     report("empty, 16 blocks of 512", stream, [&] {
       LAB_CHECK(launch_overlapped(empty_kernel, dim3(1, 1, 16), dim3(512), 0, stream, 1, sink));
+    });
+    report("fetch: 4096 FFMA straight-line, 16 x 32", stream, [&] {
+      LAB_CHECK(launch_overlapped(fetch_kernel<true>, dim3(1, 1, 16), dim3(32), 0, stream, 1, sink));
+    });
+    report("fetch: 4096 FFMA as a loop, 16 x 32", stream, [&] {
+      LAB_CHECK(launch_overlapped(fetch_kernel<false>, dim3(1, 1, 16), dim3(32), 0, stream, 1, sink));
     });
     for (int ranks : {8, 16}) {
       for (int barriers : {0, 1, 3}) {
