@@ -93,28 +93,6 @@ __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_
                : "memory");
 }
 
-// Kernel parameters live in constant memory written afresh for each launch, so the first use of each of
-// their lines misses the constant caches; the compiler hoists the uses to the kernel's start as uniform
-// loads, and each miss stalls every warp in turn (ncu on an isolated LeNet launch: ~9% of the warp stall
-// samples, about ten misses one after another). One load a line, spread over the warps (lanes 0 and 16),
-// takes the misses together instead. parameter_line returns this thread's word of `params` (0 if none).
-template <class P>
-__device__ __forceinline__ uint32_t parameter_line(const P& params) {
-  constexpr int kLineBytes = 32;  // at most the constant cache's line; a smaller step only adds hits
-  constexpr int kLines = (sizeof(P) + kLineBytes - 1) / kLineBytes;
-  constexpr int kWarps = kChainThreads / 32;
-  static_assert(kLines <= 2 * kWarps, "two lines a warp at most");
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int line = (lane == 0 ? 0 : kWarps) + warp;
-  if ((lane == 0 || lane == 16) && line < kLines) return reinterpret_cast<const uint32_t*>(&params)[line * kLineBytes / 4];
-  return 0;
-}
-
-// A use of the words, so that their loads are issued (all before the first is waited for).
-__device__ __forceinline__ void touch_parameter_lines(uint32_t a, uint32_t b) {
-  if ((a ^ b) == 0x7fc00001u) asm volatile("nanosleep.u32 0;");
-}
-
 // f(i) for every i in [0, n), one per thread per pass over the block's kChainThreads threads; every thread
 // runs the same number of passes (the bound is checked inside), so warps leave the loop converged. Not
 // unrolled: most of the kernel's loops take one pass, and an isolated launch runs its code once, so the
@@ -224,80 +202,52 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
 #pragma unroll
       for (int k = 0; k < kChainRun; ++k) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
     }
-    float best = -INFINITY, sum = 0.0f;
-    int count = 0;
+    PoolAccumulator window;
     if (c == 0 && row_ok) {
 #pragma unroll
       for (int k = 0; k < kChainRun; ++k) {
         const int x = x0 + k;
-        if (k < kw && x >= 0 && x < B.OW) {
-          const float v = param_activate(acc[k] + bb[f], B.act, B.alpha, B.beta);
-          best = fmaxf(best, v);
-          sum += v;
-          ++count;
-        }
+        if (k < kw && x >= 0 && x < B.OW) window.add(param_activate(acc[k] + bb[f], B.act, B.alpha, B.beta));
       }
     }
-    for (int off = Cp; off < 32; off <<= 1) {
-      best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
-      sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      count += __shfl_xor_sync(0xffffffffu, count, off);
-    }
-    if (lane == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
+    for (int off = Cp; off < 32; off <<= 1) window.shuffle_xor(0xffffffffu, off);
+    if (lane == 0) feat[o] = pool_b ? window.finish(B.pool, py, px, B.OH, B.OW) : window.sum;
   }
 }
 
-// A's pooled value (py, px) of the channel whose weights are `w` (L.a_window: windows at most WMAX x WMAX,
-// undilated, no pooling pads): the window's conv outputs as WMAX x WMAX accumulators, each input row of the
-// window loaded once and used for every window row it feeds, then activated and pooled. The image tile's
-// margins (make_layout) keep every load inside it; window positions past the conv output (ceil mode) are
-// computed from those margins' zeros and skipped by the pooling.
-template <int KA, int WMAX>
-__device__ __forceinline__ float a_window_value(const ChainConv& A, const ChainLayout& L, const float* img,
-                                                const float* w, float bias, int py, int px) {
+// A's pooled value (py, px) of the channel whose weights are `w` and bias is `bias` (L.a_window: windows
+// undilated, without pooling pads, at most 32 positions), as a group of G = 2^L.a_lanes_log2 adjacent lanes
+// of a warp (`group`, the group's lane mask; every lane of it calls this): lane g computes the conv output at
+// window position g, activated, and the group pools by shuffles. Each lane's K x K taps run as K chains of K.
+// Returns the pooled value in every lane of the group.
+template <int KA>
+__device__ __forceinline__ float a_window_lanes(const ChainConv& A, const ChainLayout& L, const float* img,
+                                                const float* w, float bias, int py, int px, int g, unsigned group) {
   const bool pool = A.pool.kind != FusedPool::None;
-  const int kh = pool ? A.pool.kh : 1, kw = pool ? A.pool.kw : 1;
-  const int y0 = pool ? py * A.pool.sh : py, x0 = pool ? px * A.pool.sw : px;
-  const float* in = img + y0 * L.img_w + x0;
-  float acc[WMAX][WMAX];
-#pragma unroll
-  for (int wy = 0; wy < WMAX; ++wy) {
-#pragma unroll
-    for (int wx = 0; wx < WMAX; ++wx) acc[wy][wx] = bias;
+  int oy = py, ox = px;
+  bool inside = g == 0;
+  if (pool) {
+    const int wy = L.by_pool_kw_a.div(g), wx = g - wy * A.pool.kw;
+    oy = py * A.pool.sh + wy;
+    ox = px * A.pool.sw + wx;
+    inside = wy < A.pool.kh;
   }
+  PoolAccumulator window;
+  if (inside && oy < A.OH && ox < A.OW) {  // (ceil mode: positions past the conv output are skipped)
+    const float* in = img + oy * L.img_w + ox;
+    float acc[KA];
 #pragma unroll
-  for (int r = 0; r < WMAX + KA - 1; ++r) {
-    if (r >= kh + KA - 1) break;
-    float row[WMAX + KA - 1];
+    for (int i = 0; i < KA; ++i) {
+      acc[i] = i == 0 ? bias : 0.0f;
 #pragma unroll
-    for (int k = 0; k < WMAX + KA - 1; ++k) row[k] = in[r * L.img_w + k];
-#pragma unroll
-    for (int wy = 0; wy < WMAX; ++wy) {
-      const int i = r - wy;  // the kernel row that input row r is for window row wy
-      if (i < 0 || i >= KA || wy >= kh) continue;
-#pragma unroll
-      for (int j = 0; j < KA; ++j) {
-        const float wv = w[i * KA + j];
-#pragma unroll
-        for (int wx = 0; wx < WMAX; ++wx) acc[wy][wx] = fmaf(row[wx + j], wv, acc[wy][wx]);
-      }
+      for (int j = 0; j < KA; ++j) acc[i] = fmaf(in[i * L.img_w + j], w[i * KA + j], acc[i]);
     }
-  }
-  float best = -INFINITY, sum = 0.0f;
-  int count = 0;
 #pragma unroll
-  for (int wy = 0; wy < WMAX; ++wy) {
-#pragma unroll
-    for (int wx = 0; wx < WMAX; ++wx) {
-      if (wy < kh && wx < kw && y0 + wy < A.OH && x0 + wx < A.OW) {
-        const float v = param_activate(acc[wy][wx], A.act, A.alpha, A.beta);
-        best = fmaxf(best, v);
-        sum += v;
-        ++count;
-      }
-    }
+    for (int i = 1; i < KA; ++i) acc[0] += acc[i];
+    window.add(param_activate(acc[0], A.act, A.alpha, A.beta));
   }
-  return pool ? pool_finish(A.pool, py, px, A.OH, A.OW, best, sum, count) : sum;
+  for (int off = 1; off < (1 << L.a_lanes_log2); off <<= 1) window.shuffle_xor(group, off);
+  return pool ? window.finish(A.pool, py, px, A.OH, A.OW) : window.sum;
 }
 
 template <int KA, int KB>
@@ -308,7 +258,6 @@ __global__ void __launch_bounds__(kChainThreads)
   __shared__ uint64_t b_input_ready;  // completes when every rank's pooled values of A are in this rank's B input
   __shared__ uint64_t fc_ready;       // rank 0's: completes when every rank's partial dot products are in fc_part
   CHAIN_STAMP(0);
-  touch_parameter_lines(parameter_line(d), parameter_line(L));
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
@@ -421,30 +370,34 @@ __global__ void __launch_bounds__(kChainThreads)
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks; each pooled value is stored into
   // every rank's copy of B's input (starting at this rank's successor, so the ranks do not all store into
-  // rank 0 first; the stores do not wait on each other. Spreading the destinations over more threads, each
-  // value pooled once per destination, measured slower: 3.6 us against 2.2 us).
+  // rank 0 first; the stores do not wait on each other). push() stores into the ranks first + n * step after
+  // this one (n = 0, 1, ...): a thread that holds the value with step - 1 others takes its share.
   const int PHa = A.PH(), PWa = A.PW();
   const bool pool_a = A.pool.kind != FusedPool::None;
   const int row0 = rank * L.rows_a;
   const int rows = max(0, min(A.F * PHa, row0 + L.rows_a) - row0);
-  auto push = [&](int c, int py, int px, float v) {
+  auto push = [&](int c, int py, int px, float v, int first, int step) {
     const int at = (c * L.src_h + py + B.pad_top) * L.src_w + L.src_col0 + px + B.pad_left;
     if (R == 1) {
-      src[at] = v;
+      if (first == 0) src[at] = v;
     } else {
-      for (int q = rank + 1, n = 0; n < R; ++n, ++q) store_async(src + at, v, q < R ? q : q - R, &b_input_ready);
+      for (int n = first; n < R; n += step) {
+        const int q = rank + 1 + n;
+        store_async(src + at, v, q < R ? q : q - R, &b_input_ready);
+      }
     }
   };
   if (L.a_window) {
-    // One thread per pooled value: its window's conv outputs in registers, pooled there, pushed (no map in
-    // shared memory, no barrier between the convolution and the pooling).
-    const bool narrow = !pool_a || (A.pool.kh <= 2 && A.pool.kw <= 2);
-    for_items(rows * PWa, [&](int k) {
+    // A group of lanes per pooled value (a_window_lanes): its window's conv outputs a lane each, pooled by
+    // shuffles, no map in shared memory and no barrier. Lane g of the group pushes to every G-th rank, so a
+    // value's R stores are spread over its G lanes.
+    const int G = 1 << L.a_lanes_log2;
+    const unsigned group = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (lane & ~(G - 1));
+    for_items(rows * PWa * G, [&](int item) {  // whole groups: G divides 32 and the item count
+      const int k = item >> L.a_lanes_log2, g = item & (G - 1);
       const int j = L.by_pwa.div(k), px = k - j * PWa;
       const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
-      const float v = narrow ? a_window_value<KA, 2>(A, L, img, wa + c * KA * KA, ba[c], py, px)
-                             : a_window_value<KA, 3>(A, L, img, wa + c * KA * KA, ba[c], py, px);
-      push(c, py, px, v);
+      push(c, py, px, a_window_lanes<KA>(A, L, img, wa + c * KA * KA, ba[c], py, px, g, group), g, G);
     });
     CHAIN_STAMP(4);
   } else {
@@ -481,7 +434,7 @@ __global__ void __launch_bounds__(kChainThreads)
       } else {
         v = map[px];
       }
-      push(c, py, px, v);
+      push(c, py, px, v, 0, 1);
     });
   }
   // B's input complete here: every value has landed (the mbarrier counts the bytes), without a cluster
@@ -522,16 +475,15 @@ __global__ void __launch_bounds__(kChainThreads)
     // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
     const int G = 1 << L.pool_lanes_log2;
     const int plane = B.OH * B.OW;
-    const int window = pool_b ? B.pool.kh * B.pool.kw : 1;
+    const int positions = pool_b ? B.pool.kh * B.pool.kw : 1;
     for_items((slice * G + 31) / 32 * 32, [&](int item) {
       const int o = item >> L.pool_lanes_log2, sub = item & (G - 1);
       const int f = L.by_pb.div(o), r = o - f * P;
       const int py = L.by_pwb.div(r), px = r - py * B.PW();
-      float best = -INFINITY, sum = 0.0f;
-      int count = 0;
+      PoolAccumulator window;
       if (o < slice) {
         const float* map = part + f * L.groups * plane;
-        for (int w = sub; w < window; w += G) {
+        for (int w = sub; w < positions; w += G) {
           int yy = py, xx = px;
           if (pool_b) {
             const int wy = L.by_pool_kw.div(w), wx = w - wy * B.pool.kw;
@@ -541,18 +493,11 @@ __global__ void __launch_bounds__(kChainThreads)
           }
           float v = bb[f];
           for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.OW + xx];
-          v = param_activate(v, B.act, B.alpha, B.beta);
-          best = fmaxf(best, v);
-          sum += v;
-          ++count;
+          window.add(param_activate(v, B.act, B.alpha, B.beta));
         }
       }
-      for (int off = G / 2; off > 0; off /= 2) {
-        best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
-        sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        count += __shfl_xor_sync(0xffffffffu, count, off);
-      }
-      if (o < slice && sub == 0) feat[o] = pool_b ? pool_finish(B.pool, py, px, B.OH, B.OW, best, sum, count) : sum;
+      for (int off = G / 2; off > 0; off /= 2) window.shuffle_xor(0xffffffffu, off);
+      if (o < slice && sub == 0) feat[o] = pool_b ? window.finish(B.pool, py, px, B.OH, B.OW) : window.sum;
     });
   }
   block_barrier();
@@ -612,12 +557,12 @@ bool window_lanes_fit(const ChainConv& B) {
   return ((pool ? B.pool.kh : 1) << ceil_log2(B.C)) <= 32;
 }
 
-// Whether A's pooling can run as one thread per pooled value (a_window_value): windows at most 3 x 3,
-// undilated, without pooling pads.
+// Whether A's pooling can run as lanes of a warp per pooled value (a_window_lanes): windows of at most 32
+// positions, undilated, without pooling pads.
 bool a_window_fits(const ChainConv& A) {
   const PoolGeometry& p = A.pool;
   return p.kind == FusedPool::None ||
-         (p.kh <= 3 && p.kw <= 3 && p.dil_h == 1 && p.dil_w == 1 && p.pad_top == 0 && p.pad_left == 0);
+         (p.kh * p.kw <= 32 && p.dil_h == 1 && p.dil_w == 1 && p.pad_top == 0 && p.pad_left == 0);
 }
 
 ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bool a_window) {
@@ -633,11 +578,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;
   L.img_h = A.OH + A.K - 1;
   L.img_w = L.segs_a * kChainSegA + A.K - 1;  // whole segments: the columns past the image read zeros
-  if (a_window) {  // margins for a_window_value: every window row it may use, 3 columns of outputs a window
-    const bool pool = A.pool.kind != FusedPool::None;
-    L.img_h = std::max(L.img_h, (A.PH() - 1) * (pool ? A.pool.sh : 1) + (pool ? A.pool.kh : 1) + A.K - 1);
-    L.img_w = std::max(L.img_w, (A.PW() - 1) * (pool ? A.pool.sw : 1) + 3 + A.K - 1);
-  }
+  if (a_window) L.a_lanes_log2 = ceil_log2(A.pool.kind == FusedPool::None ? 1 : A.pool.kh * A.pool.kw);
   L.src_h = B.OH + B.K - 1;
   if (window_lanes) {
     // A lane reads the columns [x0, x0 + kChainRun + K - 1) of B's padded input, x0 = px * stride - pad
@@ -690,6 +631,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.by_pb = FastDiv(B.PH() * B.PW());
   L.by_pwb = FastDiv(B.PW());
   L.by_pool_kw = FastDiv(B.pool.kind == FusedPool::None ? 1 : B.pool.kw);
+  L.by_pool_kw_a = FastDiv(A.pool.kind == FusedPool::None ? 1 : A.pool.kw);
   L.by_slice = FastDiv(L.fb * B.PH() * B.PW());
   L.by_src_w = FastDiv(L.src_w);
   L.by_img_w = FastDiv(L.img_w);

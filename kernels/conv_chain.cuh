@@ -95,11 +95,13 @@ struct ChainLayout {
   int pool_lanes_log2 = 0;  // log2 of the lanes per pooled output of B (its window size rounded up to a power
                             // of two, at most 32)
   bool window_lanes = false;  // B's sums and pooling as one warp per pooled output (b_window_lanes), not groups
-  bool a_window = false;      // A's pooled values one thread each, windows in registers (a_window_value)
+  bool a_window = false;      // A's pooled values as lanes of a warp each, a conv output a lane (a_window_lanes)
+  int a_lanes_log2 = 0;       // log2 of those lanes: A's window size rounded up to a power of two
   int c_lanes_log2 = 0;       // log2 of B's channels rounded up to a power of two (window lanes)
   // The divisions of the item loops (see fast_div.cuh): by segs_a, A's window rows, PH and PW; by segs, B's
   // OH, the groups, B's pooled outputs per filter, PW and pool window width; by this rank's feature count.
   FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_segs, by_ohb, by_groups, by_pb, by_pwb, by_pool_kw, by_slice;
+  FastDiv by_pool_kw_a;        // A's pooling window width
   FastDiv by_src_w, by_src_h;  // B's staged input: row pitch and rows per channel
   FastDiv by_img_w;            // A's staged image: row pitch
   int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;

@@ -61,27 +61,45 @@ __device__ __forceinline__ float pool_finish(const PoolGeometry& p, int py, int 
   return count > 0 ? sum / static_cast<float>(count) : 0.0f;
 }
 
+// One pooling window's running maximum, sum and count of the positions inside the map: add() each
+// activated value, merge() partial windows (lanes of a warp: shuffle_xor), finish() the pooled value.
+struct PoolAccumulator {
+  float best = -INFINITY, sum = 0.0f;
+  int count = 0;
+
+  __device__ __forceinline__ void add(float v) {
+    best = fmaxf(best, v);
+    sum += v;
+    ++count;
+  }
+  // Merges with the lane `offset` away (xor) among the lanes of `mask`, which must all call it.
+  __device__ __forceinline__ void shuffle_xor(unsigned mask, int offset) {
+    best = fmaxf(best, __shfl_xor_sync(mask, best, offset));
+    sum += __shfl_xor_sync(mask, sum, offset);
+    count += __shfl_xor_sync(mask, count, offset);
+  }
+  __device__ __forceinline__ float finish(const PoolGeometry& p, int py, int px, int OH, int OW) const {
+    return pool_finish(p, py, px, OH, OW, best, sum, count);
+  }
+};
+
 // Pools one output (py, px) of a [OH, OW] map: `value_at(y, x)` gives the activated conv output at (y, x),
 // asked only for positions inside the map (the window's padded positions are skipped, as ONNX does).
 template <class ValueAt>
 __device__ __forceinline__ float pool_window(const PoolGeometry& p, int py, int px, int OH, int OW, ValueAt&& value_at) {
   const int y0 = py * p.sh - p.pad_top;
   const int x0 = px * p.sw - p.pad_left;
-  float best = -INFINITY, sum = 0.0f;
-  int count = 0;
+  PoolAccumulator window;
   for (int i = 0; i < p.kh; ++i) {
     const int y = y0 + i * p.dil_h;
     if (y < 0 || y >= OH) continue;
     for (int j = 0; j < p.kw; ++j) {
       const int x = x0 + j * p.dil_w;
       if (x < 0 || x >= OW) continue;
-      const float v = value_at(y, x);
-      best = fmaxf(best, v);
-      sum += v;
-      ++count;
+      window.add(value_at(y, x));
     }
   }
-  return pool_finish(p, py, px, OH, OW, best, sum, count);
+  return window.finish(p, py, px, OH, OW);
 }
 
 // Pools one output (n, f, py, px) from a map held in shared memory. `map` holds the activated conv

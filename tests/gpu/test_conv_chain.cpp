@@ -137,7 +137,7 @@ int window_lane_variants(const std::vector<std::string>& names) {
   return n;
 }
 
-// How many of `names` pool A in registers, a thread per pooled value ("_aw").
+// How many of `names` pool A in registers, lanes of a warp per pooled value ("_aw").
 int a_window_variants(const std::vector<std::string>& names) {
   int n = 0;
   for (const std::string& name : names) n += name.find("_aw") != std::string::npos ? 1 : 0;
@@ -217,9 +217,9 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
 // The pooling in registers at its edges. B's window lanes: every lane of the warp busy (11 channels -> 16
 // channel lanes, some idle, x 2 window rows), padded and ceil-mode windows that leave the conv output (the
 // lanes' row loads in the margins), overlapping 3x3/2 windows; a B too wide for a warp (16 channels x 3 rows),
-// which only the grouped path may run. A's windows a thread each: none (no pooling), 2x2, ceil-mode 3x3/2
-// max and average windows that overhang the conv output (the image tile's margins); padded pools, which
-// only the map path runs.
+// which only the grouped path may run. A's windows as lanes: none (no pooling, a lane a value), 2x2, ceil-mode
+// 3x3/2 max and average windows that overhang the conv output, a 4x4/3 window (16 lanes, overlapping) and a
+// 5x5/5 one (25 of a warp's 32 lanes); padded pools, which only the map path runs.
 TEST_CASE("conv chain: pooling in registers with padded, ceil-mode and overlapping pools, and where it does not fit") {
   {
     ChainCase cc;
@@ -278,6 +278,16 @@ TEST_CASE("conv chain: pooling in registers with padded, ceil-mode and overlappi
     CHECK(!ran.empty());
     CHECK(window_lane_variants(ran) == 0);
     CHECK(a_window_variants(ran) > 0);
+  }
+  for (const int window : {4, 5}) {
+    ChainCase cc;
+    cc.a = conv(5, 3, 1, 1, ParamAct::Relu, window == 4 ? FusedPool::Max : FusedPool::Avg, window,
+                window == 4 ? 3 : 5, 0, true);
+    cc.a.N = 3;
+    cc.a.H = 33;
+    cc.a.W = 31;
+    cc.b = conv(4, 3, 1, 1, ParamAct::Relu, FusedPool::Max, 2, 2);
+    CHECK(a_window_variants(check_chain(cc, 17 + window)) > 0);
   }
 }
 
