@@ -189,7 +189,9 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
       for (int i = 0; i < KB; ++i) {
         float row[kChainRun + KB - 1];
 #pragma unroll
-        for (int k = 0; k < kChainRun + KB - 1; ++k) row[k] = in[i * L.src_w + k];  // inside the row (make_layout)
+        for (int k = 0; k < kChainRun + KB - 1; ++k) {  // the columns the window's kw outputs use, inside the row
+          row[k] = k < kw + KB - 1 ? in[i * L.src_w + k] : 0.0f;  // (make_layout)
+        }
 #pragma unroll
         for (int j = 0; j < KB; ++j) {
           const float wv = w[i * KB + j];
@@ -338,11 +340,11 @@ __global__ void __launch_bounds__(kChainThreads)
   RegisterStage<kChainImageRegs> image_regs;
   image_regs.load_all_but_last(smem, L.img_h * L.img_w, pixel);
   CHAIN_STAMP(2);
-  // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero. Only there: the
-  // ranks' pushes write the rest, so these stores need no ordering against them, and the cluster arrive
-  // below can be relaxed.
+  // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero, where anything
+  // reads it (L.zero_margins). Only there: the ranks' pushes write the rest, so these stores need no
+  // ordering against them, and the cluster arrive below can be relaxed.
   const int src_rows = B.C * L.src_h;
-  for_items(L.src_floats, [&](int i) {
+  for_items(L.zero_margins ? L.src_floats : 0, [&](int i) {
     const int r = L.by_src_w.div(i), xx = i - r * L.src_w;
     const int yy = r - L.by_src_h.div(r) * L.src_h;
     const bool interior = r < src_rows && yy >= B.pad_top && yy < B.pad_top + B.H && xx >= L.src_col0 + B.pad_left &&
@@ -591,6 +593,17 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
     L.src_w = L.segs * kChainSeg + B.K - 1;
   }
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
+  // B's window lanes read only the columns and rows of the conv outputs their windows use: without B's pads
+  // and with every pooling window inside the conv output, those are all A's pooled values, and the margins
+  // need no zeros. The other paths read whole segments.
+  {
+    const bool pool = B.pool.kind != FusedPool::None;
+    const bool unpadded = B.pad_top == 0 && B.pad_left == 0 && B.OH == B.H - B.K + 1 && B.OW == B.W - B.K + 1;
+    const bool windows_inside = !pool || (B.pool.pad_top == 0 && B.pool.pad_left == 0 &&
+                                          (B.PH() - 1) * B.pool.sh + B.pool.kh <= B.OH &&
+                                          (B.PW() - 1) * B.pool.sw + B.pool.kw <= B.OW);
+    L.zero_margins = !(window_lanes && unpadded && windows_inside);
+  }
   const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
   L.pool_lanes_log2 = ceil_log2(std::min(window, 32));
   // As many channel groups as keep one item per thread; at least one.

@@ -95,6 +95,7 @@ struct ChainLayout {
   int pool_lanes_log2 = 0;  // log2 of the lanes per pooled output of B (its window size rounded up to a power
                             // of two, at most 32)
   bool window_lanes = false;  // B's sums and pooling as one warp per pooled output (b_window_lanes), not groups
+  bool zero_margins = true;   // whether B's staged input has margins or padding that something reads
   bool a_window = false;      // A's pooled values as lanes of a warp each, a conv output a lane (a_window_lanes)
   int a_lanes_log2 = 0;       // log2 of those lanes: A's window size rounded up to a power of two
   int c_lanes_log2 = 0;       // log2 of B's channels rounded up to a power of two (window lanes)
