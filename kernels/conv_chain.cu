@@ -158,13 +158,12 @@ __device__ __forceinline__ void accumulate_row_segment(float (&acc)[SEG], const 
 }
 
 // B's pooled outputs of this rank (L.window_lanes), one warp each, with no partial sums in shared memory: lane
-// (wy, part, c) (c = lane % Cp, Cp = B.C rounded up to a power of two; then Pk = 2^L.part_lanes_log2 parts of
-// the kernel's rows; wy the window row) computes channel c's contribution from its part's kernel rows to the
-// conv outputs of window row wy, kChainRun of them along the row in registers; the lanes of a row sum the
-// channels and parts by shuffles (a fixed tree), lane (wy, 0, 0) adds the bias, activates and pools its row,
-// and the rows are pooled across lanes by shuffles. LeNet's conv2 (8 channel lanes, 2x2 windows, 2 parts):
-// 24 lanes busy, 3 or 2 kernel rows of 15 FMAs each, one pass, no block barrier between the sums and the
-// pool (the grouped path below it took two passes and a barrier: 1.13 + 0.98 us in chain_trace, v7).
+// (wy, c) (c = lane % Cp, Cp = B.C rounded up to a power of two; wy = lane / Cp) computes channel c's
+// contribution to the conv outputs of window row wy, kChainRun of them along the row in registers; the lanes
+// of a row sum the channels by shuffles (a fixed tree), lane (wy, 0) adds the bias, activates and pools its
+// row, and the rows are pooled across lanes by shuffles. LeNet's conv2 (8 channels, 3x3 windows): 24 lanes of
+// 75 FMAs each, one pass, no block barrier between the sums and the pool (the grouped path below it took
+// two passes and a barrier: 1.13 + 0.98 us in chain_trace, v7).
 constexpr int kChainRun = 3;  // conv outputs a lane computes along a window row (the widest window served)
 
 template <int KB>
@@ -173,12 +172,8 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
                                                int warp, int lane) {
   constexpr int kWarps = kChainThreads / 32;
   const bool pool_b = B.pool.kind != FusedPool::None;
-  const int sum_bits = L.c_lanes_log2 + L.part_lanes_log2;  // the lane bits summed over: channel and part
   const int Cp = 1 << L.c_lanes_log2;
-  const int wy = lane >> sum_bits, c = lane & (Cp - 1);
-  const int part = (lane >> L.c_lanes_log2) & ((1 << L.part_lanes_log2) - 1);
-  const int part_rows = (KB + (1 << L.part_lanes_log2) - 1) >> L.part_lanes_log2;  // the same in every lane
-  const int i0 = part * part_rows;
+  const int wy = lane >> L.c_lanes_log2, c = lane & (Cp - 1);
   const int kh = pool_b ? B.pool.kh : 1, kw = pool_b ? B.pool.kw : 1;
   for (int o = warp; o < slice; o += kWarps) {  // warp-uniform: every lane joins the shuffles
     const int f = L.by_pb.div(o), r = o - f * P;
@@ -188,40 +183,36 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
     const bool row_ok = wy < kh && y >= 0 && y < B.OH;
     float acc[kChainRun] = {};
     if (c < B.C && row_ok) {
-      const float* in = src + (c * L.src_h + y + i0) * L.src_w + L.src_col0 + x0;  // src_col0 + x0 >= 0
-      const float* w = wb + ((f * B.C + c) * KB + i0) * KB;
-      // The parts run the same instructions on their own rows (no divergence); the last part's rows past
-      // the kernel are skipped by predication.
+      const float* in = src + (c * L.src_h + y) * L.src_w + L.src_col0 + x0;  // src_col0 + x0 >= 0
+      const float* w = wb + (f * B.C + c) * KB * KB;
 #pragma unroll
-      for (int t = 0; t < KB; ++t) {
-        if (t >= part_rows) break;  // uniform
-        const bool inside = i0 + t < KB;
+      for (int i = 0; i < KB; ++i) {
         float row[kChainRun + KB - 1];
 #pragma unroll
         for (int k = 0; k < kChainRun + KB - 1; ++k) {  // the columns the window's kw outputs use, inside the row
-          row[k] = inside && k < kw + KB - 1 ? in[t * L.src_w + k] : 0.0f;  // (make_layout)
+          row[k] = k < kw + KB - 1 ? in[i * L.src_w + k] : 0.0f;  // (make_layout)
         }
 #pragma unroll
         for (int j = 0; j < KB; ++j) {
-          const float wv = inside ? w[t * KB + j] : 0.0f;
+          const float wv = w[i * KB + j];
 #pragma unroll
           for (int k = 0; k < kChainRun; ++k) acc[k] = fmaf(row[k + j], wv, acc[k]);
         }
       }
     }
-    for (int off = 1; off < (1 << sum_bits); off <<= 1) {
+    for (int off = 1; off < Cp; off <<= 1) {
 #pragma unroll
       for (int k = 0; k < kChainRun; ++k) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
     }
     PoolAccumulator window;
-    if (c == 0 && part == 0 && row_ok) {
+    if (c == 0 && row_ok) {
 #pragma unroll
       for (int k = 0; k < kChainRun; ++k) {
         const int x = x0 + k;
         if (k < kw && x >= 0 && x < B.OW) window.add(param_activate(acc[k] + bb[f], B.act, B.alpha, B.beta));
       }
     }
-    for (int off = 1 << sum_bits; off < 32; off <<= 1) window.shuffle_xor(0xffffffffu, off);
+    for (int off = Cp; off < 32; off <<= 1) window.shuffle_xor(0xffffffffu, off);
     if (lane == 0) feat[o] = pool_b ? window.finish(B.pool, py, px, B.OH, B.OW) : window.sum;
   }
 }
@@ -584,12 +575,6 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.window_lanes = window_lanes;
   L.a_window = a_window;
   L.c_lanes_log2 = ceil_log2(B.C);
-  if (window_lanes) {  // as many parts of B's kernel rows as the warp's idle lanes allow (b_window_lanes)
-    const int rows = B.pool.kind == FusedPool::None ? 1 : B.pool.kh;
-    while ((rows << (L.c_lanes_log2 + L.part_lanes_log2 + 1)) <= 32 && (2 << L.part_lanes_log2) <= B.K) {
-      ++L.part_lanes_log2;
-    }
-  }
   L.fb = B.F / ranks;
   L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
   L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;

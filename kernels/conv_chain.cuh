@@ -99,7 +99,6 @@ struct ChainLayout {
   bool a_window = false;      // A's pooled values as lanes of a warp each, a conv output a lane (a_window_lanes)
   int a_lanes_log2 = 0;       // log2 of those lanes: A's window size rounded up to a power of two
   int c_lanes_log2 = 0;       // log2 of B's channels rounded up to a power of two (window lanes)
-  int part_lanes_log2 = 0;    // log2 of the parts B's kernel rows are split into across lanes (window lanes)
   // The divisions of the item loops (see fast_div.cuh): by segs_a, A's window rows, PH and PW; by segs, B's
   // OH, the groups, B's pooled outputs per filter, PW and pool window width; by this rank's feature count.
   FastDiv by_segs_a, by_win_rows, by_pha, by_pwa, by_segs, by_ohb, by_groups, by_pb, by_pwb, by_pool_kw, by_slice;
