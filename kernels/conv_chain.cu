@@ -366,8 +366,8 @@ __global__ void __launch_bounds__(kChainThreads)
   cluster_arrive_relaxed(R);
   image_regs.store(smem);
   weights.store(smem);
-  block_barrier();  // the image and the weights, for every thread of this block
-  cluster_wait(R);     // every rank has started and set up its mbarriers before any rank stores into it
+  block_barrier();   // the image and the weights, for every thread of this block
+  cluster_wait(R);   // every rank has started and set up its mbarriers before any rank stores into it
   CHAIN_STAMP(3);
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks; each pooled value is stored into
@@ -693,7 +693,7 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
 std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes) {
   std::vector<ConvChainVariant> out;
   if (!conv_chain_supports(d, smem_optin_bytes)) return out;
-  // First the pooling in registers wherever it fits (A's windows a thread each, "_aw"; B's windows a warp
+  // First the pooling in registers wherever it fits (A's windows a lane group each, "_aw"; B's windows a warp
   // each, "_wl"), then the maps in shared memory; the planner times both.
   const bool aw = a_window_fits(d.a), wl = window_lanes_fit(d.b);
   for (bool windows : {true, false}) {

@@ -6,15 +6,16 @@
 // intermediate stays in shared memory and the chain pays one launch and one input round trip.
 //
 // One thread block cluster per image, `ranks` blocks of kChainThreads threads:
-//   0. every block stages the weights it needs with cp.async before waiting for the prior grid (they are
-//      constants: no kernel writes them), then the zero-padded image, whose loads fly while the block
-//      zeroes the margins of B's input and sets up its mbarriers;
+//   0. every block loads the weights it needs into registers before waiting for the prior grid (they are
+//      constants: no kernel writes them), then the zero-padded image; both sets of loads fly while the
+//      block zeroes the margins of B's input (where anything reads them) and sets up its mbarriers, and
+//      are stored into shared memory after;
 //   1. rank r computes its share of A's pooled rows (channel, pooled row; split across the ranks), one of
-//      two ways: a thread per pooled value with its window's conv outputs in registers (variants "_aw",
-//      windows up to 3x3 without pads), or the conv rows under them, SEG_A outputs per thread, into shared
-//      memory, then the pooling; each value is stored into every rank's copy of B's zero-padded input
-//      (distributed shared memory, asynchronous stores that the destination's mbarrier counts: each rank
-//      waits for its own bytes, no cluster barrier);
+//      two ways: a group of lanes per pooled value, a conv output a lane, pooled by shuffles (variants
+//      "_aw", windows of up to 32 positions without pads), or the conv rows under them, SEG_A outputs per
+//      thread, into shared memory, then the pooling; each value is stored into every rank's copy of B's
+//      zero-padded input (distributed shared memory, asynchronous stores that the destination's mbarrier
+//      counts: each rank waits for its own bytes, no cluster barrier);
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks) and pools them, one of two ways:
 //      window lanes (variants "_wl", where a warp holds every (pool window row, input channel)): one warp
 //      per pooled output, each lane one channel's share of a window row's conv outputs, summed and pooled
@@ -43,8 +44,8 @@ constexpr int kChainThreads = 512;  // threads per block
 constexpr int kChainSeg = 4;        // B outputs per thread along a row (register blocking)
 constexpr int kChainSegA = 2;       // A outputs per thread along a row (shorter: A has fewer rows per rank)
 constexpr int kChainImageRegs = 3;  // image floats a thread holds in registers while the block sets up
-                                    // (LeNet: its 32 x 33 tile in one pass)
-constexpr int kChainWeightRegs = 2;  // weights a thread holds in registers likewise (LeNet: 477 a rank, one pass)
+                                    // (LeNet: its 32 x 32 tile in one pass)
+constexpr int kChainWeightRegs = 2;  // weights a thread holds in registers likewise (LeNet: 579 a rank, one pass)
 
 // One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
 struct ChainConv {

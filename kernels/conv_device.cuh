@@ -62,7 +62,7 @@ __device__ __forceinline__ float pool_finish(const PoolGeometry& p, int py, int 
 }
 
 // One pooling window's running maximum, sum and count of the positions inside the map: add() each
-// activated value, merge() partial windows (lanes of a warp: shuffle_xor), finish() the pooled value.
+// activated value, shuffle_xor() merges the partial windows of lanes of a warp, finish() the pooled value.
 struct PoolAccumulator {
   float best = -INFINITY, sum = 0.0f;
   int count = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sums Nsight Compute's per-SASS-instruction warp-stall samples over every profiled launch in a CSV export
-and prints where a kernel waits: the top instructions (with their main stall reasons and the instructions
-just before them, so the waited-on producer is visible) and the samples per stall reason.
+and prints where a kernel waits: the top instructions (with their warp-level executions over all launches,
+their main stall reasons and the instructions just before them, so the waited-on producer is visible) and
+the samples per stall reason.
 
     ncu --section SourceCounters --section WarpStateStats --warp-sampling-interval 0 ... -o rep APP
     ncu -i rep.ncu-rep --page source --print-source sass --csv > sass.csv
@@ -81,7 +82,8 @@ def main():
     print()
     for index, count in samples.most_common(args.top):
         top = ", ".join(f"{k} {v:.0f}" for k, v in reasons[index].most_common(3))
-        print(f"{count:6.0f} {count / total:5.1%}  [{index:5d}] {source[index]:60s}  ({top})")
+        print(f"{count:6.0f} {count / total:5.1%}  [{index:5d}] {source[index]:60s}  "
+              f"x{executed[index]:<7.0f} ({top})")
         for k in range(max(0, index - args.context), index):
             print(f"{'':22s}[{k:5d}] {source.get(k, ''):60s}")
 

@@ -45,8 +45,9 @@ kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const D
   return c;
 }
 
-// Runs every variant of `cc` on poisoned outputs; returns the names of those that ran.
-std::vector<std::string> check_chain(ChainCase cc, uint32_t seed) {
+// Runs every variant of `cc` on poisoned outputs; returns the names of those that ran. `unzeroed` (if given)
+// counts those whose layout leaves B's margins unwritten (ChainLayout::zero_margins false).
+std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed = nullptr) {
   const Layer& A = cc.a;
   const ir::HostTensor x = random_tensor({A.N, 1, A.H, A.W}, seed);
   const ir::HostTensor wa = random_tensor({A.F, 1, A.K, A.K}, seed + 1, -0.5f, 0.5f);
@@ -105,6 +106,7 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed) {
   for (const kernels::ConvChainVariant& v : variants) {
     if (v.layout.ranks > max_cluster_size()) continue;
     ran.push_back(v.name);
+    if (unzeroed && !v.layout.zero_margins) ++*unzeroed;
     const std::string what = v.name + " batch " + std::to_string(A.N) + " image " + std::to_string(A.H) + "x" +
                              std::to_string(A.W) + " seed " + std::to_string(seed);
     note_check_point(what);
@@ -168,7 +170,7 @@ TEST_CASE("conv chain: LeNet shapes, every cluster size, batches 1, 7, 33 and 10
   }
   int sizes = 0;  // of the cluster sizes built (8, 16, 4, 2, 1), those tested
   for (int ranks : {8, 16, 4, 2, 1}) sizes += ranks <= max_cluster_size() ? 1 : 0;
-  // Both ways of pooling (in registers: A's 2x2 windows a thread each, B's 8 channels x 3 window rows a warp
+  // Both ways of pooling (in registers: A's 2x2 windows 4 lanes each, B's 8 channels x 3 window rows a warp
   // each; and through maps in shared memory) at every cluster size.
   CHECK(variants == 2 * batches * sizes);
   CHECK(lanes == batches * sizes);
@@ -278,6 +280,19 @@ TEST_CASE("conv chain: pooling in registers with padded, ceil-mode and overlappi
     CHECK(!ran.empty());
     CHECK(window_lane_variants(ran) == 0);
     CHECK(a_window_variants(ran) > 0);
+  }
+  // B unpadded with every pooling window inside its conv output: its window lanes read no margin, which is
+  // then left unwritten; with a ceil-mode window past the conv output (or any pad) the margins are zeroed.
+  for (const bool overhang : {false, true}) {
+    ChainCase cc;
+    cc.a = conv(6, 5, 2, 2, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.a.N = 7;
+    cc.a.H = cc.a.W = 28;
+    cc.b = conv(16, 5, 0, 0, ParamAct::Relu, FusedPool::Max, overhang ? 3 : 2, 2, 0, overhang);
+    int unzeroed = 0;
+    const std::vector<std::string> ran = check_chain(cc, overhang ? 24 : 23, &unzeroed);
+    CHECK(window_lane_variants(ran) > 0);
+    CHECK(unzeroed == (overhang ? 0 : window_lane_variants(ran)));
   }
   for (const int window : {4, 5}) {
     ChainCase cc;
