@@ -6,7 +6,9 @@
 // names the step in the error. Tensors are float32, row-major (NCHW), given as raw device pointers.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC: conv_chain_device.cuh; it knows CUDA's device types without the header)
 #include <cuda_runtime.h>
+#endif
 
 #include <cstdint>
 

@@ -32,8 +32,10 @@
 // staged tensors fit in shared memory.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC: the structs only, conv_chain_device.cuh)
 #include <string>
 #include <vector>
+#endif
 
 #include "kernels/conv_common.cuh"
 #include "kernels/fast_div.cuh"
@@ -45,6 +47,8 @@ constexpr int kChainSeg = 4;        // B outputs per thread along a row (registe
 constexpr int kChainSegA = 2;       // A outputs per thread along a row (shorter: A has fewer rows per rank)
 constexpr int kChainImageRegs = 3;  // image floats a thread holds in registers while the block sets up
                                     // (LeNet: its 32 x 32 tile in one pass)
+constexpr int kChainRun = 3;        // conv outputs a lane of b_window_lanes computes along a window row (the
+                                    // widest window served)
 constexpr int kChainWeightRegs = 2;  // weights a thread holds in registers likewise (LeNet: 579 a rank, one pass)
 
 // One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
@@ -110,6 +114,7 @@ struct ChainLayout {
   int floats = 0;         // total
 };
 
+#ifndef __CUDACC_RTC__
 struct ConvChainVariant {
   std::string name;       // e.g. "chain_k5k5_r16"
   ChainLayout layout;
@@ -124,5 +129,6 @@ std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int sm
 // x: [batch, 1, A.H, A.W]; y: [batch, fc.N].
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
                        cudaStream_t stream);
+#endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

@@ -8,10 +8,12 @@
 // instantiations per configuration instead of six.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
+#ifndef __CUDACC_RTC__  // (NVRTC: the chain kernels compiled at plan time, conv_chain_device.cuh)
+#include <algorithm>
 #include <utility>
 #include <vector>
+#endif
 
 #include "kernels/common.cuh"
 
@@ -88,6 +90,7 @@ inline TileGrid tile_grid(int tile_h, int tile_w, bool pooled, const ConvGeometr
   return t;
 }
 
+#ifndef __CUDACC_RTC__
 // Variants with a heuristic score (estimated relative time, lower is better), in the order the planner tries
 // them and picks from when tuning is off: by score, equal scores in the order they were listed.
 template <class Variant>
@@ -98,5 +101,6 @@ std::vector<Variant> rank_by_score(std::vector<std::pair<Variant, double>> score
   for (auto& s : scored) out.push_back(std::move(s.first));
   return out;
 }
+#endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

@@ -1,11 +1,17 @@
 // Device-side helpers of the fused convolution epilogue (see conv_common.cuh). Included by .cu files only.
 #pragma once
 
+#ifndef __CUDACC_RTC__
 #include <mutex>
+#elif !defined(INFINITY)
+#define INFINITY __int_as_float(0x7f800000)  // (NVRTC has no <cmath>)
+#endif
 
 #include "kernels/conv_common.cuh"
 
 namespace cnnrt::kernels {
+
+#ifndef __CUDACC_RTC__  // (NVRTC: conv_chain_device.cuh)
 
 // Lets `Kernel` use `bytes` of dynamic shared memory (above the 48 KB default); done once per kernel.
 template <auto Kernel>
@@ -21,6 +27,7 @@ void allow_large_clusters() {
   static std::once_flag once;
   std::call_once(once, [] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); });
 }
+#endif  // __CUDACC_RTC__
 
 // The activation a runtime value selects (warp-uniform in every caller: each thread takes the same branch).
 __device__ __forceinline__ float param_activate(float v, ParamAct act, float alpha, float beta) {

@@ -11,16 +11,20 @@
 // without the attribute, so every launch of that kernel may use it.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC compiles only wait_for_prior_grid: conv_chain_device.cuh)
 #include <cuda_runtime.h>
 
 #include <utility>
+#endif
 
 namespace cnnrt::kernels {
 
+#ifndef __CUDACC_RTC__
 // Process-wide switch, on by default; off, launch_overlapped() launches as plain <<<>>> would (for comparison
 // and debugging: `cnnrt --no-launch-overlap`, cnnrt::set_launch_overlap).
 void set_programmatic_launch(bool on);
 bool programmatic_launch();
+#endif  // __CUDACC_RTC__
 
 #ifdef __CUDACC__
 // Waits until the grid before this one on the stream has completed and flushed its writes, then lets the next
@@ -35,17 +39,16 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 }
 #endif  // __CUDACC__
 
-// Launches `kernel` on `stream`, with PDL when the switch is on, and as clusters of `cluster_z` blocks along z
-// when cluster_z > 1. Returns the launch's error (callers check cudaGetLastError after the step, as for <<<>>>).
-template <class... Params, class... Args>
-cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
-                              unsigned cluster_z, Args&&... args) {
+#ifndef __CUDACC_RTC__
+// The launch configuration of launch_overlapped() (`attributes` must outlive `config`): PDL when the switch is
+// on, clusters of `cluster_z` blocks along z when cluster_z > 1.
+inline cudaLaunchConfig_t overlapped_config(dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                                            unsigned cluster_z, cudaLaunchAttribute (&attributes)[2]) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attributes[2];
   unsigned count = 0;
   if (programmatic_launch()) {
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -61,7 +64,18 @@ cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, 
   }
   config.attrs = attributes;
   config.numAttrs = count;
+  return config;
+}
+
+// Launches `kernel` on `stream`, with PDL when the switch is on, and as clusters of `cluster_z` blocks along z
+// when cluster_z > 1. Returns the launch's error (callers check cudaGetLastError after the step, as for <<<>>>).
+template <class... Params, class... Args>
+cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                              unsigned cluster_z, Args&&... args) {
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config = overlapped_config(grid, block, smem_bytes, stream, cluster_z, attributes);
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
+#endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

@@ -1,10 +1,13 @@
 // The one-launch chain kernel (kernels/conv_chain.cuh) against the CPU reference: conv + epilogue, conv +
 // epilogue, then the fully connected layer, each step the CPU backend's own kernels. Random inputs and
 // weights (never zeros), poisoned outputs, odd sizes (1, 7, 31, 33, 1000), paddings, every activation kind,
-// max and average pooling, every cluster size the variant list offers; and, through the public API, the
-// planner's choice of the chain for the shipped LeNet against the CPU backend.
+// max and average pooling, every cluster size the variant list offers, each variant both as built and as
+// compiled for the case's shapes (kernels/conv_chain_jit.hpp; CNNRT_TEST_JIT=0 leaves those out); and,
+// through the public API, the planner's choice of the chain for the shipped LeNet against the CPU backend.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "gpu_test_util.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/conv_chain.cuh"
+#include "kernels/conv_chain_jit.hpp"
 
 using namespace cnnrt;
 using namespace cnnrt::testing;
@@ -45,7 +49,16 @@ kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const D
   return c;
 }
 
-// Runs every variant of `cc` on poisoned outputs; returns the names of those that ran. `unzeroed` (if given)
+// The variant compiled for `d`'s shapes, compiled once per source (the batches of a case share it).
+const kernels::ChainJitKernel& compiled_chain(const kernels::ConvChainDesc& d, const kernels::ConvChainVariant& v) {
+  static std::map<std::string, std::unique_ptr<kernels::ChainJitKernel>> compiled;
+  std::unique_ptr<kernels::ChainJitKernel>& k = compiled[kernels::conv_chain_jit_source(d, v)];
+  if (!k) k = std::make_unique<kernels::ChainJitKernel>(d, v);
+  return *k;
+}
+
+// Runs every variant of `cc` on poisoned outputs, as built and as compiled for its shapes; returns the names
+// of the variants that ran. `unzeroed` (if given)
 // counts those whose layout leaves B's margins unwritten (ChainLayout::zero_margins false).
 std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed = nullptr) {
   const Layer& A = cc.a;
@@ -119,6 +132,21 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     kernels::launch_conv_chain(v, dx.get(), y.get(), d, nullptr);
     finish_launch();
     CHECK_MESSAGE(y.download() == first, what << ": a second run differs (the sums must run in a fixed order)");
+    if (env_int("CNNRT_TEST_JIT", 1) == 0) continue;
+    // Compiled for these shapes: the same code with the shapes as constants, so the same sums in the same
+    // order. Equal to the built kernel's output up to the compilers' freedom to contract a*b+c differently.
+    const kernels::ChainJitKernel& jit = compiled_chain(d, v);
+    note_check_point(what + " (_jit)");
+    y.poison();
+    jit.launch(dx.get(), y.get(), d, nullptr);
+    finish_launch();
+    const std::vector<float> compiled = y.download();
+    CHECK_MESSAGE(relative_error(compiled, want.float_values()) < kTolerance, what << " (_jit)");
+    CHECK_MESSAGE(relative_error(compiled, first) < 1e-6, what << " (_jit) against the built kernel");
+    y.poison();
+    jit.launch(dx.get(), y.get(), d, nullptr);
+    finish_launch();
+    CHECK_MESSAGE(y.download() == compiled, what << " (_jit): a second run differs");
   }
   return ran;
 }
@@ -310,7 +338,7 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   const Model cpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), cpu_options);
-  for (const char* forced : {"chain", "separate_steps"}) {
+  for (const std::string forced : {"chain", "chain_k5k5_r16_aw_wl_jit", "separate_steps"}) {
     Options options;
     options.device = Device::Gpu;
     options.tuning = false;
@@ -321,7 +349,8 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
     for (int64_t batch : {1, 7, 64}) {
       const std::string plan = model.describe_plan(batch);
       const bool one_launch = plan.find("chain_k5k5_r") != std::string::npos;
-      CHECK_MESSAGE(one_launch == (std::string(forced) == "chain"), forced << " batch " << batch << ":\n" << plan);
+      CHECK_MESSAGE(one_launch == (forced != "separate_steps"), forced << " batch " << batch << ":\n" << plan);
+      CHECK_MESSAGE((plan.find("_jit") != std::string::npos) == (forced == "chain_k5k5_r16_aw_wl_jit"), plan);
       Tensor x{{batch, 1, 28, 28}, random_floats(static_cast<size_t>(batch) * 784, 9 + static_cast<uint32_t>(batch))};
       const Tensor gpu = Context(model).run({x})[0];
       const Tensor cpu = Context(cpu_model).run({x})[0];

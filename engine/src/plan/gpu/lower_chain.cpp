@@ -1,18 +1,23 @@
 // Offers a LeNet-class chain (plan/conv_chain_match.hpp) to the one-launch chain kernel.
 //
-// The candidates are the kernel's cluster sizes and, as the reference, the chain's own steps replayed back
-// to back over a workspace that holds their intermediates. The tuner runs the reference first, drops any
-// candidate that disagrees with it, and keeps the fastest; the choice is cached like every other.
+// The candidates are the kernel's cluster sizes, each both as built and as compiled for these shapes at plan
+// time ("_jit", kernels/conv_chain_jit.hpp; CNNRT_NO_JIT=1 leaves those out), and, as the reference, the
+// chain's own steps replayed back to back over a workspace that holds their intermediates. The tuner runs the
+// reference first, drops any candidate that disagrees with it, and keeps the fastest; the choice is cached
+// like every other.
 #include "plan/gpu/lower_chain.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/log.hpp"
 #include "ir/fused.hpp"
 #include "kernels/conv_chain.cuh"
+#include "kernels/conv_chain_jit.hpp"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 #include "plan/gpu/tuner.hpp"
@@ -22,6 +27,45 @@ namespace cnnrt::plan {
 namespace {
 
 constexpr int kChainFirstUpToBatch = 32;  // without measurement, the chain kernel is the choice up to here
+
+// A variant compiled for the chain's shapes on its first launch (the tuner's check run, or prepare() once
+// chosen; never inside a graph capture). Where NVRTC or the load fails, the variant as built runs instead,
+// with one warning: same code, same results.
+class PlanTimeChain {
+ public:
+  PlanTimeChain(kernels::ConvChainDesc d, kernels::ConvChainVariant v) : d_(d), v_(std::move(v)) {}
+
+  void prepare() {
+    std::call_once(once_, [this] {
+      try {
+        compiled_ = std::make_unique<kernels::ChainJitKernel>(d_, v_);
+        log().debug("{}_jit: compiled in {:.2f} s", v_.name, compiled_->compile_seconds());
+      } catch (const std::exception& e) {
+        log().warn("{}_jit: {}; the kernel as built runs instead", v_.name, e.what());
+      }
+    });
+  }
+
+  void launch(const float* x, float* y, const kernels::ConvChainDesc& d, cudaStream_t s) {
+    prepare();
+    if (compiled_) {
+      compiled_->launch(x, y, d, s);
+    } else {
+      kernels::launch_conv_chain(v_, x, y, d, s);
+    }
+  }
+
+ private:
+  kernels::ConvChainDesc d_;
+  kernels::ConvChainVariant v_;
+  std::once_flag once_;
+  std::unique_ptr<kernels::ChainJitKernel> compiled_;
+};
+
+bool plan_time_compilation() {
+  const char* off = std::getenv("CNNRT_NO_JIT");
+  return !(off && *off && std::string(off) != "0");
+}
 
 kernels::ChainConv chain_conv(const ConvStep& cs, const float* weights) {
   const kernels::ConvGeometry& g = cs.g;
@@ -172,11 +216,26 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
   const int out_slot = lc.slot(nd.outputs.at(0));
   std::vector<Step> steps = lc.take_steps(first_step);
   std::vector<KernelCandidate> candidates;
-  for (const kernels::ConvChainVariant& v : kernels::conv_chain_variants(d, smem_optin)) {
+  const std::vector<kernels::ConvChainVariant> variants = kernels::conv_chain_variants(d, smem_optin);
+  for (const kernels::ConvChainVariant& v : variants) {
     candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image", v.layout.ranks),
                           [v, d](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_conv_chain(v, in[0], out[0], d, s);
                           }});
+  }
+  // The same variants compiled for these shapes (after the built ones: index 0 stays the heuristic choice,
+  // and --force-kernel NAME finds the built kernel first).
+  std::map<std::string, std::shared_ptr<PlanTimeChain>> compiled;
+  if (plan_time_compilation()) {
+    for (const kernels::ConvChainVariant& v : variants) {
+      auto jit = std::make_shared<PlanTimeChain>(d, v);
+      compiled[v.name + "_jit"] = jit;
+      candidates.push_back({v.name + "_jit",
+                            fmt::format("one cluster of {} blocks per image, compiled for these shapes", v.layout.ranks),
+                            [jit, d](const float* const* in, float* const* out, Stream s) {
+                              jit->launch(in[0], out[0], d, s);
+                            }});
+    }
   }
   KernelCandidate reference = replay_candidate(steps, in_slot, out_slot, lc);
   if (d.batch <= kChainFirstUpToBatch) {
@@ -198,6 +257,7 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
     choice.how = "heuristic";
   }
   const KernelCandidate& chosen = candidates[choice.index];
+  if (auto it = compiled.find(chosen.name); it != compiled.end()) it->second->prepare();  // before any capture
   const std::string timing = choice.timings.empty() ? choice.how : [&] {
     std::string t;
     for (const Candidate& c : choice.timings) t += fmt::format("{}{} {:.2f} us", t.empty() ? "" : ", ", c.kernel, c.median_us);

@@ -1,0 +1,75 @@
+// The chain kernel's plan-time sources (kernels/conv_chain_jit.hpp) compile with NVRTC for the H100, with no
+// GPU: every variant of the shipped LeNet's chain. Whether they compute the right thing is the GPU tests'
+// part (tests/gpu/test_conv_chain.cpp runs each variant's compiled kernel against the CPU reference).
+#include <doctest/doctest.h>
+
+#ifdef CNNRT_WITH_CUDA
+#include <stdexcept>
+#include <string>
+
+#include "kernels/conv_chain_jit.hpp"
+
+using namespace cnnrt::kernels;
+
+namespace {
+
+PoolGeometry max_pool(int k, int out) {
+  PoolGeometry p;
+  p.kind = FusedPool::Max;
+  p.kh = p.kw = p.sh = p.sw = k;
+  p.PH = p.PW = out;
+  return p;
+}
+
+// models/fashion_lenet.onnx's chain: conv 1->8 5x5 pad 2 on 28x28 + ReLU + 2x2/2 max pool, conv 8->16 5x5
+// pad 2 + ReLU + 3x3/3 max pool, 256->10 dense.
+ConvChainDesc lenet_chain() {
+  ConvChainDesc d;
+  d.a.C = 1, d.a.H = d.a.W = 28, d.a.F = 8, d.a.K = 5, d.a.OH = d.a.OW = 28, d.a.pad_top = d.a.pad_left = 2;
+  d.a.act = ParamAct::Relu, d.a.pool = max_pool(2, 14);
+  d.b.C = 8, d.b.H = d.b.W = 14, d.b.F = 16, d.b.K = 5, d.b.OH = d.b.OW = 14, d.b.pad_top = d.b.pad_left = 2;
+  d.b.act = ParamAct::Relu, d.b.pool = max_pool(3, 4);
+  d.fc.N = 10;
+  return d;
+}
+
+constexpr int kH100SharedMemory = 227 * 1024;
+
+}  // namespace
+
+TEST_CASE("chain JIT: every LeNet variant's source compiles for sm_90 without a GPU") {
+  const ConvChainDesc d = lenet_chain();
+  const auto variants = conv_chain_variants(d, kH100SharedMemory);
+  REQUIRE(variants.size() >= 2);
+  for (const ConvChainVariant& v : variants) {
+    CAPTURE(v.name);
+    const std::string source = conv_chain_jit_source(d, v);
+    CHECK(source.find(kChainJitEntry) != std::string::npos);
+    const std::string cubin = compile_chain_jit_source(source, 90);
+    CHECK(cubin.size() > 1000);
+    CHECK(cubin.compare(0, 4, "\x7f" "ELF") == 0);
+  }
+}
+
+TEST_CASE("chain JIT: the source depends on the shapes, not on where the weights are") {
+  ConvChainDesc d = lenet_chain();
+  const ConvChainVariant v = conv_chain_variants(d, kH100SharedMemory).front();
+  const std::string before = conv_chain_jit_source(d, v);
+  d.a.weights = reinterpret_cast<const float*>(0x1000);
+  d.fc.bias = reinterpret_cast<const float*>(0x2000);
+  CHECK(conv_chain_jit_source(d, v) == before);
+  d.b.pool.PH = d.b.pool.PW = 5;  // another shape: another kernel
+  CHECK(conv_chain_jit_source(d, v) != before);
+}
+
+TEST_CASE("chain JIT: a source that does not compile names NVRTC's error") {
+  try {
+    compile_chain_jit_source("#include \"kernels/conv_chain_device.cuh\"\nthis is not C++;\n", 90);
+    FAIL("compiled");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("NVRTC could not compile the chain kernel") != std::string::npos);
+    CHECK(what.find("error") != std::string::npos);
+  }
+}
+#endif  // CNNRT_WITH_CUDA
