@@ -27,6 +27,8 @@
 //      of the fully connected weights, one warp per output, and stores the partial dot products into rank
 //      0's shared memory (asynchronous stores counted by an mbarrier there: only rank 0 waits); rank 0 sums
 //      the ranks' partials in rank order (deterministic), adds the bias, activates and writes the outputs.
+// The device code is in conv_chain_device.cuh: conv_chain.cu builds it for any shapes, and conv_chain_jit.hpp
+// compiles it at plan time for one model's shapes (NVRTC), where the shapes fold into constants.
 // Limits (conv_chain_supports): stride 1, dilation 1, one group, square kernels of 3 or 5 (A and B the
 // same size: the instantiations built), A has one input channel, B.F divisible by the ranks, and the
 // staged tensors fit in shared memory.
