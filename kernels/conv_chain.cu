@@ -189,6 +189,13 @@ std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int sm
   return out;
 }
 
+cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStream_t stream,
+                                       cudaLaunchAttribute (&attributes)[2]) {
+  return overlapped_config(dim3(static_cast<unsigned>(batch), 1, static_cast<unsigned>(L.ranks)), dim3(kChainThreads),
+                           static_cast<size_t>(L.floats) * sizeof(float), stream, static_cast<unsigned>(L.ranks),
+                           attributes);
+}
+
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
                        cudaStream_t stream) {
   const ChainKernel kernel = chain_kernel(d.a.K, d.b.K);
@@ -199,9 +206,9 @@ void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, cons
     allow_dynamic_smem<conv_chain_kernel<5, 5>>(kMaxChainSmemBytes);
     allow_large_clusters<conv_chain_kernel<5, 5>>();
   }
-  const ChainLayout& L = v.layout;
-  launch_overlapped(kernel, dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(L.ranks)), dim3(kChainThreads),
-                    static_cast<size_t>(L.floats) * sizeof(float), stream, static_cast<unsigned>(L.ranks), x, y, d, L);
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config = chain_launch_config(v.layout, d.batch, stream, attributes);
+  cudaLaunchKernelEx(&config, kernel, x, y, d, v.layout);
 }
 
 }  // namespace cnnrt::kernels

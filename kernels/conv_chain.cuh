@@ -128,6 +128,12 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
 // Cluster sizes worth trying for `d`, in heuristic order (portable sizes first).
 std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes);
 
+// How one chain launch runs, for the built kernels and those compiled at plan time alike: a cluster of
+// L.ranks blocks of kChainThreads per image (the cluster along z), L.floats of dynamic shared memory, PDL
+// when it is on (launch.cuh). `attributes` must outlive the returned config.
+cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStream_t stream,
+                                       cudaLaunchAttribute (&attributes)[2]);
+
 // x: [batch, 1, A.H, A.W]; y: [batch, fc.N].
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
                        cudaStream_t stream);

@@ -10,7 +10,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 
@@ -56,19 +55,12 @@ std::string words(const T& value) {
   return out;
 }
 
-// The desc with its pointers cleared: the source depends on the shapes only, not on where the weights are.
-ConvChainDesc shapes_only(const ConvChainDesc& d) {
-  ConvChainDesc s;
-  std::memset(static_cast<void*>(&s), 0, sizeof s);  // (its padding too)
-  s.batch = 1;                   // not read by the kernel (the grid spans the batch)
-  for (auto [to, from] : {std::pair{&s.a, &d.a}, std::pair{&s.b, &d.b}}) {
-    to->C = from->C, to->H = from->H, to->W = from->W, to->F = from->F, to->K = from->K;
-    to->OH = from->OH, to->OW = from->OW, to->pad_top = from->pad_top, to->pad_left = from->pad_left;
-    to->act = from->act, to->alpha = from->alpha, to->beta = from->beta;
-    to->pool = from->pool;
-  }
-  s.fc.N = d.fc.N, s.fc.act = d.fc.act, s.fc.alpha = d.fc.alpha, s.fc.beta = d.fc.beta;
-  return s;
+// The desc with its pointers cleared and the batch fixed: the source depends on the shapes only, not on where
+// the weights are or on the batch (the kernel reads neither from the desc: the grid spans the batch).
+ConvChainDesc shapes_only(ConvChainDesc d) {
+  d.batch = 1;
+  d.a.weights = d.a.bias = d.b.weights = d.b.bias = d.fc.weights = d.fc.bias = nullptr;
+  return d;
 }
 
 void check_nvrtc(nvrtcResult r, const char* what) {
@@ -182,9 +174,7 @@ void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cu
   const float* bfc = d.fc.bias;
   void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc};
   cudaLaunchAttribute attributes[2];
-  const cudaLaunchConfig_t config = overlapped_config(
-      dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(layout_.ranks)), dim3(kChainThreads),
-      static_cast<size_t>(layout_.floats) * sizeof(float), stream, static_cast<unsigned>(layout_.ranks), attributes);
+  const cudaLaunchConfig_t config = chain_launch_config(layout_, d.batch, stream, attributes);
   cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel_), args);
 }
 

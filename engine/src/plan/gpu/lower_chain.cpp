@@ -46,12 +46,12 @@ class PlanTimeChain {
     });
   }
 
-  void launch(const float* x, float* y, const kernels::ConvChainDesc& d, cudaStream_t s) {
+  void launch(const float* x, float* y, cudaStream_t s) {
     prepare();
     if (compiled_) {
-      compiled_->launch(x, y, d, s);
+      compiled_->launch(x, y, d_, s);
     } else {
-      kernels::launch_conv_chain(v_, x, y, d, s);
+      kernels::launch_conv_chain(v_, x, y, d_, s);
     }
   }
 
@@ -232,8 +232,8 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
       compiled[v.name + "_jit"] = jit;
       candidates.push_back({v.name + "_jit",
                             fmt::format("one cluster of {} blocks per image, compiled for these shapes", v.layout.ranks),
-                            [jit, d](const float* const* in, float* const* out, Stream s) {
-                              jit->launch(in[0], out[0], d, s);
+                            [jit](const float* const* in, float* const* out, Stream s) {
+                              jit->launch(in[0], out[0], s);
                             }});
     }
   }
