@@ -26,6 +26,7 @@
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/tc_common.cuh"
+#include "kernels/wgmma.cuh"
 
 namespace cnnrt::kernels {
 
@@ -67,58 +68,6 @@ struct Cfg {
   static_assert(kFAlign % BM == 0, "packed filters cover every filter tile");
   static_assert(STAGES == 2 || STAGES == 3, "the pipelines below");
 };
-
-// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row atoms 1024 bytes apart (stride byte
-// offset); the leading byte offset is unused with this swizzle (1 by convention).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most PENDING committed wgmma groups of this warpgroup are still running.
-template <int PENDING>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
-}
-// Makes this thread's generic-proxy writes to shared memory (stores, cp.async) visible to the async proxy
-// that wgmma reads through; a barrier must follow before another thread's wgmma reads them.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// Ties the accumulator registers to this point of the instruction stream: the compiler may not move their
-// reads above the preceding wgmma wait.
-__device__ __forceinline__ void fence_operands(float (&d)[16][4]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
-  }
-}
-
-// d (+)= A * B for one warpgroup: A 64 x 8 and B 8 x 128 (both K-major in shared memory), TF32, FP32
-// accumulate. scale_d == 0: d = A * B. Accumulator layout: d[c][2r + v] = (row 16*warp + gid + 8r,
-// column 8c + 2*tig + v), the m16n8 layout of tc_common.cuh with NT = 16.
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
-      "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
-        "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-#endif
-}
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
@@ -239,7 +188,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   }
   cp_async_wait<0>();
-  fence_proxy_async();
+  wgmma::fence_proxy_async();
   __syncthreads();
 
   // The partial collects kStagesPerPartial stages before it is added to acc (the tensor pipe drains only
@@ -249,21 +198,21 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     const uint32_t st = sbase + stage_addr(kt) * C::STAGE_BYTES;
     const uint32_t a_big = st + wgm * 64 * kRowBytes, a_small = a_big + C::A_BYTES;
     const uint32_t b_big = st + 2 * C::A_BYTES + wgn * 128 * kRowBytes, b_small = b_big + C::B_BYTES;
-    wgmma_fence();
+    wgmma::fence();
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
       // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
-      wgmma_m64n128k8(part[0], smem_desc(a_small + ko), smem_desc(b_big + ko), s > 0 || !fresh);
-      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_small + ko), 1);
-      wgmma_m64n128k8(part[0], smem_desc(a_big + ko), smem_desc(b_big + ko), 1);
+      wgmma::wgmma_ss_m64n128k8(part[0], wgmma::smem_desc(a_small + ko), wgmma::smem_desc(b_big + ko), s > 0 || !fresh);
+      wgmma::wgmma_ss_m64n128k8(part[0], wgmma::smem_desc(a_big + ko), wgmma::smem_desc(b_small + ko), 1);
+      wgmma::wgmma_ss_m64n128k8(part[0], wgmma::smem_desc(a_big + ko), wgmma::smem_desc(b_big + ko), 1);
     }
-    wgmma_commit();
+    wgmma::commit();
     if (kt + 1 >= k_end) return;
     if constexpr (C::STAGES == 3) {
-      wgmma_wait<1>();     // this warpgroup's stage kt - 1 is done
+      wgmma::wait<1>();     // this warpgroup's stage kt - 1 is done
       cp_async_wait<0>();  // this thread's copies of stage kt + 1 have landed
-      fence_proxy_async();
+      wgmma::fence_proxy_async();
       __syncthreads();
       if (kt + 2 < k_end) {
         uint8_t* buf = smem + stage_addr(kt + 2) * C::STAGE_BYTES;
@@ -276,7 +225,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         }
       }
     } else {
-      wgmma_wait<1>();  // this warpgroup's stage kt - 1 is done ...
+      wgmma::wait<1>();  // this warpgroup's stage kt - 1 is done ...
       __syncthreads();  // ... and every warpgroup's: its buffer is free
       uint8_t* buf = smem + stage_addr(kt + 1) * C::STAGE_BYTES;
       load_a(buf, kt + 1);
@@ -285,7 +234,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       advance();
       store_b(buf, v);
       cp_async_wait<0>();
-      fence_proxy_async();
+      wgmma::fence_proxy_async();
       __syncthreads();  // stage kt + 1 is in shared memory for every warpgroup
     }
   };
@@ -294,8 +243,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   for (int kt = k_begin; kt < k_end; kt += kStagesPerPartial) {
     run_stage(kt, true);
     if (kt + 1 < k_end) run_stage(kt + 1, false);
-    wgmma_wait<0>();
-    fence_operands(part[0]);
+    wgmma::wait<0>();
+    wgmma::fence_operands(part[0]);
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
 #pragma unroll
@@ -460,6 +409,7 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
                   en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
     scored.push_back({{name, en.launch}, score});
   }
+  for (auto& v : conv2d_wgr_scored(g, e, sm_count)) scored.push_back(std::move(v));
   return rank_by_score(std::move(scored));
 }
 

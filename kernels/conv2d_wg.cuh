@@ -7,11 +7,17 @@
 // filters x 128 pixels with wgmma m64n128k8 from shared memory; the block has 1 or 2 warpgroups. The gather
 // splits each input value once, into separate big and small tiles; the filters are split on the host.
 //
+// The transposed variant `wgr` (conv2d_wgr.cu) puts output pixels on the rows and filters on the columns:
+// the input goes to shared memory unsplit by cp.async, stages ahead, and each thread splits its wgmma
+// fragment in registers (A from registers, B = the filters from shared memory). Both read the same packed
+// filters, and conv2d_wg_variants offers both.
+//
 // Compiled for sm_90a only (wgmma is an arch-specific feature): offered on devices of compute capability
 // 9.0 (H100, H200), and never elsewhere.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/conv2d_tc.cuh"
@@ -32,5 +38,9 @@ bool conv2d_wg_supports(const ConvGeometry& g, const Epilogue& e, int cc_major, 
 // signature as the mma.sync kernel (the weights argument is the pack_wg_filters buffer).
 std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue& e, int sm_count, int cc_major,
                                           int cc_minor);
+
+// The wgr configurations for this layer, each with its score (estimated relative time, the units of
+// conv2d_wg_variants' own); conv2d_wg_variants merges them. Eligibility as conv2d_wg_supports.
+std::vector<std::pair<TcVariant, double>> conv2d_wgr_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
 
 }  // namespace cnnrt::kernels

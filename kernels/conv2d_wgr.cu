@@ -1,0 +1,405 @@
+// The 3xTF32 implicit-GEMM convolution on Hopper's wgmma with the input in registers ("wgr"; see
+// conv2d_wg.cuh for the family). The transpose of wg3: rows (M) are output pixels, columns (N) filters.
+//
+// Why: wg3 stages the input through registers into split (big, small) tiles in shared memory, one stage
+// ahead, so every stage waits for one global round trip (at batch 1, where one block an SM has nothing to
+// hide it behind, ~3.5 us a stage against ~0.4 us of tensor work; docs/perf-notes.md v15). Here the input
+// goes to shared memory unsplit, by 4-byte cp.async (zero-filled outside the image) issued two stages
+// ahead with the filters, and each thread splits its own fragment values in registers just before the
+// wgmma that reads them (the RS form: A from registers, B from shared memory). No split tile is written,
+// and no thread waits on a global load between two stages.
+//
+// Shared memory per stage (4 stages), 1024-byte aligned:
+//   [W big][W small]: BN filter rows x 32 k, 128 bytes a row, K-major, 128-byte swizzle (the B operand);
+//   [X]: 32 channels x XS floats, pixel-contiguous (the unsplit input of BM pixels, XS = BM + 8).
+// XS = 8 (mod 32) makes the fragment reads free of bank conflicts: lane (gid, tig) reads channel 8s + tig
+// (+4) of pixel gid (+8), bank 8*tig + gid (+const). The cp.async writes (32 pixels of one channel a warp)
+// are consecutive words.
+//
+// Pipeline: the loop body runs two stages into an FP32 partial (24 mma steps; the tensor cores' truncating
+// accumulation stays near 1e-6 relative, conv2d_tc.cu) and adds it to the sum after wgmma.wait 0, so no
+// wgmma is in flight across the back edge. At the top of a body every warpgroup has waited for all its
+// wgmma, so the buffers of the two stages before it are free: the body refills them with the stages two
+// bodies ahead, then multiplies its own two.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <cooperative_groups.h>
+
+#include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/tc_common.cuh"
+#include "kernels/wgmma.cuh"
+
+namespace cnnrt::kernels {
+
+namespace wgr {
+
+constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels
+constexpr int kRowBytes = 128;  // one filter row of a stage: 32 floats
+constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every BN
+
+struct Params {
+  int npix;     // N * OH * OW
+  int ohw;      // OH * OW
+  int hw, chw;  // H * W, C * H * W
+  int cgroups;  // C / 32: stages per filter tap
+  int nk;       // stages: KH * KW * C / 32
+  int K;        // C * KH * KW, the row length of the packed filters
+  int f_pad;    // F rounded up to kFAlign
+  int ftiles;   // filter tiles per pixel tile
+  int split;    // blocks (a cluster along z) that share one output tile's K stages
+};
+
+// WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8).
+template <int WGS_, int BN_, Act ACT_>
+struct Cfg {
+  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4;
+  static constexpr Act ACT = ACT_;
+  static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
+  static constexpr int NT = BN / 8;    // n8 column tiles of the accumulator
+  static constexpr int XS = BM + 8;    // floats per channel row of the input tile
+  static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
+  static constexpr int X_BYTES = kBK * XS * 4;
+  static constexpr int STAGE_BYTES = 2 * W_BYTES + X_BYTES;
+  static constexpr int RECV_BYTES = NT * THREADS * 16;  // the split's partial tiles, [sender][tile][thread]
+  static constexpr int SMEM_BYTES = std::max(STAGES * STAGE_BYTES, RECV_BYTES) + 1024;  // + alignment slack
+  static constexpr int X_PER_THREAD = kBK * BM / THREADS;  // 4-byte copies of the input a thread issues
+  static constexpr int X_CSTEP = THREADS / BM;              // channel step between them
+  static constexpr int W_CHUNKS = 2 * BN * 8 / THREADS;     // 16-byte filter copies a thread issues
+  static constexpr int W_RSTEP = THREADS / 8;               // filter rows between them
+  static_assert(XS % 32 == 8, "conflict-free fragment reads");
+  static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
+  static_assert(THREADS % BM == 0 && (2 * BN * 8) % THREADS == 0, "whole copies per thread");
+  static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
+  static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
+  static_assert(SMEM_BYTES <= 227 * 1024, "fits one SM");
+};
+
+// Epilogue for one warp's accumulator: rows are pixels p_first + gid + 8r, columns filters
+// f_first + 8c + 2*tig + v; + bias, + residual, activation, stored to NCHW. Only the column tiles c in
+// [c_begin, c_end) are stored (a split's share).
+template <int NT, Act ACT>
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], int p_first, int f_first,
+                                                 const ConvGeometry& g, const Epilogue& e, int npix, int ohw,
+                                                 float* __restrict__ y, int c_begin, int c_end) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = p_first + gid + 8 * r;
+    if (p >= npix) continue;
+    const int n = p / ohw, rem = p - n * ohw;
+    const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
+#pragma unroll
+    for (int c = 0; c < NT; ++c) {
+      if (c < c_begin || c >= c_end) continue;
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int f = f_first + 8 * c + 2 * tig + v;
+        if (f >= g.F) continue;
+        const int64_t idx = base + static_cast<int64_t>(f) * ohw;
+        float val = acc[c][2 * r + v];
+        if (e.bias) val += __ldg(e.bias + f);
+        if (e.residual) val += __ldg(e.residual + idx);
+        y[idx] = activate<ACT>(val, e);
+      }
+    }
+  }
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    conv2d_wgr_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
+                      const ConvGeometry g, const Epilogue e, const Params q) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t sbase = (raw + 1023u) & ~1023u;
+  uint8_t* smem = smem_raw + (sbase - raw);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int wgi = warp >> 2, gid = lane >> 2, tig = lane & 3;
+  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BM;
+  const int f0 = ftile * C::BN;
+
+  // Loader role: pixel pl of the tile, channels jq + i * X_CSTEP of every stage's 32.
+  const int pl = tid % C::BM, jq = tid / C::BM;
+  int iy0 = -(1 << 30), ix0 = -(1 << 30), xoff = 0;  // an invalid pixel: origin far outside the image
+  {
+    const int pix = p0 + pl;
+    if (pix < q.npix) {
+      const int n = pix / q.ohw, rem = pix - n * q.ohw;
+      const int oy = rem / g.OW, ox = rem - oy * g.OW;
+      iy0 = oy * g.stride_h - g.pad_top;
+      ix0 = ox * g.stride_w - g.pad_left;
+      xoff = n * q.chw + jq * q.hw + iy0 * g.W + ix0;
+    }
+  }
+  auto stage_ptr = [&](int kt, int k_begin) { return smem + ((kt - k_begin) % C::STAGES) * C::STAGE_BYTES; };
+  // The filters of stage kt: both halves, rows f0 .. f0 + BN of the packed buffer (zeros past F). Copy i of
+  // this thread: half i / (W_CHUNKS / 2), row wr + i * W_RSTEP (mod BN), 16-byte chunk wch of the row; the
+  // swizzle (wch ^ row % 8) is the same for all of them (W_RSTEP is a multiple of 8).
+  const int wr = tid / 8, wch = tid % 8;
+  const float* wsrc = wp + static_cast<int64_t>(f0 + wr) * q.K + wch * 4;
+  const int wdst = wr * kRowBytes + ((wch ^ (wr & 7)) << 4);
+  auto load_w = [&](uint8_t* stage, int kt) {
+    constexpr int kPerHalf = C::W_CHUNKS / 2;
+#pragma unroll
+    for (int i = 0; i < C::W_CHUNKS; ++i) {
+      const int half = i / kPerHalf, row = (i % kPerHalf) * C::W_RSTEP;
+      cp_async_16(stage + half * C::W_BYTES + row * kRowBytes + wdst,
+                  wsrc + (static_cast<int64_t>(half) * q.f_pad + row) * q.K + kt * kBK, true);
+    }
+  };
+  // The input of stage (ky, kx, cg), unsplit; zeros outside the image (the copies read nothing there).
+  auto load_x = [&](uint8_t* stage, int ky, int kx, int cg) {
+    float* xs = reinterpret_cast<float*>(stage + 2 * C::W_BYTES);
+    const bool ok = static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
+                    static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
+    const float* src = x + (ok ? xoff + cg * kBK * q.hw + ky * g.W + kx : 0);
+#pragma unroll
+    for (int i = 0; i < C::X_PER_THREAD; ++i) {
+      cp_async_4(xs + (jq + i * C::X_CSTEP) * C::XS + pl, ok ? src + i * C::X_CSTEP * q.hw : x, ok);
+    }
+  };
+
+  // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
+  const int rank = static_cast<int>(blockIdx.z);
+  const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
+  // The filter tap and channel group of the next stage to load.
+  int next = k_begin;
+  int cg = k_begin % q.cgroups, kx = k_begin / q.cgroups, ky = kx / g.KW;
+  kx -= ky * g.KW;
+  auto load_next = [&] {
+    if (next < k_end) {
+      uint8_t* stage = stage_ptr(next, k_begin);
+      load_w(stage, next);
+      load_x(stage, ky, kx, cg);
+      if (++cg == q.cgroups) {
+        cg = 0;
+        if (++kx == g.KW) {
+          kx = 0;
+          ++ky;
+        }
+      }
+    }
+    ++next;
+    cp_async_commit();  // one group a stage, empty past the end: the waits below count stages
+  };
+
+  // Prologue: the first STAGES - 2 stages. Their filters go first, before the wait for the prior grid: the
+  // packed filters are written once at plan time, never by a step, so reading them early is safe.
+  constexpr int kAhead = C::STAGES - 2;
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (k_begin + s < k_end) load_w(stage_ptr(k_begin + s, k_begin), k_begin + s);
+  }
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): no input read before this
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (next < k_end) {
+      load_x(stage_ptr(next, k_begin), ky, kx, cg);
+      if (++cg == q.cgroups) {
+        cg = 0;
+        if (++kx == g.KW) {
+          kx = 0;
+          ++ky;
+        }
+      }
+    }
+    ++next;
+    cp_async_commit();
+  }
+
+  float acc[C::NT][4], part[C::NT][4];
+#pragma unroll
+  for (int i = 0; i < C::NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  }
+  // A fragments of the body's two stages: [stage][big, small][k step][4].
+  uint32_t frag0[2][4][4], frag1[2][4][4];
+  const int row0 = wgi * 64 + (warp & 3) * 16 + gid;  // this thread's first pixel row of the tile
+  auto split_fragments = [&](int kt, uint32_t (&f)[2][4][4]) {
+    const float* xs = reinterpret_cast<const float*>(stage_ptr(kt, k_begin) + 2 * C::W_BYTES);
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float v = xs[(8 * s + tig + 4 * h) * C::XS + row0 + 8 * r];
+          tc::split_tf32(v, f[0][s][2 * h + r], f[1][s][2 * h + r]);
+        }
+      }
+    }
+  };
+  auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
+    const uint32_t w_big = sbase + ((kt - k_begin) % C::STAGES) * C::STAGE_BYTES, w_small = w_big + C::W_BYTES;
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+      const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
+      // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
+      if constexpr (C::BN == 64) {
+        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+      } else {
+        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+      }
+    }
+    wgmma::commit();
+  };
+
+#pragma unroll 1
+  for (int a = k_begin; a < k_end; a += 2) {
+    // Stage a has landed (this thread's copies; STAGES - 3 later groups may be in flight), and after the
+    // barrier for every thread; every warpgroup is also past the wait for all its wgmma of the last body.
+    cp_async_wait<C::STAGES - 3>();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    load_next();  // stage a + 2 into the buffer of stage a - 2
+    load_next();  // stage a + 3 into the buffer of stage a - 1
+    split_fragments(a, frag0);
+    multiply(a, frag0, true);
+    if (a + 1 < k_end) {
+      cp_async_wait<C::STAGES - 2>();  // stage a + 1 has landed
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      split_fragments(a + 1, frag1);
+      multiply(a + 1, frag1, false);
+    }
+    wgmma::wait<0>();
+    wgmma::fence_operands(part);
+    wgmma::fence_operands(frag0);  // the wgmma read them until the wait
+    wgmma::fence_operands(frag1);
+#pragma unroll
+    for (int i = 0; i < C::NT; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
+    }
+  }
+
+  int c_begin = 0, c_end = C::NT;
+  if (q.split > 1) {
+    // Rank r owns the column tiles [r*NT/split, (r+1)*NT/split): the other ranks store their values of those
+    // tiles into its shared memory ([sender][tile][thread] float4), and it adds them in rank order (the same
+    // sums in the same order on every run) and runs the epilogue.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int per = C::NT / q.split;
+    cp_async_wait<0>();
+    cluster.sync();  // every rank is done with its pipeline buffers
+    float4* recv = reinterpret_cast<float4*>(smem);
+#pragma unroll
+    for (int c = 0; c < C::NT; ++c) {
+      const int owner = c / per;
+      if (owner == rank) continue;
+      float4* dst = cluster.map_shared_rank(recv, owner);
+      dst[(rank * per + c % per) * C::THREADS + tid] = make_float4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
+    }
+    cluster.sync();  // the partial sums have landed
+    c_begin = rank * per;
+    c_end = c_begin + per;
+#pragma unroll
+    for (int c = 0; c < C::NT; ++c) {
+      if (c < c_begin || c >= c_end) continue;
+      for (int src = 0; src < q.split; ++src) {
+        if (src == rank) continue;
+        const float4 v = recv[(src * per + c % per) * C::THREADS + tid];
+        acc[c][0] += v.x;
+        acc[c][1] += v.y;
+        acc[c][2] += v.z;
+        acc[c][3] += v.w;
+      }
+    }
+  }
+  store_pixel_rows<C::NT, C::ACT>(acc, p0 + row0 - gid, f0, g, e, q.npix, q.ohw, y, c_begin, c_end);
+#endif
+}
+
+inline Params make_params(const ConvGeometry& g, int bn, int split) {
+  Params q;
+  q.split = split;
+  q.ohw = g.OH * g.OW;
+  q.npix = g.N * q.ohw;
+  q.hw = g.H * g.W;
+  q.chw = g.C * q.hw;
+  q.cgroups = g.C / kBK;
+  q.nk = g.KH * g.KW * q.cgroups;
+  q.K = g.C * g.KH * g.KW;
+  q.f_pad = tc::round_up(g.F, kFAlign);
+  q.ftiles = (g.F + bn - 1) / bn;
+  return q;
+}
+
+template <class C, int SPLIT>
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+  allow_dynamic_smem<conv2d_wgr_kernel<C>>(C::SMEM_BYTES);
+  const Params q = make_params(g, C::BN, SPLIT);
+  const int64_t blocks = static_cast<int64_t>((q.npix + C::BM - 1) / C::BM) * q.ftiles;
+  launch_overlapped(conv2d_wgr_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
+                    C::SMEM_BYTES, stream, SPLIT, x, y, w, g, e, q);
+}
+
+// The instantiated configurations (BM pixels x BN filters), 4 stages each:
+//    64 x  64: 1 warpgroup, 101 KB (2 blocks an SM): F <= 64 and the batch-1 grids
+//    64 x 128: 1 warpgroup, 165 KB
+//   128 x 128: 2 warpgroups share the filter tiles, 197 KB
+struct Entry {
+  int wgs, bn, blocks_per_sm, split;
+  Act act;
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+};
+
+#define WGR_ENTRY_SPLITS(WGS, BN, PER_SM, ACT)                                           \
+  Entry{WGS, BN, PER_SM, 1, ACT, &launch<Cfg<WGS, BN, ACT>, 1>},                         \
+      Entry{WGS, BN, PER_SM, 2, ACT, &launch<Cfg<WGS, BN, ACT>, 2>},                     \
+      Entry{WGS, BN, PER_SM, 4, ACT, &launch<Cfg<WGS, BN, ACT>, 4>},                     \
+      Entry { WGS, BN, PER_SM, 8, ACT, &launch<Cfg<WGS, BN, ACT>, 8> }
+
+const Entry kEntries[] = {
+    WGR_ENTRY_SPLITS(1, 64, 2, Act::Relu),  WGR_ENTRY_SPLITS(1, 64, 2, Act::Param),
+    WGR_ENTRY_SPLITS(1, 128, 1, Act::Relu), WGR_ENTRY_SPLITS(1, 128, 1, Act::Param),
+    WGR_ENTRY_SPLITS(2, 128, 1, Act::Relu), WGR_ENTRY_SPLITS(2, 128, 1, Act::Param),
+};
+
+#undef WGR_ENTRY_SPLITS
+
+}  // namespace wgr
+
+std::vector<std::pair<TcVariant, double>> conv2d_wgr_scored(const ConvGeometry& g, const Epilogue& e, int sm_count) {
+  const bool relu = e.param_act == ParamAct::Relu;
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  const int nk = g.KH * g.KW * (g.C / wgr::kBK);
+  std::vector<std::pair<TcVariant, double>> scored;
+  for (const wgr::Entry& en : wgr::kEntries) {
+    if ((en.act == Act::Relu) != relu) continue;  // Param serves every other activation
+    if (en.bn > 64 && g.F <= 64) continue;      // half the filter tile would be padding
+    if (en.split > 1 && nk < 2 * en.split) continue;  // at least two stages a block
+    const int bm = 64 * en.wgs;
+    const double tiles = double((npix + bm - 1) / bm) * double((g.F + en.bn - 1) / en.bn);
+    if (en.split > 1 && tiles * en.split > 2.0 * std::max(1, sm_count) * en.blocks_per_sm) continue;  // full already
+    const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
+    const double waves = std::ceil(tiles * en.split / slots);
+    // As conv2d_wg_variants' score (the same units), with the input's load latency off the critical path:
+    // about half wg3's time a stage (docs/perf-notes.md v15).
+    const double stages = double(nk) / en.split + (en.split > 1 ? 1.0 : 0.0);
+    const double score = 0.5 * waves * bm * en.bn * en.blocks_per_sm * stages;
+    char name[64];
+    std::snprintf(name, sizeof name, "wgr_p%dxf%d_k%d_%s%s", bm, en.bn, wgr::kBK, relu ? "relu" : "act",
+                  en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
+    scored.push_back({{name, en.launch}, score});
+  }
+  return scored;
+}
+
+}  // namespace cnnrt::kernels
