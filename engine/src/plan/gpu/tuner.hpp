@@ -16,8 +16,9 @@ namespace cnnrt::plan {
 // Bump when a kernel changes in a way that invalidates cached timings, or candidates are added (a cached
 // winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split;
 // 3: general-kernel splits of 16 (non-portable clusters); 4: wgmma (wg3) and small-map kernels; 5: chain
-// window lanes; 6: chain kernels compiled for the model's shapes at plan time.
-constexpr int kKernelSetVersion = 6;
+// window lanes; 6: chain kernels compiled for the model's shapes at plan time; 7: wgr (wgmma, input split in
+// registers).
+constexpr int kKernelSetVersion = 7;
 
 struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
