@@ -345,10 +345,9 @@ const Entry kEntries[] = {
 
 std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW) {
   const int K = C * KH * KW, f_pad = tc::round_up(F, wg::kFAlign);
-  std::vector<float> packed(static_cast<size_t>(3) * f_pad * K, 0.0f);
+  std::vector<float> packed(static_cast<size_t>(2) * f_pad * K, 0.0f);
   float* big = packed.data();
   float* small = big + static_cast<size_t>(f_pad) * K;
-  float* unsplit = small + static_cast<size_t>(f_pad) * K;
   for (int f = 0; f < F; ++f) {
     for (int c = 0; c < C; ++c) {
       for (int ky = 0; ky < KH; ++ky) {
@@ -357,7 +356,6 @@ std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, i
           const size_t at = static_cast<size_t>(f) * K + static_cast<size_t>(ky * KW + kx) * C + c;
           big[at] = tc::round_tf32(v);
           small[at] = tc::round_tf32(v - big[at]);
-          unsplit[at] = v;
         }
       }
     }

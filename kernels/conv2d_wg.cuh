@@ -25,9 +25,8 @@
 
 namespace cnnrt::kernels {
 
-// Weight layout the kernels read: [3][Fpad][K] floats, w[f][c][ky][kx] at k = (ky*KW + kx)*C + c: part 0
-// its big and part 1 its small TF32 half (wg3), part 2 the value itself (wgr, which splits in the kernel);
-// Fpad = F rounded up to a multiple of 128, zeros there.
+// Weight layout the kernel reads: [2][Fpad][K] floats, half 0 the big and half 1 the small TF32 part of
+// w[f][c][ky][kx] at k = (ky*KW + kx)*C + c; Fpad = F rounded up to a multiple of 128, zeros there.
 std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW);
 
 // groups == 1, dilation 1, C a multiple of 32, equal strides 1 or 2, any kernel size and padding, no fused

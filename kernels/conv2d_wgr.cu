@@ -6,9 +6,8 @@
 // hide it behind, ~3.5 us a stage against ~0.4 us of tensor work; docs/perf-notes.md v15). Here the input
 // goes to shared memory unsplit, by 4-byte cp.async (zero-filled outside the image) issued two stages
 // ahead with the filters, and each thread splits its own fragment values in registers just before the
-// wgmma that reads them (the RS form: A from registers, B from shared memory). No input tile is split in
-// shared memory, and no thread waits on a global load between two stages. The filters come unsplit too
-// (half the bytes), and each thread splits the chunks it copied in place.
+// wgmma that reads them (the RS form: A from registers, B from shared memory). No split tile is written,
+// and no thread waits on a global load between two stages.
 //
 // Shared memory per stage (4 stages), 1024-byte aligned:
 //   [W big][W small]: BN filter rows x 32 k, 128 bytes a row, K-major, 128-byte swizzle (the B operand);
@@ -72,11 +71,11 @@ struct Cfg {
   static constexpr int SMEM_BYTES = std::max(STAGES * STAGE_BYTES, RECV_BYTES) + 1024;  // + alignment slack
   static constexpr int X_PER_THREAD = kBK * BM / THREADS;  // 4-byte copies of the input a thread issues
   static constexpr int X_CSTEP = THREADS / BM;              // channel step between them
-  static constexpr int W_CHUNKS = BN * 8 / THREADS;         // 16-byte filter copies a thread issues
+  static constexpr int W_CHUNKS = 2 * BN * 8 / THREADS;     // 16-byte filter copies a thread issues
   static constexpr int W_RSTEP = THREADS / 8;               // filter rows between them
   static_assert(XS % 32 == 8, "conflict-free fragment reads");
   static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
-  static_assert(THREADS % BM == 0 && (BN * 8) % THREADS == 0, "whole copies per thread");
+  static_assert(THREADS % BM == 0 && (2 * BN * 8) % THREADS == 0, "whole copies per thread");
   static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
   static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
   static_assert(SMEM_BYTES <= 227 * 1024, "fits one SM");
@@ -142,34 +141,19 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   }
   auto stage_ptr = [&](int kt, int k_begin) { return smem + ((kt - k_begin) % C::STAGES) * C::STAGE_BYTES; };
-  // The filters of stage kt, unsplit (part 2 of the packed buffer), rows f0 .. f0 + BN (zeros past F), into
-  // the big tile; split_w below splits them in place. Copy i of this thread: row wr + i * W_RSTEP, 16-byte
-  // chunk wch of the row, at the same swizzle (wch ^ row % 8) for all i (W_RSTEP is a multiple of 8).
+  // The filters of stage kt: both halves, rows f0 .. f0 + BN of the packed buffer (zeros past F). Copy i of
+  // this thread: half i / (W_CHUNKS / 2), row wr + i * W_RSTEP (mod BN), 16-byte chunk wch of the row; the
+  // swizzle (wch ^ row % 8) is the same for all of them (W_RSTEP is a multiple of 8).
   const int wr = tid / 8, wch = tid % 8;
-  const float* wsrc = wp + (int64_t(2) * q.f_pad + f0 + wr) * q.K + wch * 4;
+  const float* wsrc = wp + static_cast<int64_t>(f0 + wr) * q.K + wch * 4;
   const int wdst = wr * kRowBytes + ((wch ^ (wr & 7)) << 4);
   auto load_w = [&](uint8_t* stage, int kt) {
+    constexpr int kPerHalf = C::W_CHUNKS / 2;
 #pragma unroll
     for (int i = 0; i < C::W_CHUNKS; ++i) {
-      const float* src = wsrc + static_cast<int64_t>(i) * C::W_RSTEP * q.K + kt * kBK;
-      cp_async_16(stage + i * C::W_RSTEP * kRowBytes + wdst, src, true);
-    }
-  };
-  // This thread's filter copies of a stage that has landed, split: the big half in place, the small one at
-  // the same place of the small tile. (Half the filter traffic of copying both halves from the packed buffer:
-  // the copies, not the tensor cores, bound a 64 x 64 tile; docs/perf-notes.md v15.)
-  auto split_w = [&](uint8_t* stage) {
-#pragma unroll
-    for (int i = 0; i < C::W_CHUNKS; ++i) {
-      uint4* big = reinterpret_cast<uint4*>(stage + i * C::W_RSTEP * kRowBytes + wdst);
-      const float4 v = *reinterpret_cast<const float4*>(big);
-      uint4 hi, lo;
-      tc::split_tf32(v.x, hi.x, lo.x);
-      tc::split_tf32(v.y, hi.y, lo.y);
-      tc::split_tf32(v.z, hi.z, lo.z);
-      tc::split_tf32(v.w, hi.w, lo.w);
-      *big = hi;
-      *reinterpret_cast<uint4*>(reinterpret_cast<uint8_t*>(big) + C::W_BYTES) = lo;
+      const int half = i / kPerHalf, row = (i % kPerHalf) * C::W_RSTEP;
+      cp_async_16(stage + half * C::W_BYTES + row * kRowBytes + wdst,
+                  wsrc + (static_cast<int64_t>(half) * q.f_pad + row) * q.K + kt * kBK, true);
     }
   };
   // The input of stage (ky, kx, cg), unsplit; zeros outside the image (the copies read nothing there).
@@ -280,7 +264,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     // Stage a has landed (this thread's copies; STAGES - 3 later groups may be in flight), and after the
     // barrier for every thread; every warpgroup is also past the wait for all its wgmma of the last body.
     cp_async_wait<C::STAGES - 3>();
-    split_w(stage_ptr(a, k_begin));
     wgmma::fence_proxy_async();
     __syncthreads();
     load_next();  // stage a + 2 into the buffer of stage a - 2
@@ -289,7 +272,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     multiply(a, frag0, true);
     if (a + 1 < k_end) {
       cp_async_wait<C::STAGES - 2>();  // stage a + 1 has landed
-      split_w(stage_ptr(a + 1, k_begin));
       wgmma::fence_proxy_async();
       __syncthreads();
       split_fragments(a + 1, frag1);
