@@ -9,8 +9,9 @@
 //
 // Families (kernels/): c1 (one input channel; filters from the constant bank, or "_smemw" from shared
 // memory), small (small maps: every channel staged at once, one pixel a thread), gen (DAC 2017 Algorithm 2,
-// with cluster split-K), tc3 and wg3 (3xTF32 tensor cores), and the plain direct kernel itself. Ungrouped
-// convolutions only (depthwise layers: the GPU tests and `cnnrt plan --explain`).
+// with cluster split-K), tc3, wg3 and wgr (3xTF32 tensor cores; wgr splits the input in registers), and the
+// plain direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and
+// `cnnrt plan --explain`).
 // A variant under study lives in kernels/lab/ beside this file and is listed here marked "(lab)" until it is
 // promoted (the c1 filter groups were: docs/perf-notes.md, v4).
 // A variant that disagrees with the oracle by more than 1e-5 (relative L2) is marked WRONG.
