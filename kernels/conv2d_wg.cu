@@ -19,9 +19,8 @@
 #include <cstdio>
 #include <string>
 
-#include <cooperative_groups.h>
-
 #include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_wg_common.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
@@ -32,24 +31,12 @@ namespace cnnrt::kernels {
 
 namespace wg {
 
-constexpr int kBK = 32;         // K per stage
-constexpr int kRowBytes = 128;  // one operand row of a stage: 32 floats
-constexpr int kFAlign = 128;    // Fpad of the packed filters: a multiple of every BM
-// Stages summed by the tensor cores into one partial before it is added to the FP32 sum: 2 stages are 24
-// mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu).
-constexpr int kStagesPerPartial = 2;
-
-struct Params {
-  int npix;     // N * OH * OW
-  int ohw;      // OH * OW
-  int hw, chw;  // H * W, C * H * W
-  int cgroups;  // C / 32: stages per filter tap
-  int nk;       // stages: KH * KW * C / 32
-  int K;        // C * KH * KW, the row length of the packed filters
-  int f_pad;    // F rounded up to kFAlign
-  int ftiles;   // filter tiles per pixel tile
-  int split;    // blocks (a cluster along z) that share one output tile's K stages
-};
+using wg_common::kBK;
+using wg_common::kFAlign;
+using wg_common::kRowBytes;
+using wg_common::kStagesPerPartial;
+using wg_common::make_params;
+using wg_common::Params;
 
 // WGM x WGN warpgroups, each 64 filters x 128 pixels.
 template <int WGM_, int WGN_, int STAGES_, Act ACT_>
@@ -252,58 +239,12 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   }
 
+  // A K split: each rank sums and stores its share of the pixel tiles.
   int nt_begin = 0, nt_end = 16;
-  if (q.split > 1) {
-    // Rank r owns the pixel tiles [r*16/split, (r+1)*16/split) of every warp's accumulator: the other ranks
-    // store their values of those tiles into its shared memory ([sender][tile][thread] float4), and it adds
-    // them in rank order (the same sums in the same order on every run) and runs the epilogue.
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    const int per = 16 / q.split;
-    cluster.sync();  // every rank is done with its pipeline buffers
-    float4* recv = reinterpret_cast<float4*>(smem);
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      const int owner = nt / per;
-      if (owner == rank) continue;
-      float4* dst = cluster.map_shared_rank(recv, owner);
-      dst[(rank * per + nt % per) * C::THREADS + tid] =
-          make_float4(acc[0][nt][0], acc[0][nt][1], acc[0][nt][2], acc[0][nt][3]);
-    }
-    cluster.sync();  // the partial sums have landed
-    nt_begin = rank * per;
-    nt_end = nt_begin + per;
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      if (nt < nt_begin || nt >= nt_end) continue;
-      for (int src = 0; src < q.split; ++src) {
-        if (src == rank) continue;
-        const float4 v = recv[(src * per + nt % per) * C::THREADS + tid];
-        acc[0][nt][0] += v.x;
-        acc[0][nt][1] += v.y;
-        acc[0][nt][2] += v.z;
-        acc[0][nt][3] += v.w;
-      }
-    }
-  }
+  if (q.split > 1) wg_common::cluster_sum_tiles<16, C::THREADS>(acc[0], smem, rank, q.split, nt_begin, nt_end);
   tc::store_mma_tile<1, 16, C::ACT>(acc, f0 + wgm * 64 + (warp & 3) * 16, p0 + wgn * 128, g, e, q.npix, q.ohw, y,
                                     nt_begin, nt_end);
 #endif
-}
-
-inline Params make_params(const ConvGeometry& g, int bm, int split) {
-  Params q;
-  q.split = split;
-  q.ohw = g.OH * g.OW;
-  q.npix = g.N * q.ohw;
-  q.hw = g.H * g.W;
-  q.chw = g.C * q.hw;
-  q.cgroups = g.C / kBK;
-  q.nk = g.KH * g.KW * q.cgroups;
-  q.K = g.C * g.KH * g.KW;
-  q.f_pad = tc::round_up(g.F, kFAlign);
-  q.ftiles = (g.F + bm - 1) / bm;
-  return q;
 }
 
 template <class C, int SPLIT>

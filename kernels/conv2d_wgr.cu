@@ -27,9 +27,8 @@
 #include <cstdio>
 #include <string>
 
-#include <cooperative_groups.h>
-
 #include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_wg_common.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
@@ -40,21 +39,12 @@ namespace cnnrt::kernels {
 
 namespace wgr {
 
-constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels
-constexpr int kRowBytes = 128;  // one filter row of a stage: 32 floats
-constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every BN
-
-struct Params {
-  int npix;     // N * OH * OW
-  int ohw;      // OH * OW
-  int hw, chw;  // H * W, C * H * W
-  int cgroups;  // C / 32: stages per filter tap
-  int nk;       // stages: KH * KW * C / 32
-  int K;        // C * KH * KW, the row length of the packed filters
-  int f_pad;    // F rounded up to kFAlign
-  int ftiles;   // filter tiles per pixel tile
-  int split;    // blocks (a cluster along z) that share one output tile's K stages
-};
+using wg_common::kBK;
+using wg_common::kFAlign;
+using wg_common::kRowBytes;
+using wg_common::kStagesPerPartial;
+using wg_common::make_params;
+using wg_common::Params;
 
 // WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8).
 template <int WGS_, int BN_, Act ACT_>
@@ -175,10 +165,13 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   int next = k_begin;
   int cg = k_begin % q.cgroups, kx = k_begin / q.cgroups, ky = kx / g.KW;
   kx -= ky * g.KW;
-  auto load_next = [&] {
+  // The input of stage `next` into its buffer (the filters too unless they were requested already), then on to
+  // the next stage's tap and channel group; one commit group a stage, empty past the end: the waits below
+  // count stages.
+  auto load_next = [&](bool with_filters) {
     if (next < k_end) {
       uint8_t* stage = stage_ptr(next, k_begin);
-      load_w(stage, next);
+      if (with_filters) load_w(stage, next);
       load_x(stage, ky, kx, cg);
       if (++cg == q.cgroups) {
         cg = 0;
@@ -189,7 +182,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       }
     }
     ++next;
-    cp_async_commit();  // one group a stage, empty past the end: the waits below count stages
+    cp_async_commit();
   };
 
   // Prologue: the first STAGES - 2 stages. Their filters go first, before the wait for the prior grid: the
@@ -201,20 +194,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   }
   wait_for_prior_grid();  // launched with PDL (launch.cuh): no input read before this
 #pragma unroll
-  for (int s = 0; s < kAhead; ++s) {
-    if (next < k_end) {
-      load_x(stage_ptr(next, k_begin), ky, kx, cg);
-      if (++cg == q.cgroups) {
-        cg = 0;
-        if (++kx == g.KW) {
-          kx = 0;
-          ++ky;
-        }
-      }
-    }
-    ++next;
-    cp_async_commit();
-  }
+  for (int s = 0; s < kAhead; ++s) load_next(false);
 
   float acc[C::NT][4], part[C::NT][4];
 #pragma unroll
@@ -259,15 +239,16 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     wgmma::commit();
   };
 
+  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
 #pragma unroll 1
-  for (int a = k_begin; a < k_end; a += 2) {
+  for (int a = k_begin; a < k_end; a += kStagesPerPartial) {
     // Stage a has landed (this thread's copies; STAGES - 3 later groups may be in flight), and after the
     // barrier for every thread; every warpgroup is also past the wait for all its wgmma of the last body.
     cp_async_wait<C::STAGES - 3>();
     wgmma::fence_proxy_async();
     __syncthreads();
-    load_next();  // stage a + 2 into the buffer of stage a - 2
-    load_next();  // stage a + 3 into the buffer of stage a - 1
+    load_next(true);  // stage a + 2 into the buffer of stage a - 2
+    load_next(true);  // stage a + 3 into the buffer of stage a - 1
     split_fragments(a, frag0);
     multiply(a, frag0, true);
     if (a + 1 < k_end) {
@@ -288,57 +269,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   }
 
+  // A K split: each rank sums and stores its share of the filter tiles.
   int c_begin = 0, c_end = C::NT;
   if (q.split > 1) {
-    // Rank r owns the column tiles [r*NT/split, (r+1)*NT/split): the other ranks store their values of those
-    // tiles into its shared memory ([sender][tile][thread] float4), and it adds them in rank order (the same
-    // sums in the same order on every run) and runs the epilogue.
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    const int per = C::NT / q.split;
-    cp_async_wait<0>();
-    cluster.sync();  // every rank is done with its pipeline buffers
-    float4* recv = reinterpret_cast<float4*>(smem);
-#pragma unroll
-    for (int c = 0; c < C::NT; ++c) {
-      const int owner = c / per;
-      if (owner == rank) continue;
-      float4* dst = cluster.map_shared_rank(recv, owner);
-      dst[(rank * per + c % per) * C::THREADS + tid] = make_float4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]);
-    }
-    cluster.sync();  // the partial sums have landed
-    c_begin = rank * per;
-    c_end = c_begin + per;
-#pragma unroll
-    for (int c = 0; c < C::NT; ++c) {
-      if (c < c_begin || c >= c_end) continue;
-      for (int src = 0; src < q.split; ++src) {
-        if (src == rank) continue;
-        const float4 v = recv[(src * per + c % per) * C::THREADS + tid];
-        acc[c][0] += v.x;
-        acc[c][1] += v.y;
-        acc[c][2] += v.z;
-        acc[c][3] += v.w;
-      }
-    }
+    cp_async_wait<0>();  // (the last groups are empty: no copy still lands in the buffers the sum reuses)
+    wg_common::cluster_sum_tiles<C::NT, C::THREADS>(acc, smem, rank, q.split, c_begin, c_end);
   }
   store_pixel_rows<C::NT, C::ACT>(acc, p0 + row0 - gid, f0, g, e, q.npix, q.ohw, y, c_begin, c_end);
 #endif
-}
-
-inline Params make_params(const ConvGeometry& g, int bn, int split) {
-  Params q;
-  q.split = split;
-  q.ohw = g.OH * g.OW;
-  q.npix = g.N * q.ohw;
-  q.hw = g.H * g.W;
-  q.chw = g.C * q.hw;
-  q.cgroups = g.C / kBK;
-  q.nk = g.KH * g.KW * q.cgroups;
-  q.K = g.C * g.KH * g.KW;
-  q.f_pad = tc::round_up(g.F, kFAlign);
-  q.ftiles = (g.F + bn - 1) / bn;
-  return q;
 }
 
 template <class C, int SPLIT>

@@ -1,0 +1,87 @@
+// Shared by the two 3xTF32 wgmma convolutions (conv2d_wg.cu: wg3, conv2d_wgr.cu: wgr): the stage geometry,
+// the kernel parameters derived from the layer, and the sum of a K split over a cluster.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include "kernels/conv_common.cuh"
+#include "kernels/conv_device.cuh"  // (before tc_common.cuh, whose epilogue uses its activate())
+#include "kernels/tc_common.cuh"
+
+namespace cnnrt::kernels::wg_common {
+
+constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels (C is a multiple of 32)
+constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
+constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
+// Stages summed by the tensor cores into one partial before it is added to the FP32 sum: 2 stages are 24
+// mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu).
+constexpr int kStagesPerPartial = 2;
+
+struct Params {
+  int npix;     // N * OH * OW
+  int ohw;      // OH * OW
+  int hw, chw;  // H * W, C * H * W
+  int cgroups;  // C / 32: stages per filter tap
+  int nk;       // stages: KH * KW * C / 32
+  int K;        // C * KH * KW, the row length of the packed filters
+  int f_pad;    // F rounded up to kFAlign
+  int ftiles;   // filter tiles per pixel tile
+  int split;    // blocks (a cluster along z) that share one output tile's K stages
+};
+
+// `filters_per_tile`: the block tile's filter count (wg3's BM, wgr's BN).
+inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split) {
+  Params q;
+  q.split = split;
+  q.ohw = g.OH * g.OW;
+  q.npix = g.N * q.ohw;
+  q.hw = g.H * g.W;
+  q.chw = g.C * q.hw;
+  q.cgroups = g.C / kBK;
+  q.nk = g.KH * g.KW * q.cgroups;
+  q.K = g.C * g.KH * g.KW;
+  q.f_pad = tc::round_up(g.F, kFAlign);
+  q.ftiles = (g.F + filters_per_tile - 1) / filters_per_tile;
+  return q;
+}
+
+#ifdef __CUDACC__
+// The K split's sum: rank r of the cluster owns the accumulator tiles [r*NT/split, (r+1)*NT/split) of every
+// thread; the other ranks store their values of those tiles into its shared memory `smem` ([sender][tile]
+// [thread] float4, NT * THREADS * 16 bytes), and it adds them in rank order (the same sums in the same order
+// on every run). Returns the owned tiles in [begin, end), for the epilogue. Every rank must be done with
+// `smem` (its pipeline buffers) when it calls this.
+template <int NT, int THREADS>
+__device__ __forceinline__ void cluster_sum_tiles(float (&acc)[NT][4], uint8_t* smem, int rank, int split,
+                                                  int& begin, int& end) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int tid = threadIdx.x, per = NT / split;
+  cluster.sync();  // every rank is done with its pipeline buffers
+  float4* recv = reinterpret_cast<float4*>(smem);
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const int owner = t / per;
+    if (owner == rank) continue;
+    float4* dst = cluster.map_shared_rank(recv, owner);
+    dst[(rank * per + t % per) * THREADS + tid] = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+  }
+  cluster.sync();  // the partial sums have landed
+  begin = rank * per;
+  end = begin + per;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t < begin || t >= end) continue;
+    for (int src = 0; src < split; ++src) {
+      if (src == rank) continue;
+      const float4 v = recv[(src * per + t % per) * THREADS + tid];
+      acc[t][0] += v.x;
+      acc[t][1] += v.y;
+      acc[t][2] += v.z;
+      acc[t][3] += v.w;
+    }
+  }
+}
+#endif  // __CUDACC__
+
+}  // namespace cnnrt::kernels::wg_common
