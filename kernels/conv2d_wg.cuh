@@ -12,6 +12,9 @@
 // fragment in registers (A from registers, B = the filters from shared memory). Both read the same packed
 // filters, and conv2d_wg_variants offers both.
 //
+// `wgh` (conv2d_wgh.cu) is wgr with a rectangular pixel tile of one image: the input of 32 channels lands in
+// shared memory once with its halo and serves every filter tap (stride 1, KH*KW >= 4).
+//
 // Compiled for sm_90a only (wgmma is an arch-specific feature): offered on devices of compute capability
 // 9.0 (H100, H200), and never elsewhere.
 #pragma once
@@ -42,5 +45,6 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
 // The wgr configurations for this layer, each with its score (estimated relative time, the units of
 // conv2d_wg_variants' own); conv2d_wg_variants merges them. Eligibility as conv2d_wg_supports.
 std::vector<std::pair<TcVariant, double>> conv2d_wgr_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
+std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
 
 }  // namespace cnnrt::kernels

@@ -71,37 +71,6 @@ struct Cfg {
   static_assert(SMEM_BYTES <= 227 * 1024, "fits one SM");
 };
 
-// Epilogue for one warp's accumulator: rows are pixels p_first + gid + 8r, columns filters
-// f_first + 8c + 2*tig + v; + bias, + residual, activation, stored to NCHW. Only the column tiles c in
-// [c_begin, c_end) are stored (a split's share).
-template <int NT, Act ACT>
-__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], int p_first, int f_first,
-                                                 const ConvGeometry& g, const Epilogue& e, int npix, int ohw,
-                                                 float* __restrict__ y, int c_begin, int c_end) {
-  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int p = p_first + gid + 8 * r;
-    if (p >= npix) continue;
-    const int n = p / ohw, rem = p - n * ohw;
-    const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
-#pragma unroll
-    for (int c = 0; c < NT; ++c) {
-      if (c < c_begin || c >= c_end) continue;
-#pragma unroll
-      for (int v = 0; v < 2; ++v) {
-        const int f = f_first + 8 * c + 2 * tig + v;
-        if (f >= g.F) continue;
-        const int64_t idx = base + static_cast<int64_t>(f) * ohw;
-        float val = acc[c][2 * r + v];
-        if (e.bias) val += __ldg(e.bias + f);
-        if (e.residual) val += __ldg(e.residual + idx);
-        y[idx] = activate<ACT>(val, e);
-      }
-    }
-  }
-}
-
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
     conv2d_wgr_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
@@ -275,7 +244,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     cp_async_wait<0>();  // (the last groups are empty: no copy still lands in the buffers the sum reuses)
     wg_common::cluster_sum_tiles<C::NT, C::THREADS>(acc, smem, rank, q.split, c_begin, c_end);
   }
-  store_pixel_rows<C::NT, C::ACT>(acc, p0 + row0 - gid, f0, g, e, q.npix, q.ohw, y, c_begin, c_end);
+  int64_t out[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = p0 + row0 + 8 * r;
+    const int n = p / q.ohw;
+    out[r] = p < q.npix ? static_cast<int64_t>(n) * g.F * q.ohw + (p - n * q.ohw) : -1;
+  }
+  wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_begin, c_end);
 #endif
 }
 

@@ -46,6 +46,35 @@ inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split
 }
 
 #ifdef __CUDACC__
+// Epilogue of a warp's accumulator whose rows are output pixels and columns filters (wgr, wgh): row r of this
+// thread (pixel gid + 8r of its warp's 16) goes to y[out[r] + f * ohw], nowhere when out[r] < 0; column
+// f = f_first + 8c + 2*tig + v. + bias, + residual, activation. Only the column tiles c in [c_begin, c_end)
+// are stored (a K split's share).
+template <int NT, Act ACT>
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], const int64_t (&out)[2], int f_first,
+                                                 int F, int ohw, const Epilogue& e, float* __restrict__ y,
+                                                 int c_begin, int c_end) {
+  const int tig = threadIdx.x & 3;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (out[r] < 0) continue;
+#pragma unroll
+    for (int c = 0; c < NT; ++c) {
+      if (c < c_begin || c >= c_end) continue;
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int f = f_first + 8 * c + 2 * tig + v;
+        if (f >= F) continue;
+        const int64_t idx = out[r] + static_cast<int64_t>(f) * ohw;
+        float val = acc[c][2 * r + v];
+        if (e.bias) val += __ldg(e.bias + f);
+        if (e.residual) val += __ldg(e.residual + idx);
+        y[idx] = activate<ACT>(val, e);
+      }
+    }
+  }
+}
+
 // The K split's sum: rank r of the cluster owns the accumulator tiles [r*NT/split, (r+1)*NT/split) of every
 // thread; the other ranks store their values of those tiles into its shared memory `smem` ([sender][tile]
 // [thread] float4, NT * THREADS * 16 bytes), and it adds them in rank order (the same sums in the same order

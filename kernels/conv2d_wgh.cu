@@ -1,0 +1,365 @@
+// The 3xTF32 wgmma convolution with a halo tile ("wgh"; see conv2d_wg.cuh for the family): wgr's orientation
+// (rows are output pixels, columns filters, A split in registers), but a block's 64 pixels are a TR x TC
+// rectangle of one image, and the input goes to shared memory once a channel group, with its halo, instead
+// of once a filter tap.
+//
+// Why: wgr copies its input a tap at a time, 16 4-byte cp.async a thread a stage with their address
+// arithmetic, and reads its fragments 4 bytes at a time; ncu counted ~510 instructions a warp a stage
+// against 12 wgmma, so it ran at 0.39 issued a cycle and about 37% of the 3xTF32 peak at batch 32
+// (docs/perf-notes.md v15). Here the (TR + KH - 1) x (TC + KW - 1) halo of 32 channels lands once and every
+// tap of the group reads it at an offset: the copies a stage drop by about KH*KW / (halo / tile), and the
+// taps' address arithmetic is one add.
+//
+// The halo tile: one 160-byte record a pixel, 32 channels and 8 floats of padding. Within each 8 channels
+// the record holds c0 c4 c1 c5 c2 c6 c3 c7, so a thread's two A values of a k step (k = tig and tig + 4 of
+// the m16n8k8 fragment) are one 8-byte load. Lanes (gid, tig) read pixel p + gid at float 40 * (p + gid) +
+// 2 * tig: eight banks a pixel, four pixels a half warp, no conflicts. The copies (4-byte cp.async, zero
+// fill outside the image) give the 32 lanes of a warp the 32 channels of one pixel: conflict-free writes,
+// and L1 serves the reads of one channel's neighbouring pixels.
+//
+// Stages are (channel group, tap), the taps of a group consecutive; the filters of a stage come by 16-byte
+// cp.async two stages ahead as in wgr (the same packed buffer). The halo of group c + 1 goes into the other
+// of two buffers with tap 3 of group c (the last stage that read that buffer is then behind the barrier),
+// so KH*KW >= 4. A K split gives each rank of the cluster whole channel groups.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/conv_wg_common.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/tc_common.cuh"
+#include "kernels/wgmma.cuh"
+
+namespace cnnrt::kernels {
+
+namespace wgh {
+
+using wg_common::kBK;
+using wg_common::kFAlign;
+using wg_common::kRowBytes;
+using wg_common::kStagesPerPartial;
+using wg_common::Params;
+
+constexpr int kBM = 64;            // output pixels a block: one warpgroup's wgmma rows
+constexpr int kThreads = 128;      // one warpgroup
+constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
+constexpr int kMinTaps = 4;        // the next group's halo is loaded with tap 3
+constexpr int kMaxSmem = 227 * 1024;
+
+// One warpgroup, 64 pixels x BN filters (wgmma m64nBNk8).
+template <int BN_, Act ACT_>
+struct Cfg {
+  static constexpr int BN = BN_, STAGES = 4;
+  static constexpr Act ACT = ACT_;
+  static constexpr int NT = BN / 8;
+  static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
+  static constexpr int STAGE_BYTES = 2 * W_BYTES;
+  static constexpr int RECV_BYTES = NT * kThreads * 16;  // the split's partial tiles
+  static constexpr int W_CHUNKS = 2 * BN * 8 / kThreads;  // 16-byte filter copies a thread issues a stage
+  static constexpr int W_RSTEP = kThreads / 8;             // filter rows between them
+  static_assert(W_BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
+  static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
+  static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
+};
+
+// The pixel tile: TR x TC outputs of one image, their halo HR x HC inputs (stride 1).
+struct Tile {
+  int tr = 0, tc = 0, hr = 0, hc = 0;
+  int tiles_x = 0, tiles_per_img = 0;
+  double use = 0.0;  // the share of wgmma rows that are real output pixels
+};
+
+struct HParams {
+  Params q;
+  Tile t;
+};
+
+// The tile shape with the most real pixels in the wgmma rows, then the smallest halo, whose two halo buffers
+// fit next to the filter stages in `max_halo_px` records (none: tr == 0).
+inline Tile choose_tile(const ConvGeometry& g, int max_halo_px) {
+  Tile best;
+  for (int tc = 1; tc <= kBM; ++tc) {
+    const int tr = kBM / tc;
+    Tile t;
+    t.tr = tr;
+    t.tc = tc;
+    t.hr = tr + g.KH - 1;
+    t.hc = tc + g.KW - 1;
+    if (t.hr * t.hc > max_halo_px) continue;
+    t.tiles_x = (g.OW + tc - 1) / tc;
+    t.tiles_per_img = t.tiles_x * ((g.OH + tr - 1) / tr);
+    t.use = double(g.OH) * g.OW / (double(t.tiles_per_img) * kBM);
+    const bool better = best.tr == 0 || t.use > best.use + 1e-9 ||
+                        (t.use > best.use - 1e-9 && t.hr * t.hc < best.hr * best.hc);
+    if (better) best = t;
+  }
+  return best;
+}
+
+template <class C>
+constexpr int max_halo_px() {
+  return (kMaxSmem - 1024 - C::STAGES * C::STAGE_BYTES) / (2 * kPixBytes);
+}
+
+template <class C>
+int smem_bytes(const Tile& t) {
+  return std::max(C::STAGES * C::STAGE_BYTES + 2 * t.hr * t.hc * kPixBytes, C::RECV_BYTES) + 1024;
+}
+
+template <class C>
+__global__ void __launch_bounds__(kThreads, 1)
+    conv2d_wgh_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
+                      const ConvGeometry g, const Epilogue e, const HParams h) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t sbase = (raw + 1023u) & ~1023u;
+  uint8_t* smem = smem_raw + (sbase - raw);
+  const Params& q = h.q;
+  const Tile& t = h.t;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int tile = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles));
+  const int n = tile / t.tiles_per_img, trem = tile - n * t.tiles_per_img;
+  const int ty = trem / t.tiles_x;
+  const int oy0 = ty * t.tr, ox0 = (trem - ty * t.tiles_x) * t.tc;
+  const int f0 = ftile * C::BN;
+  const int kk = g.KH * g.KW;
+
+  // The filters of stage (tap, cg): both halves, rows f0 .. f0 + BN of the packed buffer, as wgr.
+  const int wr = tid / 8, wch = tid % 8;
+  const float* wsrc = wp + static_cast<int64_t>(f0 + wr) * q.K + wch * 4;
+  const int wdst = wr * kRowBytes + ((wch ^ (wr & 7)) << 4);
+  auto stage_ptr = [&](int kt) { return smem + (kt % C::STAGES) * C::STAGE_BYTES; };
+  auto load_w = [&](uint8_t* stage, int tap, int cg) {
+    constexpr int kPerHalf = C::W_CHUNKS / 2;
+    const float* src = wsrc + (tap * q.cgroups + cg) * kBK;
+#pragma unroll
+    for (int i = 0; i < C::W_CHUNKS; ++i) {
+      const int half = i / kPerHalf, row = (i % kPerHalf) * C::W_RSTEP;
+      cp_async_16(stage + half * C::W_BYTES + row * kRowBytes + wdst,
+                  src + (static_cast<int64_t>(half) * q.f_pad + row) * q.K, true);
+    }
+  };
+
+  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` of pixels tid / 32 + 4i.
+  uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
+  const int halo_px = t.hr * t.hc, halo_bytes = halo_px * kPixBytes;
+  const int ch = lane, ch8 = ch & 7;
+  const int rec = (ch & ~7) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
+  const float* xch = x + static_cast<int64_t>(n) * q.chw + static_cast<int64_t>(ch) * q.hw;
+  const int iyb = oy0 - g.pad_top, ixb = ox0 - g.pad_left;
+  const int hp0 = warp, hr0 = hp0 / t.hc, hc0 = hp0 - hr0 * t.hc;
+  auto load_halo = [&](int cg, int buf) {
+    uint8_t* dst = halo + buf * halo_bytes + rec * 4 + hp0 * kPixBytes;
+    const float* src = xch + static_cast<int64_t>(cg) * kBK * q.hw;
+    int hr = hr0, hc = hc0;
+#pragma unroll 4
+    for (int hp = hp0; hp < halo_px; hp += 4) {
+      const int iy = iyb + hr, ix = ixb + hc;
+      const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H) &&
+                      static_cast<unsigned>(ix) < static_cast<unsigned>(g.W);
+      cp_async_4(dst, ok ? src + iy * g.W + ix : x, ok);
+      dst += 4 * kPixBytes;
+      hc += 4;
+      while (hc >= t.hc) {
+        hc -= t.hc;
+        ++hr;
+      }
+    }
+  };
+
+  // K split: rank z of the cluster runs channel groups [c_begin, c_end), every tap of each.
+  const int rank = static_cast<int>(blockIdx.z);
+  const int c_begin = q.cgroups * rank / q.split, c_end = q.cgroups * (rank + 1) / q.split;
+  const int nst = (c_end - c_begin) * kk;
+  // The next stage to load: its index, tap and channel group. One commit group a stage, empty past the end.
+  int next = 0, ltap = 0, lcg = c_begin;
+  auto load_next = [&](bool with_filters) {
+    if (next < nst) {
+      if (with_filters) load_w(stage_ptr(next), ltap, lcg);
+      if (ltap == kMinTaps - 1 && lcg + 1 < c_end) load_halo(lcg + 1, (lcg + 1 - c_begin) & 1);
+      if (++ltap == kk) {
+        ltap = 0;
+        ++lcg;
+      }
+    }
+    ++next;
+    cp_async_commit();
+  };
+
+  // Prologue: the filters of the first STAGES - 2 stages (taps 0 and 1 of the first group) before the wait for
+  // the prior grid (the packed filters are written once at plan time); then the first halo, in stage 0's group.
+  constexpr int kAhead = C::STAGES - 2;
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) load_w(stage_ptr(s), s, c_begin);
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): no input read before this
+  load_halo(c_begin, 0);
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) load_next(false);
+
+  float acc[C::NT][4], part[C::NT][4];
+#pragma unroll
+  for (int i = 0; i < C::NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  }
+  // This thread's two pixel rows of the tile (m = 16 * warp + gid + 8r): their record offsets in the halo
+  // (a row past the tile reads record 0; it is never stored), and their places in y.
+  int hoff[2];
+  int64_t out[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int m = 16 * warp + gid + 8 * r;
+    const int my = m / t.tc, mx = m - my * t.tc;
+    const int oy = oy0 + my, ox = ox0 + mx;
+    const bool real = my < t.tr && oy < g.OH && ox < g.OW;
+    hoff[r] = (my < t.tr ? my * t.hc + mx : 0) * kPixBytes + tig * 8;
+    out[r] = real ? static_cast<int64_t>(n) * g.F * q.ohw + oy * g.OW + ox : -1;
+  }
+  // The tap and halo buffer of the next stage to multiply.
+  int cbuf = 0, cky = 0, ckx = 0;
+  uint32_t frag0[2][4][4], frag1[2][4][4];  // [big, small][k step][4]
+  auto split_fragments = [&](uint32_t (&f)[2][4][4]) {
+    const uint8_t* hb = halo + cbuf * halo_bytes + (cky * t.hc + ckx) * kPixBytes;
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float2 v = *reinterpret_cast<const float2*>(hb + hoff[r] + 32 * s);
+        tc::split_tf32(v.x, f[0][s][r], f[1][s][r]);          // k = tig
+        tc::split_tf32(v.y, f[0][s][2 + r], f[1][s][2 + r]);  // k = tig + 4
+      }
+    }
+    if (++ckx == g.KW) {
+      ckx = 0;
+      if (++cky == g.KH) {
+        cky = 0;
+        cbuf ^= 1;
+      }
+    }
+  };
+  auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
+    const uint32_t w_big = sbase + (kt % C::STAGES) * C::STAGE_BYTES, w_small = w_big + C::W_BYTES;
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+      const uint32_t ko = s * 32;
+      if constexpr (C::BN == 64) {
+        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+      } else {
+        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+      }
+    }
+    wgmma::commit();
+  };
+
+  // The loop of wgr: two stages into a partial, then into the sum; see conv2d_wgr.cu for the waits.
+  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
+#pragma unroll 1
+  for (int a = 0; a < nst; a += kStagesPerPartial) {
+    cp_async_wait<C::STAGES - 3>();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    load_next(true);
+    load_next(true);
+    split_fragments(frag0);
+    multiply(a, frag0, true);
+    if (a + 1 < nst) {
+      cp_async_wait<C::STAGES - 2>();
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      split_fragments(frag1);
+      multiply(a + 1, frag1, false);
+    }
+    wgmma::wait<0>();
+    wgmma::fence_operands(part);
+    wgmma::fence_operands(frag0);
+    wgmma::fence_operands(frag1);
+#pragma unroll
+    for (int i = 0; i < C::NT; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
+    }
+  }
+
+  int c_first = 0, c_last = C::NT;
+  if (q.split > 1) {
+    cp_async_wait<0>();
+    wg_common::cluster_sum_tiles<C::NT, kThreads>(acc, smem, rank, q.split, c_first, c_last);
+  }
+  wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_first, c_last);
+#endif
+}
+
+template <class C, int SPLIT>
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+  allow_dynamic_smem<conv2d_wgh_kernel<C>>(kMaxSmem);
+  HParams h;
+  h.q = wg_common::make_params(g, C::BN, SPLIT);
+  h.t = choose_tile(g, max_halo_px<C>());
+  const int64_t blocks = int64_t(g.N) * h.t.tiles_per_img * h.q.ftiles;
+  launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(kThreads),
+                    smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h);
+}
+
+struct Entry {
+  int bn, split;
+  Act act;
+  int max_halo_px;
+  int (*smem)(const Tile&);
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+};
+
+#define WGH_ENTRY(BN, ACT, SPLIT) \
+  Entry { BN, SPLIT, ACT, max_halo_px<Cfg<BN, ACT>>(), &smem_bytes<Cfg<BN, ACT>>, &launch<Cfg<BN, ACT>, SPLIT> }
+
+// 64 x 64 (two blocks an SM where the halo is at most 150 records) and 64 x 128; splits of 1, 2 and 4.
+const Entry kEntries[] = {
+    WGH_ENTRY(64, Act::Relu, 1),   WGH_ENTRY(64, Act::Relu, 2),   WGH_ENTRY(64, Act::Relu, 4),
+    WGH_ENTRY(64, Act::Param, 1),  WGH_ENTRY(64, Act::Param, 2),  WGH_ENTRY(64, Act::Param, 4),
+    WGH_ENTRY(128, Act::Relu, 1),  WGH_ENTRY(128, Act::Relu, 2),  WGH_ENTRY(128, Act::Relu, 4),
+    WGH_ENTRY(128, Act::Param, 1), WGH_ENTRY(128, Act::Param, 2), WGH_ENTRY(128, Act::Param, 4),
+};
+
+#undef WGH_ENTRY
+
+}  // namespace wgh
+
+std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& g, const Epilogue& e, int sm_count) {
+  std::vector<std::pair<TcVariant, double>> scored;
+  if (g.stride_h != 1 || g.stride_w != 1 || g.KH * g.KW < wgh::kMinTaps) return scored;
+  const bool relu = e.param_act == ParamAct::Relu;
+  const int cgroups = g.C / wgh::kBK;
+  for (const wgh::Entry& en : wgh::kEntries) {
+    if ((en.act == Act::Relu) != relu) continue;
+    if (en.bn > 64 && g.F <= 64) continue;
+    if (en.split > cgroups) continue;  // a rank runs whole channel groups
+    const wgh::Tile t = wgh::choose_tile(g, en.max_halo_px);
+    if (t.tr == 0) continue;  // no halo fits
+    const double tiles = double(g.N) * t.tiles_per_img * double((g.F + en.bn - 1) / en.bn);
+    const int per_sm = std::max(1, (228 * 1024) / (en.smem(t) + 1024));
+    if (en.split > 1 && tiles * en.split > 2.0 * std::max(1, sm_count) * per_sm) continue;  // full already
+    const double waves = std::ceil(tiles * en.split / (double(std::max(1, sm_count)) * per_sm));
+    // wgr's score (conv2d_wgr.cu) with fewer instructions a stage, for the real pixels among the rows.
+    const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
+    const double score = 0.4 * waves * wgh::kBM * en.bn * per_sm * stages / t.use;
+    char name[64];
+    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_%s%s", t.tr, t.tc, en.bn, relu ? "relu" : "act",
+                  en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
+    scored.push_back({{name, en.launch}, score});
+  }
+  return scored;
+}
+
+}  // namespace cnnrt::kernels
