@@ -31,6 +31,7 @@
 #include "kernels/conv_device.cuh"
 #include "kernels/conv_wg_common.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/tc_common.cuh"
 #include "kernels/wgmma.cuh"
@@ -72,6 +73,7 @@ struct Tile {
   int tr = 0, tc = 0, hr = 0, hc = 0;
   int tiles_x = 0, tiles_per_img = 0;
   double use = 0.0;  // the share of wgmma rows that are real output pixels
+  FastDiv ftiles_div, tiles_per_img_div, tiles_x_div, tc_div, hc_div;  // (set by launch)
 };
 
 struct HParams {
@@ -124,10 +126,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Tile& t = h.t;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int gid = lane >> 2, tig = lane & 3;
-  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
-  const int tile = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles));
-  const int n = tile / t.tiles_per_img, trem = tile - n * t.tiles_per_img;
-  const int ty = trem / t.tiles_x;
+  const int tile = t.ftiles_div.div(static_cast<int>(blockIdx.x));
+  const int ftile = static_cast<int>(blockIdx.x) - tile * q.ftiles;
+  const int n = t.tiles_per_img_div.div(tile), trem = tile - n * t.tiles_per_img;
+  const int ty = t.tiles_x_div.div(trem);
   const int oy0 = ty * t.tr, ox0 = (trem - ty * t.tiles_x) * t.tc;
   const int f0 = ftile * C::BN;
   const int kk = g.KH * g.KW;
@@ -148,14 +150,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` of pixels tid / 32 + 4i.
+  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` of pixels lane / 8 + 4i. A
+  // warp's copy is 8 channels of 4 neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp
+  // took the 32 channels of one pixel: the copies then held the issue, docs/perf-notes.md v16), and the
+  // writes land in 32 different banks.
   uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
   const int halo_px = t.hr * t.hc, halo_bytes = halo_px * kPixBytes;
-  const int ch = lane, ch8 = ch & 7;
-  const int rec = (ch & ~7) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
+  const int ch8 = lane & 7, ch = 8 * warp + ch8;
+  const int rec = 8 * warp + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
   const float* xch = x + static_cast<int64_t>(n) * q.chw + static_cast<int64_t>(ch) * q.hw;
   const int iyb = oy0 - g.pad_top, ixb = ox0 - g.pad_left;
-  const int hp0 = warp, hr0 = hp0 / t.hc, hc0 = hp0 - hr0 * t.hc;
+  const int hp0 = lane >> 3, hr0 = t.hc_div.div(hp0), hc0 = hp0 - hr0 * t.hc;
   auto load_halo = [&](int cg, int buf) {
     uint8_t* dst = halo + buf * halo_bytes + rec * 4 + hp0 * kPixBytes;
     const float* src = xch + static_cast<int64_t>(cg) * kBK * q.hw;
@@ -217,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int m = 16 * warp + gid + 8 * r;
-    const int my = m / t.tc, mx = m - my * t.tc;
+    const int my = t.tc_div.div(m), mx = m - my * t.tc;
     const int oy = oy0 + my, ox = ox0 + mx;
     const bool real = my < t.tr && oy < g.OH && ox < g.OW;
     hoff[r] = (my < t.tr ? my * t.hc + mx : 0) * kPixBytes + tig * 8;
@@ -308,6 +313,11 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   HParams h;
   h.q = wg_common::make_params(g, C::BN, SPLIT);
   h.t = choose_tile(g, max_halo_px<C>());
+  h.t.ftiles_div = FastDiv(h.q.ftiles);
+  h.t.tiles_per_img_div = FastDiv(h.t.tiles_per_img);
+  h.t.tiles_x_div = FastDiv(h.t.tiles_x);
+  h.t.tc_div = FastDiv(h.t.tc);
+  h.t.hc_div = FastDiv(h.t.hc);
   const int64_t blocks = int64_t(g.N) * h.t.tiles_per_img * h.q.ftiles;
   launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(kThreads),
                     smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h);

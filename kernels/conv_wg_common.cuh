@@ -49,29 +49,60 @@ inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split
 // Epilogue of a warp's accumulator whose rows are output pixels and columns filters (wgr, wgh): row r of this
 // thread (pixel gid + 8r of its warp's 16) goes to y[out[r] + f * ohw], nowhere when out[r] < 0; column
 // f = f_first + 8c + 2*tig + v. + bias, + residual, activation. Only the column tiles c in [c_begin, c_end)
-// are stored (a K split's share).
-template <int NT, Act ACT>
-__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], const int64_t (&out)[2], int f_first,
-                                                 int F, int ohw, const Epilogue& e, float* __restrict__ y,
-                                                 int c_begin, int c_end) {
-  const int tig = threadIdx.x & 3;
+// are stored (a K split's share). The bias is loaded once a column, and the activation and the residual
+// test are decided once (ACT and RES), not once a value: written per value, this epilogue was a quarter of
+// a batch-32 block's instructions (docs/perf-notes.md v16).
+template <int NT, Act ACT, bool RES>
+__device__ __forceinline__ void store_pixel_rows_as(const float (&acc)[NT][4], const int64_t (&out)[2], int f_first,
+                                                    int F, int ohw, const Epilogue& e, float* __restrict__ y,
+                                                    int c_begin, int c_end) {
+  const int f_lane = f_first + 2 * (threadIdx.x & 3);
+  float bias[NT][2];
+#pragma unroll
+  for (int c = 0; c < NT; ++c) {
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      const int f = f_lane + 8 * c + v;
+      bias[c][v] = e.bias && c >= c_begin && c < c_end && f < F ? __ldg(e.bias + f) : 0.0f;
+    }
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (out[r] < 0) continue;
+    const int64_t at = out[r] + static_cast<int64_t>(f_lane) * ohw;
 #pragma unroll
     for (int c = 0; c < NT; ++c) {
       if (c < c_begin || c >= c_end) continue;
 #pragma unroll
       for (int v = 0; v < 2; ++v) {
-        const int f = f_first + 8 * c + 2 * tig + v;
-        if (f >= F) continue;
-        const int64_t idx = out[r] + static_cast<int64_t>(f) * ohw;
-        float val = acc[c][2 * r + v];
-        if (e.bias) val += __ldg(e.bias + f);
-        if (e.residual) val += __ldg(e.residual + idx);
+        if (f_lane + 8 * c + v >= F) continue;
+        const int64_t idx = at + static_cast<int64_t>(8 * c + v) * ohw;
+        float val = acc[c][2 * r + v] + bias[c][v];
+        if constexpr (RES) val += __ldg(e.residual + idx);
         y[idx] = activate<ACT>(val, e);
       }
     }
+  }
+}
+
+template <int NT, Act ACT>
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], const int64_t (&out)[2], int f_first,
+                                                 int F, int ohw, const Epilogue& e, float* __restrict__ y,
+                                                 int c_begin, int c_end) {
+  if constexpr (ACT == Act::Param) {
+    if (e.param_act == ParamAct::None) {  // the common run-time case: no activation at all
+      if (e.residual) {
+        store_pixel_rows_as<NT, Act::None, true>(acc, out, f_first, F, ohw, e, y, c_begin, c_end);
+      } else {
+        store_pixel_rows_as<NT, Act::None, false>(acc, out, f_first, F, ohw, e, y, c_begin, c_end);
+      }
+      return;
+    }
+  }
+  if (e.residual) {
+    store_pixel_rows_as<NT, ACT, true>(acc, out, f_first, F, ohw, e, y, c_begin, c_end);
+  } else {
+    store_pixel_rows_as<NT, ACT, false>(acc, out, f_first, F, ohw, e, y, c_begin, c_end);
   }
 }
 

@@ -16,15 +16,17 @@ namespace cnnrt::kernels::tc {
 
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-// Round to TF32 (10 explicit mantissa bits), nearest, ties away from zero; the low 13 bits become 0.
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-  return r;
-}
+// The 3xTF32 split of v: big + small == v exactly, each a TF32 operand.
+// big: v rounded to TF32 (10 explicit mantissa bits), nearest, ties away from zero: half a TF32 ulp added to
+// the bit pattern, the low 13 bits cleared (Inf and NaN stay Inf and NaN, as with cvt.rna). small = v - big,
+// exact in FP32, with half a TF32 ulp added and its low 13 bits left: the tensor cores read a TF32 operand's
+// top 19 bits, so they see small rounded to nearest; were they to read all 32, small would be off by at most
+// 2^-22 |v|, still far inside the 1e-5 the kernels are held to. Two integer adds, a mask and a subtract:
+// cvt.rna.tf32.f32 is no instruction on sm_90 but four (add, |v| < Inf test, select, mask), and the split
+// ran two of them a value (docs/perf-notes.md v16).
 __device__ __forceinline__ void split_tf32(float v, uint32_t& big, uint32_t& small) {
-  big = to_tf32(v);
-  small = to_tf32(v - __uint_as_float(big));  // v - big is exact in FP32
+  big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+  small = __float_as_uint(v - __uint_as_float(big)) + 0x1000u;
 }
 
 // Host copy of cvt.rna.tf32.f32: round the low 13 mantissa bits away, to nearest, ties away from zero.
