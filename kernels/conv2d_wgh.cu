@@ -46,23 +46,22 @@ using wg_common::kRowBytes;
 using wg_common::kStagesPerPartial;
 using wg_common::Params;
 
-constexpr int kBM = 64;            // output pixels a block: one warpgroup's wgmma rows
-constexpr int kThreads = 128;      // one warpgroup
 constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
 constexpr int kMinTaps = 4;        // the next group's halo is loaded with tap 3
 constexpr int kMaxSmem = 227 * 1024;
 
-// One warpgroup, 64 pixels x BN filters (wgmma m64nBNk8).
-template <int BN_, Act ACT_>
+// WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8); they share the halo and the filter stages.
+template <int WGS_, int BN_, Act ACT_>
 struct Cfg {
-  static constexpr int BN = BN_, STAGES = 4;
+  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4;
   static constexpr Act ACT = ACT_;
+  static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;
   static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
   static constexpr int STAGE_BYTES = 2 * W_BYTES;
-  static constexpr int RECV_BYTES = NT * kThreads * 16;  // the split's partial tiles
-  static constexpr int W_CHUNKS = 2 * BN * 8 / kThreads;  // 16-byte filter copies a thread issues a stage
-  static constexpr int W_RSTEP = kThreads / 8;             // filter rows between them
+  static constexpr int RECV_BYTES = NT * THREADS * 16;  // the split's partial tiles
+  static constexpr int W_CHUNKS = 2 * BN * 8 / THREADS;  // 16-byte filter copies a thread issues a stage
+  static constexpr int W_RSTEP = THREADS / 8;             // filter rows between them
   static_assert(W_BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
   static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
   static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
@@ -83,10 +82,10 @@ struct HParams {
 
 // The tile shape with the most real pixels in the wgmma rows, then the smallest halo, whose two halo buffers
 // fit next to the filter stages in `max_halo_px` records (none: tr == 0).
-inline Tile choose_tile(const ConvGeometry& g, int max_halo_px) {
+inline Tile choose_tile(const ConvGeometry& g, int bm, int max_halo_px) {
   Tile best;
-  for (int tc = 1; tc <= kBM; ++tc) {
-    const int tr = kBM / tc;
+  for (int tc = 1; tc <= bm; ++tc) {
+    const int tr = bm / tc;
     Tile t;
     t.tr = tr;
     t.tc = tc;
@@ -95,7 +94,7 @@ inline Tile choose_tile(const ConvGeometry& g, int max_halo_px) {
     if (t.hr * t.hc > max_halo_px) continue;
     t.tiles_x = (g.OW + tc - 1) / tc;
     t.tiles_per_img = t.tiles_x * ((g.OH + tr - 1) / tr);
-    t.use = double(g.OH) * g.OW / (double(t.tiles_per_img) * kBM);
+    t.use = double(g.OH) * g.OW / (double(t.tiles_per_img) * bm);
     const bool better = best.tr == 0 || t.use > best.use + 1e-9 ||
                         (t.use > best.use - 1e-9 && t.hr * t.hc < best.hr * best.hc);
     if (better) best = t;
@@ -114,7 +113,7 @@ int smem_bytes(const Tile& t) {
 }
 
 template <class C>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(C::THREADS, 1)
     conv2d_wgh_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
                       const ConvGeometry g, const Epilogue e, const HParams h) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -124,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* smem = smem_raw + (sbase - raw);
   const Params& q = h.q;
   const Tile& t = h.t;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wgi = warp >> 2;
   const int gid = lane >> 2, tig = lane & 3;
   const int tile = t.ftiles_div.div(static_cast<int>(blockIdx.x));
   const int ftile = static_cast<int>(blockIdx.x) - tile * q.ftiles;
@@ -150,29 +149,31 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` of pixels lane / 8 + 4i. A
+  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` (the warp's octet of the
+  // warpgroup's 32) of pixels 4 * wgi + lane / 8 + 4 * WGS * i. A
   // warp's copy is 8 channels of 4 neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp
   // took the 32 channels of one pixel: the copies then held the issue, docs/perf-notes.md v16), and the
   // writes land in 32 different banks.
   uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
   const int halo_px = t.hr * t.hc, halo_bytes = halo_px * kPixBytes;
-  const int ch8 = lane & 7, ch = 8 * warp + ch8;
-  const int rec = 8 * warp + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
+  const int ch8 = lane & 7, ch = 8 * (warp & 3) + ch8;
+  const int rec = 8 * (warp & 3) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
   const float* xch = x + static_cast<int64_t>(n) * q.chw + static_cast<int64_t>(ch) * q.hw;
   const int iyb = oy0 - g.pad_top, ixb = ox0 - g.pad_left;
-  const int hp0 = lane >> 3, hr0 = t.hc_div.div(hp0), hc0 = hp0 - hr0 * t.hc;
+  constexpr int kPxStep = 4 * C::WGS;  // pixels between a thread's copies
+  const int hp0 = 4 * wgi + (lane >> 3), hr0 = t.hc_div.div(hp0), hc0 = hp0 - hr0 * t.hc;
   auto load_halo = [&](int cg, int buf) {
     uint8_t* dst = halo + buf * halo_bytes + rec * 4 + hp0 * kPixBytes;
     const float* src = xch + static_cast<int64_t>(cg) * kBK * q.hw;
     int hr = hr0, hc = hc0;
 #pragma unroll 4
-    for (int hp = hp0; hp < halo_px; hp += 4) {
+    for (int hp = hp0; hp < halo_px; hp += kPxStep) {
       const int iy = iyb + hr, ix = ixb + hc;
       const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H) &&
                       static_cast<unsigned>(ix) < static_cast<unsigned>(g.W);
       cp_async_4(dst, ok ? src + iy * g.W + ix : x, ok);
-      dst += 4 * kPixBytes;
-      hc += 4;
+      dst += kPxStep * kPixBytes;
+      hc += kPxStep;
       while (hc >= t.hc) {
         hc -= t.hc;
         ++hr;
@@ -215,13 +216,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
   }
-  // This thread's two pixel rows of the tile (m = 16 * warp + gid + 8r): their record offsets in the halo
+  // This thread's two pixel rows of the tile (m = 16 * warp + gid + 8r, warp of the block): their record
+  // offsets in the halo
   // (a row past the tile reads record 0; it is never stored), and their places in y.
   int hoff[2];
   int64_t out[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int m = 16 * warp + gid + 8 * r;
+    const int m = 16 * warp + gid + 8 * r;  // (warpgroup wgi: rows 64 wgi .. 64 wgi + 63)
     const int my = t.tc_div.div(m), mx = m - my * t.tc;
     const int oy = oy0 + my, ox = ox0 + mx;
     const bool real = my < t.tr && oy < g.OH && ox < g.OW;
@@ -301,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int c_first = 0, c_last = C::NT;
   if (q.split > 1) {
     cp_async_wait<0>();
-    wg_common::cluster_sum_tiles<C::NT, kThreads>(acc, smem, rank, q.split, c_first, c_last);
+    wg_common::cluster_sum_tiles<C::NT, C::THREADS>(acc, smem, rank, q.split, c_first, c_last);
   }
   wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_first, c_last);
 #endif
@@ -312,34 +314,38 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   allow_dynamic_smem<conv2d_wgh_kernel<C>>(kMaxSmem);
   HParams h;
   h.q = wg_common::make_params(g, C::BN, SPLIT);
-  h.t = choose_tile(g, max_halo_px<C>());
+  h.t = choose_tile(g, C::BM, max_halo_px<C>());
   h.t.ftiles_div = FastDiv(h.q.ftiles);
   h.t.tiles_per_img_div = FastDiv(h.t.tiles_per_img);
   h.t.tiles_x_div = FastDiv(h.t.tiles_x);
   h.t.tc_div = FastDiv(h.t.tc);
   h.t.hc_div = FastDiv(h.t.hc);
   const int64_t blocks = int64_t(g.N) * h.t.tiles_per_img * h.q.ftiles;
-  launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(kThreads),
+  launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
                     smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h);
 }
 
 struct Entry {
-  int bn, split;
+  int wgs, bn, split;
   Act act;
   int max_halo_px;
   int (*smem)(const Tile&);
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-#define WGH_ENTRY(BN, ACT, SPLIT) \
-  Entry { BN, SPLIT, ACT, max_halo_px<Cfg<BN, ACT>>(), &smem_bytes<Cfg<BN, ACT>>, &launch<Cfg<BN, ACT>, SPLIT> }
+#define WGH_ENTRY(WGS, BN, ACT, SPLIT)                                                                   \
+  Entry {                                                                                                \
+    WGS, BN, SPLIT, ACT, max_halo_px<Cfg<WGS, BN, ACT>>(), &smem_bytes<Cfg<WGS, BN, ACT>>,              \
+        &launch<Cfg<WGS, BN, ACT>, SPLIT>                                                                \
+  }
 
-// 64 x 64 (two blocks an SM where the halo is at most 150 records) and 64 x 128; splits of 1, 2 and 4.
+// 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4; and
+// 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2.
 const Entry kEntries[] = {
-    WGH_ENTRY(64, Act::Relu, 1),   WGH_ENTRY(64, Act::Relu, 2),   WGH_ENTRY(64, Act::Relu, 4),
-    WGH_ENTRY(64, Act::Param, 1),  WGH_ENTRY(64, Act::Param, 2),  WGH_ENTRY(64, Act::Param, 4),
-    WGH_ENTRY(128, Act::Relu, 1),  WGH_ENTRY(128, Act::Relu, 2),  WGH_ENTRY(128, Act::Relu, 4),
-    WGH_ENTRY(128, Act::Param, 1), WGH_ENTRY(128, Act::Param, 2), WGH_ENTRY(128, Act::Param, 4),
+    WGH_ENTRY(1, 64, Act::Relu, 1),   WGH_ENTRY(1, 64, Act::Relu, 2),   WGH_ENTRY(1, 64, Act::Relu, 4),
+    WGH_ENTRY(1, 64, Act::Param, 1),  WGH_ENTRY(1, 64, Act::Param, 2),  WGH_ENTRY(1, 64, Act::Param, 4),
+    WGH_ENTRY(2, 128, Act::Relu, 1),  WGH_ENTRY(2, 128, Act::Relu, 2),
+    WGH_ENTRY(2, 128, Act::Param, 1), WGH_ENTRY(2, 128, Act::Param, 2),
 };
 
 #undef WGH_ENTRY
@@ -355,7 +361,8 @@ std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& 
     if ((en.act == Act::Relu) != relu) continue;
     if (en.bn > 64 && g.F <= 64) continue;
     if (en.split > cgroups) continue;  // a rank runs whole channel groups
-    const wgh::Tile t = wgh::choose_tile(g, en.max_halo_px);
+    const int bm = 64 * en.wgs;
+    const wgh::Tile t = wgh::choose_tile(g, bm, en.max_halo_px);
     if (t.tr == 0) continue;  // no halo fits
     const double tiles = double(g.N) * t.tiles_per_img * double((g.F + en.bn - 1) / en.bn);
     const int per_sm = std::max(1, (228 * 1024) / (en.smem(t) + 1024));
@@ -363,7 +370,7 @@ std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& 
     const double waves = std::ceil(tiles * en.split / (double(std::max(1, sm_count)) * per_sm));
     // wgr's score (conv2d_wgr.cu) with fewer instructions a stage, for the real pixels among the rows.
     const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
-    const double score = 0.4 * waves * wgh::kBM * en.bn * per_sm * stages / t.use;
+    const double score = 0.4 * waves * bm * en.bn * per_sm * stages / t.use;
     char name[64];
     std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_%s%s", t.tr, t.tc, en.bn, relu ? "relu" : "act",
                   en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
