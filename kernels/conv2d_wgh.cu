@@ -72,7 +72,7 @@ struct Tile {
   int tr = 0, tc = 0, hr = 0, hc = 0;
   int tiles_x = 0, tiles_per_img = 0;
   double use = 0.0;  // the share of wgmma rows that are real output pixels
-  FastDiv ftiles_div, tiles_per_img_div, tiles_x_div, tc_div, hc_div;  // (set by launch)
+  FastDiv ftiles_div, tiles_per_img_div, tiles_x_div, tc_div;  // (set by launch)
 };
 
 struct HParams {
@@ -149,34 +149,32 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   };
 
-  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` (the warp's octet of the
-  // warpgroup's 32) of pixels 4 * wgi + lane / 8 + 4 * WGS * i. A
-  // warp's copy is 8 channels of 4 neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp
-  // took the 32 channels of one pixel: the copies then held the issue, docs/perf-notes.md v16), and the
-  // writes land in 32 different banks.
+  // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` (its warp's octet of the
+  // 32) of the halo columns 4 * wgi + lane / 8 + 4 * WGS * i of every row. A warp's copy is 8 channels of 4
+  // neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp took the 32 channels of one
+  // pixel: the copies then held the issue, docs/perf-notes.md v16), and the writes land in 32 banks.
   uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
   const int halo_px = t.hr * t.hc, halo_bytes = halo_px * kPixBytes;
   const int ch8 = lane & 7, ch = 8 * (warp & 3) + ch8;
   const int rec = 8 * (warp & 3) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
   const float* xch = x + static_cast<int64_t>(n) * q.chw + static_cast<int64_t>(ch) * q.hw;
   const int iyb = oy0 - g.pad_top, ixb = ox0 - g.pad_left;
-  constexpr int kPxStep = 4 * C::WGS;  // pixels between a thread's copies
-  const int hp0 = 4 * wgi + (lane >> 3), hr0 = t.hc_div.div(hp0), hc0 = hp0 - hr0 * t.hc;
+  constexpr int kPxStep = 4 * C::WGS;  // halo columns between a thread's copies
+  const int hc_first = 4 * wgi + (lane >> 3);
+  // Row by row: the row's bounds test and pointer once, then a few instructions a copy (a running pixel
+  // index with its wrap cost ~48 a copy, perf-notes v16 round 5).
   auto load_halo = [&](int cg, int buf) {
-    uint8_t* dst = halo + buf * halo_bytes + rec * 4 + hp0 * kPixBytes;
+    uint8_t* dst = halo + buf * halo_bytes + rec * 4;
     const float* src = xch + static_cast<int64_t>(cg) * kBK * q.hw;
-    int hr = hr0, hc = hc0;
-#pragma unroll 4
-    for (int hp = hp0; hp < halo_px; hp += kPxStep) {
-      const int iy = iyb + hr, ix = ixb + hc;
-      const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H) &&
-                      static_cast<unsigned>(ix) < static_cast<unsigned>(g.W);
-      cp_async_4(dst, ok ? src + iy * g.W + ix : x, ok);
-      dst += kPxStep * kPixBytes;
-      hc += kPxStep;
-      while (hc >= t.hc) {
-        hc -= t.hc;
-        ++hr;
+#pragma unroll 1
+    for (int hr = 0; hr < t.hr; ++hr) {
+      const int iy = iyb + hr;
+      const bool row_ok = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H);
+      const float* srow = src + iy * g.W + ixb;
+      uint8_t* drow = dst + hr * t.hc * kPixBytes;
+      for (int hc = hc_first; hc < t.hc; hc += kPxStep) {
+        const bool ok = row_ok && static_cast<unsigned>(ixb + hc) < static_cast<unsigned>(g.W);
+        cp_async_4(drow + hc * kPixBytes, ok ? srow + hc : x, ok);
       }
     }
   };
@@ -252,20 +250,22 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       }
     }
   };
+  const uint64_t desc0 = wgmma::smem_desc(sbase);  // stage 0's big filter half; the rest are offsets from it
   auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
-    const uint32_t w_big = sbase + (kt % C::STAGES) * C::STAGE_BYTES, w_small = w_big + C::W_BYTES;
+    const uint64_t d_big = wgmma::desc_offset(desc0, (kt % C::STAGES) * C::STAGE_BYTES);
+    const uint64_t d_small = wgmma::desc_offset(d_big, C::W_BYTES);
     wgmma::fence();
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
-      const uint32_t ko = s * 32;
+      const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
       if constexpr (C::BN == 64) {
-        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       } else {
-        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       }
     }
     wgmma::commit();
@@ -319,7 +319,6 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   h.t.tiles_per_img_div = FastDiv(h.t.tiles_per_img);
   h.t.tiles_x_div = FastDiv(h.t.tiles_x);
   h.t.tc_div = FastDiv(h.t.tc);
-  h.t.hc_div = FastDiv(h.t.hc);
   const int64_t blocks = int64_t(g.N) * h.t.tiles_per_img * h.q.ftiles;
   launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
                     smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h);

@@ -188,21 +188,23 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       }
     }
   };
+  const uint64_t desc0 = wgmma::smem_desc(sbase);  // stage 0's big filter half; the rest are offsets from it
   auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
-    const uint32_t w_big = sbase + ((kt - k_begin) % C::STAGES) * C::STAGE_BYTES, w_small = w_big + C::W_BYTES;
+    const uint64_t d_big = wgmma::desc_offset(desc0, ((kt - k_begin) % C::STAGES) * C::STAGE_BYTES);
+    const uint64_t d_small = wgmma::desc_offset(d_big, C::W_BYTES);
     wgmma::fence();
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
       // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
       if constexpr (C::BN == 64) {
-        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       } else {
-        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::smem_desc(w_big + ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_small + ko), 1);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::smem_desc(w_big + ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       }
     }
     wgmma::commit();
