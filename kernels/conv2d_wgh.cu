@@ -43,6 +43,7 @@ namespace wgh {
 using wg_common::kBK;
 using wg_common::kFAlign;
 using wg_common::kRowBytes;
+using wg_common::kStagesPerPartial;
 using wg_common::Params;
 
 constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
@@ -207,7 +208,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) load_next(false);
 
-  float acc[C::NT][4], part0[C::NT][4], part1[C::NT][4];
+  float acc[C::NT][4], part[C::NT][4];
 #pragma unroll
   for (int i = 0; i < C::NT; ++i) {
 #pragma unroll
@@ -250,8 +251,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   };
   const uint64_t desc0 = wgmma::smem_desc(sbase);  // stage 0's big filter half; the rest are offsets from it
-  // Stage kt into the partial d: d restarts with it when `fresh`, else d += it.
-  auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], float (&d)[C::NT][4], bool fresh = true) {
+  auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
     const uint64_t d_big = wgmma::desc_offset(desc0, (kt % C::STAGES) * C::STAGE_BYTES);
     const uint64_t d_small = wgmma::desc_offset(d_big, C::W_BYTES);
     wgmma::fence();
@@ -259,91 +259,44 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
       if constexpr (C::BN == 64) {
-        wgmma::wgmma_rs_m64n64k8(d, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n64k8(d, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n64k8(d, f[0][s], wgmma::desc_offset(d_big, ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       } else {
-        wgmma::wgmma_rs_m64n128k8(d, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n128k8(d, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n128k8(d, f[0][s], wgmma::desc_offset(d_big, ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
       }
     }
     wgmma::commit();
   };
 
-  auto add = [&](float (&d)[C::NT][4]) {
-    wgmma::fence_operands(d);
+  // The loop of wgr: two stages into a partial, then into the sum; see conv2d_wgr.cu for the waits.
+  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
+#pragma unroll 1
+  for (int a = 0; a < nst; a += kStagesPerPartial) {
+    cp_async_wait<C::STAGES - 3>();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    load_next(true);
+    load_next(true);
+    split_fragments(frag0);
+    multiply(a, frag0, true);
+    if (a + 1 < nst) {
+      cp_async_wait<C::STAGES - 2>();
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      split_fragments(frag1);
+      multiply(a + 1, frag1, false);
+    }
+    wgmma::wait<0>();
+    wgmma::fence_operands(part);
+    wgmma::fence_operands(frag0);
+    wgmma::fence_operands(frag1);
 #pragma unroll
     for (int i = 0; i < C::NT; ++i) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[i][j] += d[i][j];
-    }
-  };
-  auto begin_stage = [&] {
-    cp_async_wait<C::STAGES - 3>();  // this stage has landed (the next one may be in flight), then for all
-    wgmma::fence_proxy_async();
-    __syncthreads();
-    load_next(true);  // two stages ahead
-  };
-  if constexpr (C::BN == 64) {
-    // One stage a partial, two partials in turn: stage a's wgmma run while the warps split stage a + 1, and
-    // after issuing stage a + 1 a warpgroup waits only for stage a (wgmma.wait 1), then adds that partial to
-    // the sum. (wgr instead waits for all its wgmma after every second stage, and the tensor pipe drains
-    // there: 12% of the stall samples sat on that wait, perf-notes v16 round 5.) Buffers: the filters of
-    // stage a + 2 go into those of stage a - 2, whose wgmma are done (waited for at the end of stage a - 1);
-    // the halo rule is above.
-    // Stage 0, then pairs (odd stage into part1, even into part0), then the odd one out.
-    begin_stage();
-    split_fragments(frag0);
-    multiply(0, frag0, part0);
-    int a = 1;
-#pragma unroll 1
-    for (; a + 1 < nst; a += 2) {
-      begin_stage();
-      split_fragments(frag1);
-      multiply(a, frag1, part1);
-      wgmma::wait<1>();  // stage a - 1 is done
-      wgmma::fence_operands(frag0);
-      add(part0);
-      begin_stage();
-      split_fragments(frag0);
-      multiply(a + 1, frag0, part0);
-      wgmma::wait<1>();  // stage a is done
-      wgmma::fence_operands(frag1);
-      add(part1);
-    }
-    if (a < nst) {
-      begin_stage();
-      split_fragments(frag1);
-      multiply(a, frag1, part1);
-      wgmma::wait<1>();
-      wgmma::fence_operands(frag0);
-      add(part0);
-      wgmma::wait<0>();
-      wgmma::fence_operands(frag1);
-      add(part1);
-    } else {
-      wgmma::wait<0>();
-      wgmma::fence_operands(frag0);
-      add(part0);
-    }
-  } else {
-    // 64 x 128 a warpgroup has no registers for a second partial (it spilled): two stages into one partial,
-    // then wait for all of them (the tensor pipe drains once every two stages).
-#pragma unroll 1
-    for (int a = 0; a < nst; a += 2) {
-      begin_stage();
-      split_fragments(frag0);
-      multiply(a, frag0, part0);
-      if (a + 1 < nst) {
-        begin_stage();
-        split_fragments(frag1);
-        multiply(a + 1, frag1, part0, false);
-      }
-      wgmma::wait<0>();
-      wgmma::fence_operands(frag0);
-      wgmma::fence_operands(frag1);
-      add(part0);
+      for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
     }
   }
 
