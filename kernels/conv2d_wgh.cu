@@ -47,20 +47,14 @@ using wg_common::kStagesPerPartial;
 using wg_common::Params;
 
 constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
-constexpr int kSplitBytes = 320;   // one split record: 32 (big, small) pairs + 16 floats of padding
 constexpr int kMinTaps = 4;        // the next group's halo is loaded with tap 3
 constexpr int kMaxSmem = 227 * 1024;
 
 // WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8); they share the halo and the filter stages.
-// PRESPLIT: the halo is split into TF32 (big, small) pairs once a channel group, into a third buffer, and
-// the taps load their fragments ready-made (below).
-template <int WGS_, int BN_, Act ACT_, bool PRESPLIT_>
+template <int WGS_, int BN_, Act ACT_>
 struct Cfg {
   static constexpr int WGS = WGS_, BN = BN_, STAGES = 4;
   static constexpr Act ACT = ACT_;
-  static constexpr bool PRESPLIT = PRESPLIT_;
-  // Shared memory a halo pixel: two raw records (double-buffered), or one raw record and its split record.
-  static constexpr int PX_BYTES = PRESPLIT ? kPixBytes + kSplitBytes : 2 * kPixBytes;
   static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;
   static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
@@ -110,12 +104,12 @@ inline Tile choose_tile(const ConvGeometry& g, int bm, int max_halo_px) {
 
 template <class C>
 constexpr int max_halo_px() {
-  return (kMaxSmem - 1024 - C::STAGES * C::STAGE_BYTES) / C::PX_BYTES;
+  return (kMaxSmem - 1024 - C::STAGES * C::STAGE_BYTES) / (2 * kPixBytes);
 }
 
 template <class C>
 int smem_bytes(const Tile& t) {
-  return std::max(C::STAGES * C::STAGE_BYTES + t.hr * t.hc * C::PX_BYTES, C::RECV_BYTES) + 1024;
+  return std::max(C::STAGES * C::STAGE_BYTES + 2 * t.hr * t.hc * kPixBytes, C::RECV_BYTES) + 1024;
 }
 
 template <class C>
@@ -194,7 +188,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   auto load_next = [&](bool with_filters) {
     if (next < nst) {
       if (with_filters) load_w(stage_ptr(next), ltap, lcg);
-      if (ltap == kMinTaps - 1 && lcg + 1 < c_end) load_halo(lcg + 1, C::PRESPLIT ? 0 : (lcg + 1 - c_begin) & 1);
+      if (ltap == kMinTaps - 1 && lcg + 1 < c_end) load_halo(lcg + 1, (lcg + 1 - c_begin) & 1);
       if (++ltap == kk) {
         ltap = 0;
         ++lcg;
@@ -231,52 +225,21 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     const int my = t.tc_div.div(m), mx = m - my * t.tc;
     const int oy = oy0 + my, ox = ox0 + mx;
     const bool real = my < t.tr && oy < g.OH && ox < g.OW;
-    const int rec_bytes = C::PRESPLIT ? kSplitBytes : kPixBytes;
-    hoff[r] = (my < t.tr ? my * t.hc + mx : 0) * rec_bytes + tig * (C::PRESPLIT ? 16 : 8);
+    hoff[r] = (my < t.tr ? my * t.hc + mx : 0) * kPixBytes + tig * 8;
     out[r] = real ? static_cast<int64_t>(n) * g.F * q.ohw + oy * g.OW + ox : -1;
   }
   // The tap and halo buffer of the next stage to multiply.
   int cbuf = 0, cky = 0, ckx = 0;
   uint32_t frag0[2][4][4], frag1[2][4][4];  // [big, small][k step][4]
-  // PRESPLIT: the split records after the raw one. Record of pixel p: for each k step s and lane tig, 16 bytes
-  // at 64 s + 16 tig = (big, big, small, small) of channels 8s + tig and 8s + tig + 4, so a thread's four
-  // fragment values of a k step and a row are one 16-byte load. 80 floats a record: two neighbouring pixels
-  // are 16 banks apart, and a quarter warp's loads (two pixels, four lanes each) are conflict-free.
-  uint8_t* hsplit = halo + halo_bytes;
-  auto convert_halo = [&] {  // the raw halo (landed, behind a barrier) into split records
-    for (int id = tid; id < halo_px * 16; id += C::THREADS) {
-      const int pix = id >> 4, sub = id & 15;  // sub = 4 s + tig: raw floats 8s + 2tig, +1 (see rec above)
-      const float2 v = *reinterpret_cast<const float2*>(halo + pix * kPixBytes + sub * 8);
-      uint4 o;
-      tc::split_tf32(v.x, o.x, o.z);
-      tc::split_tf32(v.y, o.y, o.w);
-      *reinterpret_cast<uint4*>(hsplit + pix * kSplitBytes + sub * 16) = o;
-    }
-  };
   auto split_fragments = [&](uint32_t (&f)[2][4][4]) {
-    if constexpr (C::PRESPLIT) {
-      const uint8_t* hb = hsplit + (cky * t.hc + ckx) * kSplitBytes;
+    const uint8_t* hb = halo + cbuf * halo_bytes + (cky * t.hc + ckx) * kPixBytes;
 #pragma unroll
-      for (int s = 0; s < kBK / 8; ++s) {
+    for (int s = 0; s < kBK / 8; ++s) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const uint4 u = *reinterpret_cast<const uint4*>(hb + hoff[r] + 64 * s);
-          f[0][s][r] = u.x;  // k = tig
-          f[0][s][2 + r] = u.y;  // k = tig + 4
-          f[1][s][r] = u.z;
-          f[1][s][2 + r] = u.w;
-        }
-      }
-    } else {
-      const uint8_t* hb = halo + cbuf * halo_bytes + (cky * t.hc + ckx) * kPixBytes;
-#pragma unroll
-      for (int s = 0; s < kBK / 8; ++s) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const float2 v = *reinterpret_cast<const float2*>(hb + hoff[r] + 32 * s);
-          tc::split_tf32(v.x, f[0][s][r], f[1][s][r]);          // k = tig
-          tc::split_tf32(v.y, f[0][s][2 + r], f[1][s][2 + r]);  // k = tig + 4
-        }
+      for (int r = 0; r < 2; ++r) {
+        const float2 v = *reinterpret_cast<const float2*>(hb + hoff[r] + 32 * s);
+        tc::split_tf32(v.x, f[0][s][r], f[1][s][r]);          // k = tig
+        tc::split_tf32(v.y, f[0][s][2 + r], f[1][s][2 + r]);  // k = tig + 4
       }
     }
     if (++ckx == g.KW) {
@@ -315,12 +278,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     cp_async_wait<C::STAGES - 3>();
     wgmma::fence_proxy_async();
     __syncthreads();
-    // PRESPLIT, the first tap of a channel group: split its halo (landed with this stage), and only then
-    // load the next group's into the raw buffer (with tap 3, at the earliest in the load_next below).
-    if (C::PRESPLIT && cky == 0 && ckx == 0) {
-      convert_halo();
-      __syncthreads();
-    }
     load_next(true);
     load_next(true);
     split_fragments(frag0);
@@ -329,10 +286,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       cp_async_wait<C::STAGES - 2>();
       wgmma::fence_proxy_async();
       __syncthreads();
-      if (C::PRESPLIT && cky == 0 && ckx == 0) {
-        convert_halo();
-        __syncthreads();
-      }
       split_fragments(frag1);
       multiply(a + 1, frag1, false);
     }
@@ -372,35 +325,28 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 }
 
 struct Entry {
-  int wgs, bn;
-  bool presplit;
-  int split;
+  int wgs, bn, split;
   Act act;
   int max_halo_px;
   int (*smem)(const Tile&);
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-#define WGH_ENTRY(WGS, BN, PRE, ACT, SPLIT)                                                               \
+#define WGH_ENTRY(WGS, BN, ACT, SPLIT)                                                                   \
   Entry {                                                                                                \
-    WGS, BN, PRE, SPLIT, ACT, max_halo_px<Cfg<WGS, BN, ACT, PRE>>(), &smem_bytes<Cfg<WGS, BN, ACT, PRE>>, \
-        &launch<Cfg<WGS, BN, ACT, PRE>, SPLIT>                                                           \
+    WGS, BN, SPLIT, ACT, max_halo_px<Cfg<WGS, BN, ACT>>(), &smem_bytes<Cfg<WGS, BN, ACT>>,              \
+        &launch<Cfg<WGS, BN, ACT>, SPLIT>                                                                \
   }
-#define WGH_ENTRIES(WGS, BN, PRE, SPLIT) \
-  WGH_ENTRY(WGS, BN, PRE, Act::Relu, SPLIT), WGH_ENTRY(WGS, BN, PRE, Act::Param, SPLIT)
 
-// Split in registers a tap: 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records),
-// splits 1, 2, 4; 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2.
-// Presplit halo (one block an SM): 128 x 64 (two warpgroups), 64 x 128 and 128 x 128, splits 1 and 2.
+// 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4; and
+// 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2.
 const Entry kEntries[] = {
-    WGH_ENTRIES(1, 64, false, 1), WGH_ENTRIES(1, 64, false, 2), WGH_ENTRIES(1, 64, false, 4),
-    WGH_ENTRIES(2, 128, false, 1), WGH_ENTRIES(2, 128, false, 2),
-    WGH_ENTRIES(2, 64, true, 1), WGH_ENTRIES(2, 64, true, 2),
-    WGH_ENTRIES(1, 128, true, 1), WGH_ENTRIES(1, 128, true, 2),
-    WGH_ENTRIES(2, 128, true, 1), WGH_ENTRIES(2, 128, true, 2),
+    WGH_ENTRY(1, 64, Act::Relu, 1),   WGH_ENTRY(1, 64, Act::Relu, 2),   WGH_ENTRY(1, 64, Act::Relu, 4),
+    WGH_ENTRY(1, 64, Act::Param, 1),  WGH_ENTRY(1, 64, Act::Param, 2),  WGH_ENTRY(1, 64, Act::Param, 4),
+    WGH_ENTRY(2, 128, Act::Relu, 1),  WGH_ENTRY(2, 128, Act::Relu, 2),
+    WGH_ENTRY(2, 128, Act::Param, 1), WGH_ENTRY(2, 128, Act::Param, 2),
 };
 
-#undef WGH_ENTRIES
 #undef WGH_ENTRY
 
 }  // namespace wgh
@@ -425,8 +371,7 @@ std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& 
     const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
     const double score = 0.4 * waves * bm * en.bn * per_sm * stages / t.use;
     char name[64];
-    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d%s_%s%s", t.tr, t.tc, en.bn, en.presplit ? "_ps" : "",
-                  relu ? "relu" : "act",
+    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_%s%s", t.tr, t.tc, en.bn, relu ? "relu" : "act",
                   en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
     scored.push_back({{name, en.launch}, score});
   }
