@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/conv2d_wg.cuh"
@@ -34,6 +35,7 @@
 #include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/tc_common.cuh"
+#include "kernels/tma.cuh"
 #include "kernels/wgmma.cuh"
 
 namespace cnnrt::kernels {
@@ -49,6 +51,7 @@ using wg_common::Params;
 constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
 constexpr int kMinTaps = 4;        // the next group's halo is loaded with tap 3
 constexpr int kMaxSmem = 227 * 1024;
+constexpr int kBarBytes = 64;      // the filter stages' barriers (8 bytes each), after the halo buffers
 
 // WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8); they share the halo and the filter stages.
 template <int WGS_, int BN_, Act ACT_>
@@ -60,10 +63,7 @@ struct Cfg {
   static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
   static constexpr int STAGE_BYTES = 2 * W_BYTES;
   static constexpr int RECV_BYTES = NT * THREADS * 16;  // the split's partial tiles
-  static constexpr int W_CHUNKS = 2 * BN * 8 / THREADS;  // 16-byte filter copies a thread issues a stage
-  static constexpr int W_RSTEP = THREADS / 8;             // filter rows between them
   static_assert(W_BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
-  static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
   static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
 };
 
@@ -104,18 +104,19 @@ inline Tile choose_tile(const ConvGeometry& g, int bm, int max_halo_px) {
 
 template <class C>
 constexpr int max_halo_px() {
-  return (kMaxSmem - 1024 - C::STAGES * C::STAGE_BYTES) / (2 * kPixBytes);
+  return (kMaxSmem - 1024 - kBarBytes - C::STAGES * C::STAGE_BYTES) / (2 * kPixBytes);
 }
 
 template <class C>
 int smem_bytes(const Tile& t) {
-  return std::max(C::STAGES * C::STAGE_BYTES + 2 * t.hr * t.hc * kPixBytes, C::RECV_BYTES) + 1024;
+  return std::max(C::STAGES * C::STAGE_BYTES + 2 * t.hr * t.hc * kPixBytes + kBarBytes, C::RECV_BYTES) + 1024;
 }
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
-    conv2d_wgh_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
-                      const ConvGeometry g, const Epilogue e, const HParams h) {
+    conv2d_wgh_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ /*read by wmap*/,
+                      const ConvGeometry g, const Epilogue e, const HParams h,
+                      const __grid_constant__ CUtensorMap wmap) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -133,19 +134,19 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   const int f0 = ftile * C::BN;
   const int kk = g.KH * g.KW;
 
-  // The filters of stage (tap, cg): both halves, rows f0 .. f0 + BN of the packed buffer, as wgr.
-  const int wr = tid / 8, wch = tid % 8;
-  const float* wsrc = wp + static_cast<int64_t>(f0 + wr) * q.K + wch * 4;
-  const int wdst = wr * kRowBytes + ((wch ^ (wr & 7)) << 4);
-  auto stage_ptr = [&](int kt) { return smem + (kt % C::STAGES) * C::STAGE_BYTES; };
-  auto load_w = [&](uint8_t* stage, int tap, int cg) {
-    constexpr int kPerHalf = C::W_CHUNKS / 2;
-    const float* src = wsrc + (tap * q.cgroups + cg) * kBK;
-#pragma unroll
-    for (int i = 0; i < C::W_CHUNKS; ++i) {
-      const int half = i / kPerHalf, row = (i % kPerHalf) * C::W_RSTEP;
-      cp_async_16(stage + half * C::W_BYTES + row * kRowBytes + wdst,
-                  src + (static_cast<int64_t>(half) * q.f_pad + row) * q.K, true);
+  // The filters of stage kt = (tap, cg), both halves (rows f0 and f_pad + f0 of the packed buffer, BN rows
+  // of 32 k), by TMA into the stage's buffer, 128-byte swizzled; one thread asks, and the stage's barrier
+  // (kt % STAGES) completes its (kt / STAGES)-th phase when the bytes have landed.
+  const int halo_bytes = t.hr * t.hc * kPixBytes;
+  const uint32_t bar0 = sbase + C::STAGES * C::STAGE_BYTES + 2 * halo_bytes;
+  auto bar = [&](int kt) { return bar0 + 8u * static_cast<uint32_t>(kt % C::STAGES); };
+  auto load_w = [&](int kt, int tap, int cg) {
+    if (tid == 0) {
+      const uint32_t dst = sbase + (kt % C::STAGES) * C::STAGE_BYTES;
+      const int k0 = (tap * q.cgroups + cg) * kBK;
+      tma::mbar_arrive_expect(bar(kt), 2 * C::W_BYTES);
+      tma::load_2d(dst, wmap, k0, f0, bar(kt));
+      tma::load_2d(dst + C::W_BYTES, wmap, k0, q.f_pad + f0, bar(kt));
     }
   };
 
@@ -154,7 +155,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp took the 32 channels of one
   // pixel: the copies then held the issue, docs/perf-notes.md v16), and the writes land in 32 banks.
   uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
-  const int halo_px = t.hr * t.hc, halo_bytes = halo_px * kPixBytes;
   const int ch8 = lane & 7, ch = 8 * (warp & 3) + ch8;
   const int rec = 8 * (warp & 3) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
   const float* xch = x + static_cast<int64_t>(n) * q.chw + static_cast<int64_t>(ch) * q.hw;
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   int next = 0, ltap = 0, lcg = c_begin;
   auto load_next = [&](bool with_filters) {
     if (next < nst) {
-      if (with_filters) load_w(stage_ptr(next), ltap, lcg);
+      if (with_filters) load_w(next, ltap, lcg);
       if (ltap == kMinTaps - 1 && lcg + 1 < c_end) load_halo(lcg + 1, (lcg + 1 - c_begin) & 1);
       if (++ltap == kk) {
         ltap = 0;
@@ -201,8 +201,13 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // Prologue: the filters of the first STAGES - 2 stages (taps 0 and 1 of the first group) before the wait for
   // the prior grid (the packed filters are written once at plan time); then the first halo, in stage 0's group.
   constexpr int kAhead = C::STAGES - 2;
+  if (tid == 0) {
 #pragma unroll
-  for (int s = 0; s < kAhead; ++s) load_w(stage_ptr(s), s, c_begin);
+    for (int s = 0; s < C::STAGES; ++s) tma::mbar_init(bar(s), 1);
+    tma::fence_barrier_init();  // (the other threads wait on them after the loop's first __syncthreads)
+  }
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) load_w(s, s, c_begin);
   wait_for_prior_grid();  // launched with PDL (launch.cuh): no input read before this
   load_halo(c_begin, 0);
 #pragma unroll
@@ -252,6 +257,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   };
   const uint64_t desc0 = wgmma::smem_desc(sbase);  // stage 0's big filter half; the rest are offsets from it
   auto multiply = [&](int kt, const uint32_t (&f)[2][4][4], bool fresh) {
+    tma::mbar_wait(bar(kt), (kt / C::STAGES) & 1);  // the stage's filters have landed
     const uint64_t d_big = wgmma::desc_offset(desc0, (kt % C::STAGES) * C::STAGE_BYTES);
     const uint64_t d_small = wgmma::desc_offset(d_big, C::W_BYTES);
     wgmma::fence();
@@ -320,8 +326,12 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   h.t.tiles_x_div = FastDiv(h.t.tiles_x);
   h.t.tc_div = FastDiv(h.t.tc);
   const int64_t blocks = int64_t(g.N) * h.t.tiles_per_img * h.q.ftiles;
+  CUtensorMap wmap;
+  if (!tma::encode_2d_swizzled(&wmap, w, 2 * uint64_t(h.q.f_pad), uint64_t(h.q.K), C::BN, kBK)) {
+    throw std::runtime_error("wgh: the driver refused the tensor map of the packed filters (cuTensorMapEncodeTiled)");
+  }
   launch_overlapped(conv2d_wgh_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
-                    smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h);
+                    smem_bytes<C>(h.t), stream, SPLIT, x, y, w, g, e, h, wmap);
 }
 
 struct Entry {
@@ -353,7 +363,7 @@ const Entry kEntries[] = {
 
 std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& g, const Epilogue& e, int sm_count) {
   std::vector<std::pair<TcVariant, double>> scored;
-  if (g.stride_h != 1 || g.stride_w != 1 || g.KH * g.KW < wgh::kMinTaps) return scored;
+  if (g.stride_h != 1 || g.stride_w != 1 || g.KH * g.KW < wgh::kMinTaps || !tma::available()) return scored;
   const bool relu = e.param_act == ParamAct::Relu;
   const int cgroups = g.C / wgh::kBK;
   for (const wgh::Entry& en : wgh::kEntries) {
