@@ -12,7 +12,7 @@ bin=build/release/bin
 gdb_path=""
 [ "${BUNDLE_GDB:-1}" = 1 ] && gdb_path=$(command -v gdb || true)
 rm -rf .device
-"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" "$bin/launch_floor" $gdb_path
+"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" "$bin/launch_floor" "$bin/wgmma_peak" $gdb_path
 if [ -n "$gdb_path" ]; then
   # gdb embeds Python and will not start without its standard library (gpu_round.sh sets PYTHONHOME).
   py=/usr/lib/python3.$(ldd "$(command -v gdb)" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
