@@ -13,14 +13,17 @@
 // The halo tile: one 160-byte record a pixel, 32 channels and 8 floats of padding. Within each 8 channels
 // the record holds c0 c4 c1 c5 c2 c6 c3 c7, so a thread's two A values of a k step (k = tig and tig + 4 of
 // the m16n8k8 fragment) are one 8-byte load. Lanes (gid, tig) read pixel p + gid at float 40 * (p + gid) +
-// 2 * tig: eight banks a pixel, four pixels a half warp, no conflicts. The copies (4-byte cp.async, zero
-// fill outside the image) give the 32 lanes of a warp the 32 channels of one pixel: conflict-free writes,
-// and L1 serves the reads of one channel's neighbouring pixels.
+// 2 * tig: eight banks a pixel, four pixels a half warp, no conflicts. The copies: 4-byte cp.async, zero fill
+// outside the image, a warp 8 channels of 4 neighbouring pixels (conflict-free writes, 8 cache lines).
 //
-// Stages are (channel group, tap), the taps of a group consecutive; the filters of a stage come by 16-byte
-// cp.async two stages ahead as in wgr (the same packed buffer). The halo of group c + 1 goes into the other
-// of two buffers with tap 3 of group c (the last stage that read that buffer is then behind the barrier),
-// so KH*KW >= 4. A K split gives each rank of the cluster whole channel groups.
+// Stages are (channel group, tap), the taps of a group consecutive; the filters of a stage come by TMA
+// (kernels/tma.cuh) two stages ahead, from the packed buffer wg3 and wgr read. The halo of group c + 1 goes
+// into the other of two buffers with tap 3 of group c (the last stage that read that buffer is then behind
+// the barrier), so KH*KW >= 4. A K split gives each rank of the cluster whole channel groups.
+//
+// Where it stands (docs/perf-notes.md v16): ~40% of the TF32 tensor rate at batch 32, where the same wgmma
+// pattern alone reaches 90% (kernels/lab/wgmma_peak.cu); the rest goes to the stages' loads, split and
+// barriers, with two blocks (eight warps) an SM to hide them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
