@@ -9,8 +9,8 @@
 //
 // Families (kernels/): c1 (one input channel; filters from the constant bank, or "_smemw" from shared
 // memory), small (small maps: every channel staged at once, one pixel a thread), gen (DAC 2017 Algorithm 2,
-// with cluster split-K), tc3, wg3, wgr and wgh (3xTF32 tensor cores; wgr and wgh split the input in registers, wgh from a halo tile), and the
-// plain direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and
+// with cluster split-K), tc3, wg3, wgr and wgh (3xTF32 tensor cores; wgr and wgh split the input in
+// registers, wgh from a halo tile), and the plain direct kernel itself. Ungrouped convolutions only (depthwise layers: the GPU tests and
 // `cnnrt plan --explain`).
 // A variant under study lives in kernels/lab/ beside this file and is listed here marked "(lab)" until it is
 // promoted (the c1 filter groups were: docs/perf-notes.md, v4).
