@@ -48,7 +48,6 @@ namespace wgh {
 using wg_common::kBK;
 using wg_common::kFAlign;
 using wg_common::kRowBytes;
-using wg_common::kStagesPerPartial;
 using wg_common::Params;
 
 constexpr int kPixBytes = 160;     // one halo record: 32 channels + 8 floats of padding (bank spread)
@@ -57,9 +56,12 @@ constexpr int kMaxSmem = 227 * 1024;
 constexpr int kBarBytes = 64;      // the filter stages' barriers (8 bytes each), after the halo buffers
 
 // WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8); they share the halo and the filter stages.
-template <int WGS_, int BN_, Act ACT_>
+// P: stages the tensor cores sum into one partial before it is added to the FP32 sum (P * 12 mma steps of
+// truncating accumulation; conv_wg_common.cuh). The tensor pipe drains once a partial.
+template <int WGS_, int BN_, Act ACT_, int P_>
 struct Cfg {
-  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4;
+  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4, P = P_;
+  static_assert(P >= 2, "stage kt loads stage kt + 2 into the buffer of stage kt - 2: a partial spans two stages at least");
   static constexpr Act ACT = ACT_;
   static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;
@@ -238,7 +240,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   }
   // The tap and halo buffer of the next stage to multiply.
   int cbuf = 0, cky = 0, ckx = 0;
-  uint32_t frag0[2][4][4], frag1[2][4][4];  // [big, small][k step][4]
   auto split_fragments = [&](uint32_t (&f)[2][4][4]) {
     const uint8_t* hb = halo + cbuf * halo_bytes + (cky * t.hc + ckx) * kPixBytes;
 #pragma unroll
@@ -280,28 +281,33 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     wgmma::commit();
   };
 
-  // The loop of wgr: two stages into a partial, then into the sum; see conv2d_wgr.cu for the waits.
-  static_assert(kStagesPerPartial == 2, "the loop body below runs two stages");
+  // One partial a trip: P stages, unrolled (no wgmma is in flight across the loop's back edge, where ptxas
+  // would move the accumulator registers). Stage kt first waits for its halo copies (cp.async groups up to
+  // kt) and, from the third stage of a partial on, for the wgmma of stage kt - 2 (wgmma.wait 1: kt - 1 may
+  // still run), whose A fragments it overwrites and whose filter buffer it refills with stage kt + 2; the
+  // barrier makes both true for every warpgroup. Only the partial's end drains the tensor pipe (wait 0),
+  // where two stages a partial drained it every second stage (docs/perf-notes.md v17).
+  uint32_t frag[2][2][4][4];  // [stage parity][big, small][k step][4]
 #pragma unroll 1
-  for (int a = 0; a < nst; a += kStagesPerPartial) {
-    cp_async_wait<C::STAGES - 3>();
-    wgmma::fence_proxy_async();
-    __syncthreads();
-    load_next(true);
-    load_next(true);
-    split_fragments(frag0);
-    multiply(a, frag0, true);
-    if (a + 1 < nst) {
-      cp_async_wait<C::STAGES - 2>();
-      wgmma::fence_proxy_async();
+  for (int a = 0; a < nst; a += C::P) {
+#pragma unroll
+    for (int s = 0; s < C::P; ++s) {
+      const int kt = a + s;
+      if (kt >= nst) break;
+      cp_async_wait<1>();
+      if (s >= 2) {
+        wgmma::wait<1>();
+        wgmma::fence_operands(frag[s & 1]);
+      }
       __syncthreads();
-      split_fragments(frag1);
-      multiply(a + 1, frag1, false);
+      load_next(true);
+      split_fragments(frag[s & 1]);
+      multiply(kt, frag[s & 1], s == 0);
     }
     wgmma::wait<0>();
     wgmma::fence_operands(part);
-    wgmma::fence_operands(frag0);
-    wgmma::fence_operands(frag1);
+    wgmma::fence_operands(frag[0]);
+    wgmma::fence_operands(frag[1]);
 #pragma unroll
     for (int i = 0; i < C::NT; ++i) {
 #pragma unroll
@@ -338,26 +344,31 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 }
 
 struct Entry {
-  int wgs, bn, split;
+  int wgs, bn, split, stages_per_partial;
   Act act;
   int max_halo_px;
   int (*smem)(const Tile&);
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-#define WGH_ENTRY(WGS, BN, ACT, SPLIT)                                                                   \
+#define WGH_ENTRY(WGS, BN, ACT, P, SPLIT)                                                                \
   Entry {                                                                                                \
-    WGS, BN, SPLIT, ACT, max_halo_px<Cfg<WGS, BN, ACT>>(), &smem_bytes<Cfg<WGS, BN, ACT>>,              \
-        &launch<Cfg<WGS, BN, ACT>, SPLIT>                                                                \
+    WGS, BN, SPLIT, P, ACT, max_halo_px<Cfg<WGS, BN, ACT, P>>(), &smem_bytes<Cfg<WGS, BN, ACT, P>>,     \
+        &launch<Cfg<WGS, BN, ACT, P>, SPLIT>                                                             \
   }
 
 // 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4; and
-// 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2.
+// 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2. Partials of
+// 2 stages ("_p2") and 4 (docs/perf-notes.md v17).
 const Entry kEntries[] = {
-    WGH_ENTRY(1, 64, Act::Relu, 1),   WGH_ENTRY(1, 64, Act::Relu, 2),   WGH_ENTRY(1, 64, Act::Relu, 4),
-    WGH_ENTRY(1, 64, Act::Param, 1),  WGH_ENTRY(1, 64, Act::Param, 2),  WGH_ENTRY(1, 64, Act::Param, 4),
-    WGH_ENTRY(2, 128, Act::Relu, 1),  WGH_ENTRY(2, 128, Act::Relu, 2),
-    WGH_ENTRY(2, 128, Act::Param, 1), WGH_ENTRY(2, 128, Act::Param, 2),
+    WGH_ENTRY(1, 64, Act::Relu, 2, 1),   WGH_ENTRY(1, 64, Act::Relu, 2, 2),   WGH_ENTRY(1, 64, Act::Relu, 2, 4),
+    WGH_ENTRY(1, 64, Act::Param, 2, 1),  WGH_ENTRY(1, 64, Act::Param, 2, 2),  WGH_ENTRY(1, 64, Act::Param, 2, 4),
+    WGH_ENTRY(2, 128, Act::Relu, 2, 1),  WGH_ENTRY(2, 128, Act::Relu, 2, 2),
+    WGH_ENTRY(2, 128, Act::Param, 2, 1), WGH_ENTRY(2, 128, Act::Param, 2, 2),
+    WGH_ENTRY(1, 64, Act::Relu, 4, 1),   WGH_ENTRY(1, 64, Act::Relu, 4, 2),   WGH_ENTRY(1, 64, Act::Relu, 4, 4),
+    WGH_ENTRY(1, 64, Act::Param, 4, 1),  WGH_ENTRY(1, 64, Act::Param, 4, 2),  WGH_ENTRY(1, 64, Act::Param, 4, 4),
+    WGH_ENTRY(2, 128, Act::Relu, 4, 1),  WGH_ENTRY(2, 128, Act::Relu, 4, 2),
+    WGH_ENTRY(2, 128, Act::Param, 4, 1), WGH_ENTRY(2, 128, Act::Param, 4, 2),
 };
 
 #undef WGH_ENTRY
@@ -384,8 +395,8 @@ std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& 
     const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
     const double score = 0.4 * waves * bm * en.bn * per_sm * stages / t.use;
     char name[64];
-    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_%s%s", t.tr, t.tc, en.bn, relu ? "relu" : "act",
-                  en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
+    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_p%d_%s%s", t.tr, t.tc, en.bn, en.stages_per_partial,
+                  relu ? "relu" : "act", en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
     scored.push_back({{name, en.launch}, score});
   }
   return scored;

@@ -17,8 +17,9 @@ namespace cnnrt::plan {
 // winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split;
 // 3: general-kernel splits of 16 (non-portable clusters); 4: wgmma (wg3) and small-map kernels; 5: chain
 // window lanes; 6: chain kernels compiled for the model's shapes at plan time; 7: wgr (wgmma, input split in
-// registers); 8: wgh (wgmma from a halo tile, filters by TMA) and the two-instruction TF32 split.
-constexpr int kKernelSetVersion = 8;
+// registers); 8: wgh (wgmma from a halo tile, filters by TMA) and the two-instruction TF32 split; 9: wgh
+// partials of 2 or 4 stages (names gain _p2 / _p4).
+constexpr int kKernelSetVersion = 9;
 
 struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
