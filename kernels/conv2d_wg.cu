@@ -352,7 +352,6 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
   }
   for (auto& v : conv2d_wgr_scored(g, e, sm_count)) scored.push_back(std::move(v));
   for (auto& v : conv2d_wgh_scored(g, e, sm_count)) scored.push_back(std::move(v));
-  for (auto& v : conv2d_wgs_scored(g, e, sm_count)) scored.push_back(std::move(v));
   return rank_by_score(std::move(scored));
 }
 

@@ -15,10 +15,6 @@
 // `wgh` (conv2d_wgh.cu) is wgr with a rectangular pixel tile of one image: the input of 32 channels lands in
 // shared memory once with its halo and serves every filter tap (stride 1, KH*KW >= 4).
 //
-// `wgs` (conv2d_wgs.cu) keeps both operands in shared memory: filters on the rows, a TR x 8 pixel tile on the
-// columns, read from a halo that is split into TF32 big and small parts once a channel group; each filter tap
-// is a descriptor offset into it (stride 1, KH*KW >= 4).
-//
 // Compiled for sm_90a only (wgmma is an arch-specific feature): offered on devices of compute capability
 // 9.0 (H100, H200), and never elsewhere.
 #pragma once
@@ -50,6 +46,5 @@ std::vector<TcVariant> conv2d_wg_variants(const ConvGeometry& g, const Epilogue&
 // conv2d_wg_variants' own); conv2d_wg_variants merges them. Eligibility as conv2d_wg_supports.
 std::vector<std::pair<TcVariant, double>> conv2d_wgr_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
 std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
-std::vector<std::pair<TcVariant, double>> conv2d_wgs_scored(const ConvGeometry& g, const Epilogue& e, int sm_count);
 
 }  // namespace cnnrt::kernels
