@@ -21,9 +21,10 @@
 // into the other of two buffers with tap 3 of group c (the last stage that read that buffer is then behind
 // the barrier), so KH*KW >= 4. A K split gives each rank of the cluster whole channel groups.
 //
-// Where it stands (docs/perf-notes.md v16): ~40% of the TF32 tensor rate at batch 32, where the same wgmma
-// pattern alone reaches 90% (kernels/lab/wgmma_peak.cu); the rest goes to the stages' loads, split and
-// barriers, with two blocks (eight warps) an SM to hide them.
+// Where it stands (docs/perf-notes.md v17): batch 32 56x56 c64 k3 in 96 us is 442 TF32 FMA a clock an SM
+// counting the three passes, 43% of the tensor rate, where the same wgmma pattern alone reaches 92%
+// (kernels/lab/wgmma_peak.cu); the rest goes to the stages' loads, split and barriers, with two blocks (eight
+// warps) an SM to hide them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -357,18 +358,15 @@ struct Entry {
         &launch<Cfg<WGS, BN, ACT, P>, SPLIT>                                                             \
   }
 
-// 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4; and
-// 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2. Partials of
-// 2 stages ("_p2") and 4 (docs/perf-notes.md v17).
+// 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4, partials
+// of 4 stages; and 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2,
+// partials of 2 stages. Round 1 of docs/perf-notes.md v17 built both partials for both tiles: 4 stages won
+// every 64 x 64 layer (0.5-4%), and lost every 128 x 128 one (255 registers and a 192-byte stack there).
 const Entry kEntries[] = {
-    WGH_ENTRY(1, 64, Act::Relu, 2, 1),   WGH_ENTRY(1, 64, Act::Relu, 2, 2),   WGH_ENTRY(1, 64, Act::Relu, 2, 4),
-    WGH_ENTRY(1, 64, Act::Param, 2, 1),  WGH_ENTRY(1, 64, Act::Param, 2, 2),  WGH_ENTRY(1, 64, Act::Param, 2, 4),
-    WGH_ENTRY(2, 128, Act::Relu, 2, 1),  WGH_ENTRY(2, 128, Act::Relu, 2, 2),
-    WGH_ENTRY(2, 128, Act::Param, 2, 1), WGH_ENTRY(2, 128, Act::Param, 2, 2),
     WGH_ENTRY(1, 64, Act::Relu, 4, 1),   WGH_ENTRY(1, 64, Act::Relu, 4, 2),   WGH_ENTRY(1, 64, Act::Relu, 4, 4),
     WGH_ENTRY(1, 64, Act::Param, 4, 1),  WGH_ENTRY(1, 64, Act::Param, 4, 2),  WGH_ENTRY(1, 64, Act::Param, 4, 4),
-    WGH_ENTRY(2, 128, Act::Relu, 4, 1),  WGH_ENTRY(2, 128, Act::Relu, 4, 2),
-    WGH_ENTRY(2, 128, Act::Param, 4, 1), WGH_ENTRY(2, 128, Act::Param, 4, 2),
+    WGH_ENTRY(2, 128, Act::Relu, 2, 1),  WGH_ENTRY(2, 128, Act::Relu, 2, 2),
+    WGH_ENTRY(2, 128, Act::Param, 2, 1), WGH_ENTRY(2, 128, Act::Param, 2, 2),
 };
 
 #undef WGH_ENTRY
