@@ -1,5 +1,6 @@
-// Shared by the two 3xTF32 wgmma convolutions (conv2d_wg.cu: wg3, conv2d_wgr.cu: wgr): the stage geometry,
-// the kernel parameters derived from the layer, and the sum of a K split over a cluster.
+// Shared by the 3xTF32 wgmma convolutions (conv2d_wg.cu: wg3, conv2d_wgr.cu: wgr, conv2d_wgh.cu: wgh): the
+// stage geometry, the kernel parameters derived from the layer, the pixel-row epilogue (wgr, wgh) and the sum
+// of a K split over a cluster.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -13,8 +14,9 @@ namespace cnnrt::kernels::wg_common {
 constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels (C is a multiple of 32)
 constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
-// Stages summed by the tensor cores into one partial before it is added to the FP32 sum: 2 stages are 24
-// mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu).
+// Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wg3 and wgr: 2
+// stages are 24 mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu). wgh sets
+// its own (Cfg::P, 2 or 4: 48 steps measured 9.5e-7, docs/perf-notes.md v17).
 constexpr int kStagesPerPartial = 2;
 
 struct Params {

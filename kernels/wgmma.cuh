@@ -1,6 +1,7 @@
-// Hopper warpgroup MMA (wgmma) for the 3xTF32 convolutions (conv2d_wg.cu, conv2d_wgr.cu): shared-memory
-// descriptors, the fences and waits around the asynchronous instructions, and the m64nNk8 TF32 shapes they
-// use. sm_90a only: the instructions compile to nothing elsewhere (the host code never launches them there).
+// Hopper warpgroup MMA (wgmma) for the 3xTF32 convolutions (conv2d_wg.cu, conv2d_wgr.cu, conv2d_wgh.cu):
+// shared-memory descriptors, the fences and waits around the asynchronous instructions, and the m64nNk8 TF32
+// shapes they use. sm_90a only: the instructions compile to nothing elsewhere (the host code never launches
+// them there).
 //
 // Accumulator layout of m64nNk8 (f32): warp w of the warpgroup, lane = 4*gid + tig, holds
 //   d[c][2r + v] = (row 16*w + gid + 8r, column 8c + 2*tig + v)   r, v in {0, 1}, c < N/8
