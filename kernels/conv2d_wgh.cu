@@ -361,7 +361,7 @@ struct Entry {
 // 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4, partials
 // of 4 stages; and 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2,
 // partials of 2 stages. Round 1 of docs/perf-notes.md v17 built both partials for both tiles: 4 stages won
-// every 64 x 64 layer (0.5-4%), and lost every 128 x 128 one (255 registers and a 192-byte stack there).
+// every 64 x 64 layer (0.5-4.5%), and lost every 128 x 128 one (255 registers and a 192-byte stack there).
 const Entry kEntries[] = {
     WGH_ENTRY(1, 64, Act::Relu, 4, 1),   WGH_ENTRY(1, 64, Act::Relu, 4, 2),   WGH_ENTRY(1, 64, Act::Relu, 4, 4),
     WGH_ENTRY(1, 64, Act::Param, 4, 1),  WGH_ENTRY(1, 64, Act::Param, 4, 2),  WGH_ENTRY(1, 64, Act::Param, 4, 4),
