@@ -10,7 +10,7 @@
 //   build/release/bin/cluster_sync_check [clusters] [ranks]          default 34 clusters of 16
 //   compute-sanitizer --tool synccheck build/release/bin/cluster_sync_check
 //
-// Measured (H100, driver 580, CUDA 13.0, 2026-11-24; docs/results/h100-2026-11-24-s6/r4_*): outputs right at
+// Measured (H100, driver 580, CUDA 13.0): outputs right at
 // every size; synccheck 992 "Divergent thread(s) in warp" errors with clusters of 16 (at the block barrier
 // after the cluster wait), 0 with clusters of 8 and of 2. The report follows the cluster size, not the code.
 #include <cuda_runtime.h>

@@ -8,8 +8,8 @@
 //
 //   cmake --build --preset release --target launch_floor
 //   build/release/bin/launch_floor
-#include "kernels/conv_chain.cu"
-#include "kernels/launch.cu"
+#include "kernels/conv_chain.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/lab/lab_check.cuh"
 #include "kernels/lab/lab_lenet_chain.cuh"
 

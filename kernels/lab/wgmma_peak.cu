@@ -1,8 +1,8 @@
-// The TF32 wgmma rate a kernel shaped like wg3, wgr and wgh can reach when it does nothing else: each
+// The TF32 wgmma rate a kernel shaped like wgr and wgh can reach when it does nothing else: each
 // "stage" is their 12 `wgmma.mma_async m64nNk8` with A from registers (4 k steps x 3 for the 3xTF32 split),
 // B from shared memory, one commit group a stage, and `wgmma.wait 0` every WAIT stages (the kernels wait
 // every 2 and add a partial). No loads, no split, no barriers: the ceiling of that instruction pattern, to
-// set their measured rates against (docs/perf-notes.md v16). sm_90a only.
+// set their measured rates against. sm_90a only.
 //
 //   cmake --build --preset release --target wgmma_peak && build/release/bin/wgmma_peak
 #include <cuda_runtime.h>
