@@ -18,7 +18,7 @@ namespace cnnrt::kernels::c1 {
 // SMEM_W: the filters come from a device buffer (pack_c1_smem_filters) staged into shared memory with the
 // input tile, instead of the kernel's parameter block (see conv2d_c1.cuh for why both exist).
 // FGROUPS (with SMEM_W): F may exceed FMAX; blockIdx.z picks a group of FMAX filters, so a small image
-// gets F / FMAX times more blocks, each thread fewer filters (the _fg variants; docs/perf-notes.md, v4).
+// gets F / FMAX times more blocks, each thread fewer filters (the _fg variants).
 template <int K_, int S_, int TW_, int TH_, int ROWS_, int FMAX_, Act ACT_, bool POOL_, bool SMEM_W_ = false,
           bool FGROUPS_ = false>
 struct C1Cfg {

@@ -1,8 +1,8 @@
-// The single-filter streaming kernel of the single-input-channel family (included by conv2d_c1.cu only).
+// The single-filter streaming kernel, registry entry "c1stream" (included by conv2d_c1_stream.cu only).
 //
 // Why a kernel of its own: with one filter the tiled c1 kernel does 9 or 25 FMAs per output against 8 bytes
 // moved, so the layer should run at its memory floor, yet the k3 and k5 layers of 1024x1024 and larger ran
-// at 45-69% of it (docs/perf-notes.md, v4). Each of its blocks stages its tile, waits, computes and stores:
+// at 45-69% of it. Each of its blocks stages its tile, waits, computes and stores:
 // within a block nothing overlaps, and a 1024x1024 image is one wave of blocks doing that in step.
 //
 // Here a warp owns a strip of 128 output columns (4 per lane) and a run of `rows_per_warp` output rows, and
@@ -15,7 +15,7 @@
 //     once a row arrives, the output row whose window it completes is computed (K*K*4 FMAs, no test per
 //     tap) and stored as one float4 with bias, residual and activation. (The first version added each input
 //     row into a ring of K accumulator rows: a test per filter row and a run of K - 1 extra steps per chunk,
-//     3.8 instructions per FFMA; docs/perf-notes.md v9);
+//     3.8 instructions per FFMA);
 //   - the filter (K*K weights and the bias) is loaded into registers before waiting for the prior grid.
 // The loop is unrolled by U (a multiple of K, and the load ring's slot count: D = U - 1 rows in flight) so that
 // window and load slots are registers, not indexed memory.
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 4)
   // A ring of U input rows in registers, slot t % U holding row t, loaded D = U - 1 steps ahead into the slot
   // the previous step consumed. Loads are unconditional (clamped rows) and masked when used: a load whose
   // result is selected right away (a conditional load) makes the select wait for it, and each step then
-  // waited for its own row (round 1 of the seventh session: 0.3-0.9 us per row).
+  // waited for its own row (0.3-0.9 us per row, measured).
   StreamRow ring[U];
   auto load_row = [&](int t, StreamRow& r) {
     const int64_t iy = min(max(iy0 + min(t, steps - 1), 0), g.H - 1);  // past the last row: the last row again
@@ -184,7 +184,7 @@ void launch_c1_stream(const float* x, float* y, const ConvGeometry& g, const Epi
                     w_packed, ROWS_PER_WARP, StreamGrid{FastDiv(strips), FastDiv(chunks)});
 }
 
-// Whether the streaming kernel runs a layer the c1 family runs (conv2d_c1_supports: one input channel, one
+// Whether the streaming kernel runs a layer the c1 family runs (c1_reject: one input channel, one
 // group, dilation 1, equal strides): the limits above that the family does not already impose, and 32-bit
 // index arithmetic (warp numbers, a row's bytes).
 inline bool c1_stream_eligible(const ConvGeometry& g, const Epilogue& e) {

@@ -1,4 +1,5 @@
 #include "kernels/conv2d_depthwise.cuh"
+#include "kernels/conv_registry.hpp"
 
 #include "kernels/conv_tile.cuh"
 #include "kernels/launch.cuh"
@@ -71,13 +72,13 @@ void launch_depthwise(const float* x, float* y, const float* w, const ConvGeomet
 }
 
 struct DwEntry {
-  int k, s, tw;
+  int k, s, tw, rows;
   Act act;
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
 // Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads.
-#define DW_ENTRY(K, S, TW, ROWS, ACT) DwEntry{K, S, TW, ACT, &launch_depthwise<DwCfg<K, S, TW, 32, ROWS, ACT>>}
+#define DW_ENTRY(K, S, TW, ROWS, ACT) DwEntry{K, S, TW, ROWS, ACT, &launch_depthwise<DwCfg<K, S, TW, 32, ROWS, ACT>>}
 #define DW_ACTS(K, S, TW, ROWS) DW_ENTRY(K, S, TW, ROWS, Act::None), DW_ENTRY(K, S, TW, ROWS, Act::Relu), \
                                 DW_ENTRY(K, S, TW, ROWS, Act::Param)
 const DwEntry kDwEntries[] = {DW_ACTS(3, 1, 32, 2), DW_ACTS(3, 1, 64, 4), DW_ACTS(3, 2, 32, 2),
@@ -85,32 +86,55 @@ const DwEntry kDwEntries[] = {DW_ACTS(3, 1, 32, 2), DW_ACTS(3, 1, 64, 4), DW_ACT
 
 }  // namespace
 
-bool conv2d_depthwise_supports(const ConvGeometry& g, const Epilogue& e, std::string* why) {
-  auto no = [why](const char* reason) {
-    if (why) *why = reason;
-    return false;
-  };
-  if (g.groups != g.C || g.C < 2 || g.F % g.C != 0) return no("not depthwise");
-  if (g.KH != g.KW || (g.KH != 3 && g.KH != 5)) return no("kernel not 3x3 or 5x5");
-  if (g.stride_h != g.stride_w || g.stride_h > 2) return no("stride other than 1 or 2");
-  if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
-  if (e.pool.kind != FusedPool::None) return no("pooling");
-  return true;
+namespace {
+
+std::string variant_name(const DwEntry& en) {
+  return "dw_k" + std::to_string(en.k) + "_s" + std::to_string(en.s) + "_t" + std::to_string(en.tw) + "x32_r" +
+         std::to_string(en.rows) + "_" + (en.act == Act::None ? "none" : en.act == Act::Relu ? "relu" : "act");
 }
 
-std::vector<DepthwiseVariant> conv2d_depthwise_variants(const ConvGeometry& g, const Epilogue& e) {
-  std::vector<DepthwiseVariant> out;
-  if (!conv2d_depthwise_supports(g, e)) return out;
-  const Act wanted = e.param_act == ParamAct::None ? Act::None : e.param_act == ParamAct::Relu ? Act::Relu : Act::Param;
-  for (const DwEntry& en : kDwEntries) {
-    if (en.k != g.KH || en.s != g.stride_h || en.act != wanted) continue;
-    out.push_back({"dw_k" + std::to_string(en.k) + "s" + std::to_string(en.s) + "_t" + std::to_string(en.tw) + "x32_" +
-                       (wanted == Act::None ? "none" : wanted == Act::Relu ? "relu" : "act"),
-                   en.launch});
+class DepthwiseFamily final : public ConvFamily {
+ public:
+  DepthwiseFamily()
+      : ConvFamily("dw",
+                   "depthwise (groups = C): an input plane tile with its halo in shared memory, each thread slides a "
+                   "register window down 4 columns x r rows of one output plane",
+                   {}) {}
+
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
+    const ConvGeometry& g = layer.g;
+    if (g.groups != g.C || g.C < 2 || g.F % g.C != 0) return "not depthwise";
+    if (g.KH != g.KW || (g.KH != 3 && g.KH != 5)) return "kernel not 3x3 or 5x5";
+    if (g.stride_h != g.stride_w || g.stride_h > 2) return "stride other than 1 or 2";
+    if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
+    if (layer.pooled()) return "pooling";
+    return "";
   }
-  // Narrow maps first for narrow images.
-  if (g.OW <= 32 && out.size() > 1 && out[0].name.find("_t64") != std::string::npos) std::swap(out[0], out[1]);
-  return out;
+
+  // The filters as ONNX stores them ([F][1][K][K]): nothing to pack.
+  PackedWeights pack(const ConvLayer&, const float*, const float*) const override { return {"onnx", {}, nullptr}; }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps&, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const Act wanted = compiled_act(layer.e.param_act);
+    std::vector<ConvVariant> out;
+    for (const DwEntry& en : kDwEntries) {
+      if (en.k != g.KH || en.s != g.stride_h || en.act != wanted) continue;
+      out.push_back({variant_name(en), "", bind_launch(en.launch, layer, w.filters)});
+    }
+    // Narrow maps first for narrow images.
+    if (g.OW <= 32 && out.size() > 1 && out[0].name.find("_t64") != std::string::npos) std::swap(out[0], out[1]);
+    return out;
+  }
+
+  std::vector<std::string> variant_names() const override { return entry_names(kDwEntries, variant_name); }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_dw_family() {
+  static const DepthwiseFamily family;
+  return family;
 }
 
 }  // namespace cnnrt::kernels

@@ -4,22 +4,11 @@
 // K*K weights of a multiplier-1 layer live in registers for the whole block.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "kernels/conv_common.cuh"
 
 namespace cnnrt::kernels {
 
-struct DepthwiseVariant {
-  std::string name;
-  void (*launch)(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
-                 cudaStream_t stream);
-};
-
-// groups == C, F a multiple of C, square 3x3 or 5x5, stride 1 or 2, dilation 1, no pooling.
-// Weights as ONNX stores them: [F][1][K][K].
-bool conv2d_depthwise_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
-std::vector<DepthwiseVariant> conv2d_depthwise_variants(const ConvGeometry& g, const Epilogue& e);
+// Registry entry "dw": groups == C, F a multiple of C, square 3x3 or 5x5, stride 1 or 2, dilation 1, no
+// pooling. Weights as ONNX stores them: [F][1][K][K].
 
 }  // namespace cnnrt::kernels

@@ -10,27 +10,27 @@ namespace {
 constexpr int kThreads = 128;
 
 __global__ void conv2d_direct_kernel(const float* __restrict__ x, const float* __restrict__ weights,
-                                     const float* __restrict__ bias, float* __restrict__ y, Conv2dDesc desc,
+                                     const float* __restrict__ bias, float* __restrict__ y, ConvGeometry g,
                                      int64_t count) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-  const SlidingAxis& rows = desc.rows;
-  const SlidingAxis& cols = desc.cols;
-  const int64_t in_per_group = desc.in_channels / desc.groups;
-  const int64_t out_per_group = desc.out_channels / desc.groups;
+  const SlidingAxis rows = g.rows();
+  const SlidingAxis cols = g.cols();
+  const int64_t in_per_group = g.C / g.groups;
+  const int64_t out_per_group = g.F / g.groups;
   const int64_t in_plane = rows.input * cols.input;
   const int64_t kernel_plane = rows.kernel * cols.kernel;
   for (int64_t i = global_thread_index<int64_t>(); i < count; i += global_thread_count<int64_t>()) {
-    // i = ((n * out_channels + f) * rows.output + oy) * cols.output + ox
+    // i = ((n * F + f) * OH + oy) * OW + ox
     const int64_t ox = i % cols.output;
     const int64_t oy = (i / cols.output) % rows.output;
-    const int64_t f = (i / (cols.output * rows.output)) % desc.out_channels;
-    const int64_t n = i / (cols.output * rows.output * desc.out_channels);
+    const int64_t f = (i / (cols.output * rows.output)) % g.F;
+    const int64_t n = i / (cols.output * rows.output * g.F);
     const int64_t first_channel = (f / out_per_group) * in_per_group;
     const TapRange ky = taps_inside(rows, oy);
     const TapRange kx = taps_inside(cols, ox);
     double sum = bias != nullptr ? bias[f] : 0.0;
     for (int64_t c = 0; c < in_per_group; ++c) {
-      const float* x_plane = x + (n * desc.in_channels + first_channel + c) * in_plane;
+      const float* x_plane = x + (n * g.C + first_channel + c) * in_plane;
       const float* w_plane = weights + (f * in_per_group + c) * kernel_plane;
       for (int64_t ty = ky.first; ty < ky.end; ++ty) {
         const float* x_row = x_plane + tap_position(rows, oy, ty) * cols.input;
@@ -46,12 +46,12 @@ __global__ void conv2d_direct_kernel(const float* __restrict__ x, const float* _
 
 }  // namespace
 
-void launch_conv2d_direct(const float* x, const float* weights, const float* bias, float* y, const Conv2dDesc& desc,
+void launch_conv2d_direct(const float* x, const float* weights, const float* bias, float* y, const ConvGeometry& g,
                           cudaStream_t stream) {
-  const int64_t count = desc.batch * desc.out_channels * desc.rows.output * desc.cols.output;
+  const int64_t count = int64_t(g.N) * g.F * g.OH * g.OW;
   if (count <= 0) return;
   launch_overlapped(conv2d_direct_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, x,
-                    weights, bias, y, desc, count);
+                    weights, bias, y, g, count);
 }
 
 }  // namespace cnnrt::kernels

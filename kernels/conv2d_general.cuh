@@ -1,4 +1,5 @@
-// Multi-channel direct convolution, after Algorithm 2 of Chen et al., DAC 2017 (shared/seeds/000).
+// Multi-channel direct convolution, after Algorithm 2 of Chen et al., "Optimizing Memory
+// Efficiency for Convolution Kernels on Kepler GPUs", DAC 2017.
 //
 // Block layout: TX threads across filters x TY threads across output pixels. A block owns FTB = FT*TX
 // filters and a TH x TW tile of output pixels of one image. Each thread accumulates FT filters x WT
@@ -21,23 +22,16 @@
 #include <vector>
 
 #include "kernels/conv_common.cuh"
+#include "kernels/conv_registry.hpp"
 
 namespace cnnrt::kernels {
 
 // [F][C][K][K] -> [C][K][K][Fpad], Fpad = F rounded up to a multiple of 4 (zeros in the padding).
 std::vector<float> pack_general_filters(const float* weights, int F, int C, int KH, int KW);
+// The same as the registry's layout "cwf", which the small-map family reads too.
+PackedWeights pack_general(const ConvLayer& layer, const float* filters);
 
-struct GeneralVariant {
-  std::string name;   // e.g. "gen_k3s1_f8x8_t32x4_c4_relu_split"
-  int split = 1;      // cluster size over channels (1: no split)
-  void (*launch)(const float* x, float* y, const float* packed_w, const ConvGeometry& g, const Epilogue& e,
-                 int split, cudaStream_t stream);
-};
-
-// groups == 1, square kernel 1, 3 or 5 (others use the plain direct kernel), stride 1 or 2, dilation 1.
-bool conv2d_general_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
-
-// Configurations (each with the channel splits worth trying) for this layer, in heuristic order.
-std::vector<GeneralVariant> conv2d_general_variants(const ConvGeometry& g, const Epilogue& e, int sm_count);
+// Registry entry "gen": groups == 1, square kernel 1, 3 or 5, stride 1 or 2, dilation 1; pooling only unstrided
+// and without a residual. Its variants are the instantiated tiles, each with the cluster splits worth trying.
 
 }  // namespace cnnrt::kernels

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/conv2d_general.cuh"  // pack_general
 #include "kernels/conv2d_small.cuh"
+#include "kernels/conv_registry.hpp"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/fast_div.cuh"
@@ -271,70 +273,107 @@ bool fits(const SmallShape& s) { return s.smem_bytes <= static_cast<size_t>(kMax
 
 }  // namespace
 
-bool conv2d_small_supports(const ConvGeometry& g, const Epilogue& e, std::string* why) {
-  auto no = [why](const char* reason) {
-    if (why) *why = reason;
-    return false;
-  };
-  if (g.groups != 1) return no("grouped convolution");
-  if (g.KH != g.KW || (g.KH != 3 && g.KH != 5)) return no("kernel not 3x3 or 5x5");
-  if (g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1) return no("stride or dilation");
-  if (g.OW > 64 || static_cast<int64_t>(g.C) * g.H * g.W > kMaxImageFloats) return no("not a small map");
-  const bool pool = e.pool.kind != FusedPool::None;
-  if (pool && e.residual) return no("pooling with residual");
-  if (pool && (e.pool.PH < 1 || e.pool.PW < 1)) return no("empty pooled output");
-  if (!fits(small_shape(g, e, SmallConfig{}))) return no("the staged input of every channel does not fit");
-  return true;
+namespace {
+
+const char* act_token(Act a) { return a == Act::Relu ? "relu" : "act"; }
+
+std::string variant_name(const Entry& en, int fg, int cs, const std::string& rows) {
+  return "small_k" + std::to_string(en.k) + "_f" + std::to_string(en.ft * fg) + "_rb" + std::to_string(en.ft) + "x" +
+         std::to_string(en.wt) + "_cs" + std::to_string(cs) + "_h" + rows + "_" + act_token(en.act) +
+         (en.pool ? "_pool" : "");
 }
 
-std::vector<SmallVariant> conv2d_small_variants(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  if (!conv2d_small_supports(g, e)) return {};
-  const bool pool = e.pool.kind != FusedPool::None;
-  const bool relu = e.param_act == ParamAct::Relu;
-  const int rows_total = pool ? e.pool.PH : g.OH;
-  std::vector<int> row_options;
-  for (int parts : {1, 2, 4, 8, 16}) {
-    const int rows = (rows_total + parts - 1) / parts;
-    if (std::find(row_options.begin(), row_options.end(), rows) == row_options.end()) row_options.push_back(rows);
+constexpr int kFilterGroups[] = {1, 2, 4};
+constexpr int kChannelSlices[] = {1, 2, 4, 8, 16};
+
+class SmallFamily final : public ConvFamily {
+ public:
+  SmallFamily()
+      : ConvFamily("small",
+                   "small maps at small batches: every channel's input staged once, each thread one pixel (or two) for "
+                   "up to 4 filters over a slice of the channels, the slices summed in shared memory",
+                   {kCpAsync}) {}
+
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
+    const ConvGeometry& g = layer.g;
+    const Epilogue& e = layer.e;
+    if (g.groups != 1) return "grouped convolution";
+    if (g.KH != g.KW || (g.KH != 3 && g.KH != 5)) return "kernel not 3x3 or 5x5";
+    if (g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1) return "stride or dilation";
+    if (g.OW > 64 || static_cast<int64_t>(g.C) * g.H * g.W > kMaxImageFloats) return "not a small map";
+    if (layer.pooled() && layer.residual) return "pooling with residual";
+    if (layer.pooled() && (e.pool.PH < 1 || e.pool.PW < 1)) return "empty pooled output";
+    if (!fits(small_shape(g, e, SmallConfig{}))) return "the staged input of every channel does not fit";
+    return "";
   }
 
-  std::vector<std::pair<SmallVariant, double>> scored;  // score: estimated cycles, lower is better
-  for (const Entry& en : kEntries) {
-    if (en.k != g.KH || en.pool != pool || (en.act == Act::Relu) != relu) continue;
-    for (int rows : row_options) {
-      for (int fg : {1, 2, 4}) {
-        if ((fg - 1) * en.ft >= g.F) continue;  // a group of padding filters only
-        for (int cs : {1, 2, 4, 8, 16}) {
-          if (cs > g.C) continue;
-          const SmallConfig c{en.ft, en.wt, fg, cs, rows};
-          const SmallShape s = small_shape(g, e, c);
-          // One item a thread, except where one filter group's pixels alone exceed a block.
-          const bool one_pass = s.items <= kMaxThreads;
-          if (!fits(s) || (!one_pass && (fg > 1 || cs > 1))) continue;
-          // Estimate: fixed cost (launch, staging round trip, barriers) plus each thread's serial chain, issue
-          // bound once a scheduler has more than ~4 warps; in waves of resident blocks.
-          const double blocks = double(g.N) * s.tiles_y * ((g.F + s.fb - 1) / s.fb);
-          const int resident = std::max(1, std::min(2048 / s.threads, static_cast<int>(228 * 1024 / s.smem_bytes)));
-          const double waves = std::ceil(blocks / (double(sm_count) * resident));
-          const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
-          const double warps_per_scheduler = per_sm * s.threads / 128.0;
-          // Instructions a tap and run: the filter load(s), the FMAs, and the input loads (a row's shared by K taps).
-          const double per_tap = (en.ft == 4 ? 1.0 : en.ft) + en.ft * en.wt + double(en.wt + g.KW - 1) / g.KW;
-          const double chain = std::ceil(double(s.items) / s.threads) * std::ceil(double(g.C) / cs) * g.KH * g.KW * per_tap;
-          const double score = waves * (3000.0 + chain * std::max(4.0, warps_per_scheduler)) + (cs > 1 ? 200.0 : 0.0);
-          SmallVariant v;
-          char name[64];
-          std::snprintf(name, sizeof name, "small_k%d_f%dx%d%s_c%d_r%d_%s%s", en.k, en.ft, fg, en.wt > 1 ? "_w2" : "",
-                        cs, rows, relu ? "relu" : "act", pool ? "_pool" : "");
-          v.name = name;
-          v.config = c;
-          v.launch = en.launch;
-          scored.push_back({std::move(v), score});
+  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
+    return pack_general(layer, filters);
+  }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const Epilogue& e = layer.e;
+    const int sm_count = std::max(1, dev.sm_count);
+    const bool pool = layer.pooled();
+    const bool relu = e.param_act == ParamAct::Relu;
+    const int rows_total = pool ? e.pool.PH : g.OH;
+    std::vector<int> row_options;
+    for (int parts : {1, 2, 4, 8, 16}) {
+      const int rows = (rows_total + parts - 1) / parts;
+      if (std::find(row_options.begin(), row_options.end(), rows) == row_options.end()) row_options.push_back(rows);
+    }
+    std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated cycles, lower is better
+    for (const Entry& en : kEntries) {
+      if (en.k != g.KH || en.pool != pool || (en.act == Act::Relu) != relu) continue;
+      for (int rows : row_options) {
+        for (int fg : kFilterGroups) {
+          if ((fg - 1) * en.ft >= g.F) continue;  // a group of padding filters only
+          for (int cs : kChannelSlices) {
+            if (cs > g.C) continue;
+            const SmallConfig c{en.ft, en.wt, fg, cs, rows};
+            const SmallShape s = small_shape(g, e, c);
+            // One item a thread, except where one filter group's pixels alone exceed a block.
+            const bool one_pass = s.items <= kMaxThreads;
+            if (!fits(s) || (!one_pass && (fg > 1 || cs > 1))) continue;
+            // Estimate: fixed cost (launch, staging round trip, barriers) plus each thread's serial chain, issue
+            // bound once a scheduler has more than ~4 warps; in waves of resident blocks.
+            const double blocks = double(g.N) * s.tiles_y * ((g.F + s.fb - 1) / s.fb);
+            const int resident = std::max(1, std::min(2048 / s.threads, static_cast<int>(228 * 1024 / s.smem_bytes)));
+            const double waves = std::ceil(blocks / (double(sm_count) * resident));
+            const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
+            const double warps_per_scheduler = per_sm * s.threads / 128.0;
+            // Instructions a tap and run: the filter load(s), the FMAs, and the input loads (a row's shared by K
+            // taps).
+            const double per_tap = (en.ft == 4 ? 1.0 : en.ft) + en.ft * en.wt + double(en.wt + g.KW - 1) / g.KW;
+            const double chain =
+                std::ceil(double(s.items) / s.threads) * std::ceil(double(g.C) / cs) * g.KH * g.KW * per_tap;
+            const double score = waves * (3000.0 + chain * std::max(4.0, warps_per_scheduler)) + (cs > 1 ? 200.0 : 0.0);
+            scored.push_back(
+                {{variant_name(en, fg, cs, std::to_string(rows)), "", bind_launch(en.launch, layer, w.packed, c)}, score});
+          }
         }
       }
     }
+    return rank_by_score(std::move(scored));
   }
-  return rank_by_score(std::move(scored));
+
+  std::vector<std::string> variant_names() const override {
+    std::vector<std::string> names;
+    for (const Entry& en : kEntries) {
+      for (int fg : kFilterGroups) {
+        for (int cs : kChannelSlices) names.push_back(variant_name(en, fg, cs, "*"));
+      }
+    }
+    return names;
+  }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_small_family() {
+  static const SmallFamily family;
+  return family;
 }
 
 }  // namespace cnnrt::kernels

@@ -1,7 +1,7 @@
 // Direct convolution for small feature maps at small batches (LeNet-class layers: a few channels of 28x28
 // or 14x14, batch 1 to 64), where the other families leave most SMs idle or give each thread a long serial
 // chain of FMAs: at batch 1, LeNet's conv2 (8 -> 16 channels, 5x5, 14x14, 3x3/3 max-pool) is 2 blocks of the
-// general kernel, each thread summing 1600 products (docs/perf-notes.md, v11).
+// general kernel, each thread summing 1600 products.
 //
 // A block owns one image, FB filters and a tile of output rows (with a fused pool: of pooled rows, so that
 // the conv tile is the pool windows' source region). Everything it reads is staged once in shared memory:
@@ -20,9 +20,6 @@
 // Weights use pack_general_filters()' layout ([C][K][K][Fpad]).
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "kernels/conv_common.cuh"
 
 namespace cnnrt::kernels {
@@ -36,18 +33,8 @@ struct SmallConfig {
   int tile_rows = 1;  // output rows a block covers (pooled rows when the pool is fused)
 };
 
-struct SmallVariant {
-  std::string name;   // e.g. "small_k5_f4x2_w2_c2_r4_relu_pool": FT x FG filters, WT 2, CS 2, 4 rows a tile
-  SmallConfig config;
-  void (*launch)(const float* x, float* y, const float* packed_w, const ConvGeometry& g, const Epilogue& e,
-                 const SmallConfig& config, cudaStream_t stream);
-};
-
-// groups == 1, square kernel 3 or 5, stride 1, dilation 1, a small map (output at most 64 wide, input at most
-// 32K floats an image) and a configuration whose shared memory fits (the staged input of every channel).
-bool conv2d_small_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
-
-// The configurations worth timing for this layer, in heuristic order.
-std::vector<SmallVariant> conv2d_small_variants(const ConvGeometry& g, const Epilogue& e, int sm_count);
+// Registry entry "small": groups == 1, square kernel 3 or 5, stride 1, dilation 1, a small map (output at
+// most 64 wide, input at most 32K floats an image) whose staged input of every channel fits in shared
+// memory. Its variants are configurations (SmallConfig) of a few instantiations, scored for the layer.
 
 }  // namespace cnnrt::kernels

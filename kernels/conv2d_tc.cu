@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/conv2d_tc.cuh"
+#include "kernels/conv_registry.hpp"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
@@ -267,12 +268,13 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 struct Entry {
   int bm, bn, blocks_per_sm;
   double efficiency;  // relative throughput of a full SM, for the heuristic order
+  int smem_bytes;     // dynamic shared memory a block
   Act act;
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
 #define TC_ENTRY(BM, BN, WM, WN, PER_SM, EFF, ACT) \
-  Entry { BM, BN, PER_SM, EFF, ACT, &launch<Cfg<BM, BN, WM, WN, ACT>> }
+  Entry { BM, BN, PER_SM, EFF, Cfg<BM, BN, WM, WN, ACT>::SMEM_BYTES, ACT, &launch<Cfg<BM, BN, WM, WN, ACT>> }
 
 const Entry kEntries[] = {
     TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Relu), TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Param),
@@ -299,46 +301,67 @@ std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, i
   return packed;
 }
 
-bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* why) {
-  auto no = [why](const char* reason) {
-    if (why) *why = reason;
-    return false;
-  };
-  if (g.groups != 1) return no("grouped convolution");
-  if (g.dil_h != 1 || g.dil_w != 1) return no("dilation");
-  if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return no("stride other than 1 or 2");
-  if (e.pool.kind != FusedPool::None) return no("fused pooling");
-  if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.F < 1 || g.KH < 1 || g.KW < 1 || g.OH < 1 || g.OW < 1) {
-    return no("empty tensor");
-  }
-  const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C) * taps;
-  // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; input offsets and pixel
-  // indices are int32; the filter tiles times the pixel tiles form a 1-D grid.
-  if (K * taps >= (int64_t(1) << 32) || K > (int64_t(1) << 24)) return no("C*KH*KW too large");
-  if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return no("input too large for 32-bit offsets");
-  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-  if (npix >= (int64_t(1) << 30) || g.F > (1 << 24)) return no("output too large for 32-bit indices");
-  return true;
+namespace {
+
+std::string variant_name(const tc::Entry& en) {
+  return "tc_f" + std::to_string(en.bm) + "_px" + std::to_string(en.bn) + "_" + (en.act == Act::Relu ? "relu" : "act");
 }
 
-std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  if (!conv2d_tc_supports(g, e)) return {};
-  const bool relu = e.param_act == ParamAct::Relu;
-  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-  std::vector<std::pair<TcVariant, double>> scored;  // score: estimated relative time, lower is better
-  for (const tc::Entry& en : tc::kEntries) {
-    if (en.act == Act::Relu && !relu) continue;
-    const double blocks = double((npix + en.bn - 1) / en.bn) * double((g.F + en.bm - 1) / en.bm);
-    const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
-    const double waves = std::ceil(blocks / slots);
-    // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn.
-    const double score = waves * en.bm * en.bn * en.blocks_per_sm / en.efficiency *
-                         (en.act == Act::Param && relu ? 1.02 : 1.0);
-    char name[64];
-    std::snprintf(name, sizeof name, "tc3_f%dx%d_k%d_%s", en.bm, en.bn, tc::kBK, en.act == Act::Relu ? "relu" : "act");
-    scored.push_back({{name, en.launch}, score});
+class TcFamily final : public ConvFamily {
+ public:
+  TcFamily()
+      : ConvFamily("tc",
+                   "implicit GEMM on the tensor cores (mma.sync) at FP32 accuracy by the 3xTF32 split: filters x "
+                   "pixels a block, the input gathered into shared memory by cp.async, three stages",
+                   {kCpAsync | kMmaTf32}) {}
+
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
+    const ConvGeometry& g = layer.g;
+    if (g.groups != 1) return "grouped convolution";
+    if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
+    if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return "stride other than 1 or 2";
+    if (layer.pooled()) return "fused pooling";
+    const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C) * taps;
+    // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; input offsets and pixel
+    // indices are int32; the filter tiles times the pixel tiles form a 1-D grid.
+    if (K * taps >= (int64_t(1) << 32) || K > (int64_t(1) << 24)) return "C*KH*KW too large";
+    if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return "input too large for 32-bit offsets";
+    const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+    if (npix >= (int64_t(1) << 30) || g.F > (1 << 24)) return "output too large for 32-bit indices";
+    return "";
   }
-  return rank_by_score(std::move(scored));
+
+  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
+    return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
+  }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const bool relu = layer.e.param_act == ParamAct::Relu;
+    const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+    std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
+    for (const tc::Entry& en : tc::kEntries) {
+      if (en.act == Act::Relu && !relu) continue;
+      if (en.smem_bytes > dev.smem_optin) continue;
+      const double blocks = double((npix + en.bn - 1) / en.bn) * double((g.F + en.bm - 1) / en.bm);
+      const double slots = double(std::max(1, dev.sm_count)) * en.blocks_per_sm;
+      const double waves = std::ceil(blocks / slots);
+      // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn.
+      const double score = waves * en.bm * en.bn * en.blocks_per_sm / en.efficiency *
+                           (en.act == Act::Param && relu ? 1.02 : 1.0);
+      scored.push_back({{variant_name(en), "", bind_launch(en.launch, layer, w.packed)}, score});
+    }
+    return rank_by_score(std::move(scored));
+  }
+
+  std::vector<std::string> variant_names() const override { return entry_names(tc::kEntries, variant_name); }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_tc_family() {
+  static const TcFamily family;
+  return family;
 }
 
 }  // namespace cnnrt::kernels

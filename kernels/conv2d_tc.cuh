@@ -13,7 +13,6 @@
 // Epilogue as in conv_common.cuh: + bias, + residual, activation. No fused pooling.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "kernels/conv_common.cuh"
@@ -25,16 +24,7 @@ namespace cnnrt::kernels {
 // of 128, zeros in the padding. Upload it to a 16-byte aligned buffer (cudaMalloc is).
 std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW);
 
-struct TcVariant {
-  std::string name;  // e.g. "tc3_f128x128_k32_relu"
-  void (*launch)(const float* x, float* y, const float* packed_w, const ConvGeometry& g, const Epilogue& e,
-                 cudaStream_t stream);
-};
-
-// groups == 1, dilation 1, equal strides 1 or 2, any kernel size and padding, no fused pooling.
-bool conv2d_tc_supports(const ConvGeometry& g, const Epilogue& e, std::string* why = nullptr);
-
-// The configurations for this layer, in heuristic order (best first); empty when unsupported.
-std::vector<TcVariant> conv2d_tc_variants(const ConvGeometry& g, const Epilogue& e, int sm_count);
+// Registry entry "tc": groups == 1, dilation 1, equal strides 1 or 2, any kernel size and padding, no fused
+// pooling; the variants whose shared memory the device has.
 
 }  // namespace cnnrt::kernels

@@ -1,4 +1,4 @@
-// The 3xTF32 wgmma convolution with a halo tile ("wgh"; see conv2d_wg.cuh for the family): wgr's orientation
+// The 3xTF32 wgmma convolution with a halo tile, registry entry "wgh" (conv2d_wg.cuh): wgr's orientation
 // (rows are output pixels, columns filters, A split in registers), but a block's 64 pixels are a TR x TC
 // rectangle of one image, and the input goes to shared memory once a channel group, with its halo, instead
 // of once a filter tap.
@@ -6,7 +6,7 @@
 // Why: wgr copies its input a tap at a time, 16 4-byte cp.async a thread a stage with their address
 // arithmetic, and reads its fragments 4 bytes at a time; ncu counted ~510 instructions a warp a stage
 // against 12 wgmma, so it ran at 0.39 issued a cycle and about 37% of the 3xTF32 peak at batch 32
-// (docs/perf-notes.md v15). Here the (TR + KH - 1) x (TC + KW - 1) halo of 32 channels lands once and every
+//. Here the (TR + KH - 1) x (TC + KW - 1) halo of 32 channels lands once and every
 // tap of the group reads it at an offset: the copies a stage drop by about KH*KW / (halo / tile), and the
 // taps' address arithmetic is one add.
 //
@@ -17,11 +17,11 @@
 // outside the image, a warp 8 channels of 4 neighbouring pixels (conflict-free writes, 8 cache lines).
 //
 // Stages are (channel group, tap), the taps of a group consecutive; the filters of a stage come by TMA
-// (kernels/tma.cuh) two stages ahead, from the packed buffer wg3 and wgr read. The halo of group c + 1 goes
+// (kernels/tma.cuh) two stages ahead, from the packed buffer wgr reads too. The halo of group c + 1 goes
 // into the other of two buffers with tap 3 of group c (the last stage that read that buffer is then behind
 // the barrier), so KH*KW >= 4. A K split gives each rank of the cluster whole channel groups.
 //
-// Where it stands (docs/perf-notes.md v17): batch 32 56x56 c64 k3 in 96 us is 442 TF32 FMA a clock an SM
+// Where it stands: batch 32 56x56 c64 k3 in 96 us is 442 TF32 FMA a clock an SM
 // counting the three passes, 43% of the tensor rate, where the same wgmma pattern alone reaches 92%
 // (kernels/lab/wgmma_peak.cu); the rest goes to the stages' loads, split and barriers, with two blocks (eight
 // warps) an SM to hide them.
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // The halo of channel group cg into buffer `buf`: this thread copies channel `ch` (its warp's octet of the
   // 32) of the halo columns 4 * wgi + lane / 8 + 4 * WGS * i of every row. A warp's copy is 8 channels of 4
   // neighbouring pixels: 8 cache lines for the L1 to look up (32 when a warp took the 32 channels of one
-  // pixel: the copies then held the issue, docs/perf-notes.md v16), and the writes land in 32 banks.
+  // pixel: the copies then held the issue), and the writes land in 32 banks.
   uint8_t* halo = smem + C::STAGES * C::STAGE_BYTES;
   const int ch8 = lane & 7, ch = 8 * (warp & 3) + ch8;
   const int rec = 8 * (warp & 3) + (ch8 < 4 ? 2 * ch8 : 2 * ch8 - 7);  // the channel's place in a record
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   constexpr int kPxStep = 4 * C::WGS;  // halo columns between a thread's copies
   const int hc_first = 4 * wgi + (lane >> 3);
   // Row by row: the row's bounds test and pointer once, then a few instructions a copy (a running pixel
-  // index with its wrap cost ~48 a copy, perf-notes v16 round 5).
+  // index with its wrap cost ~48 a copy).
   auto load_halo = [&](int cg, int buf) {
     uint8_t* dst = halo + buf * halo_bytes + rec * 4;
     const float* src = xch + static_cast<int64_t>(cg) * kBK * q.hw;
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // kt) and, from the third stage of a partial on, for the wgmma of stage kt - 2 (wgmma.wait 1: kt - 1 may
   // still run), whose A fragments it overwrites and whose filter buffer it refills with stage kt + 2; the
   // barrier makes both true for every warpgroup. Only the partial's end drains the tensor pipe (wait 0),
-  // where two stages a partial drained it every second stage (docs/perf-notes.md v17).
+  // where two stages a partial drained it every second stage.
   uint32_t frag[2][2][4][4];  // [stage parity][big, small][k step][4]
 #pragma unroll 1
   for (int a = 0; a < nst; a += C::P) {
@@ -360,7 +360,7 @@ struct Entry {
 
 // 64 x 64, one warpgroup (two blocks an SM where the halo has at most 150 records), splits 1, 2, 4, partials
 // of 4 stages; and 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2,
-// partials of 2 stages. Round 1 of docs/perf-notes.md v17 built both partials for both tiles: 4 stages won
+// partials of 2 stages. Both partials were built for both tiles once: 4 stages won
 // every 64 x 64 layer (0.5-4.5%), and lost every 128 x 128 one (255 registers and a 192-byte stack there).
 const Entry kEntries[] = {
     WGH_ENTRY(1, 64, Act::Relu, 4, 1),   WGH_ENTRY(1, 64, Act::Relu, 4, 2),   WGH_ENTRY(1, 64, Act::Relu, 4, 4),
@@ -373,31 +373,72 @@ const Entry kEntries[] = {
 
 }  // namespace wgh
 
-std::vector<std::pair<TcVariant, double>> conv2d_wgh_scored(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  std::vector<std::pair<TcVariant, double>> scored;
-  if (g.stride_h != 1 || g.stride_w != 1 || g.KH * g.KW < wgh::kMinTaps || !tma::available()) return scored;
-  const bool relu = e.param_act == ParamAct::Relu;
-  const int cgroups = g.C / wgh::kBK;
-  for (const wgh::Entry& en : wgh::kEntries) {
-    if ((en.act == Act::Relu) != relu) continue;
-    if (en.bn > 64 && g.F <= 64) continue;
-    if (en.split > cgroups) continue;  // a rank runs whole channel groups
-    const int bm = 64 * en.wgs;
-    const wgh::Tile t = wgh::choose_tile(g, bm, en.max_halo_px);
-    if (t.tr == 0) continue;  // no halo fits
-    const double tiles = double(g.N) * t.tiles_per_img * double((g.F + en.bn - 1) / en.bn);
-    const int per_sm = std::max(1, (228 * 1024) / (en.smem(t) + 1024));
-    if (en.split > 1 && tiles * en.split > 2.0 * std::max(1, sm_count) * per_sm) continue;  // full already
-    const double waves = std::ceil(tiles * en.split / (double(std::max(1, sm_count)) * per_sm));
-    // wgr's score (conv2d_wgr.cu) with fewer instructions a stage, for the real pixels among the rows.
-    const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
-    const double score = 0.4 * waves * bm * en.bn * per_sm * stages / t.use;
-    char name[64];
-    std::snprintf(name, sizeof name, "wgh_t%dx%d_f%d_p%d_%s%s", t.tr, t.tc, en.bn, en.stages_per_partial,
-                  relu ? "relu" : "act", en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
-    scored.push_back({{name, en.launch}, score});
+namespace {
+
+std::string variant_name(const wgh::Entry& en, const std::string& tile) {
+  return "wgh_t" + tile + "_px" + std::to_string(64 * en.wgs) + "_f" + std::to_string(en.bn) + "_st" +
+         std::to_string(en.stages_per_partial) + "_" + (en.act == Act::Relu ? "relu" : "act") +
+         (en.split > 1 ? "_split" + std::to_string(en.split) : "");
+}
+
+class WghFamily final : public ConvFamily {
+ public:
+  WghFamily()
+      : ConvFamily("wgh",
+                   "3xTF32 wgmma from a halo tile: a rectangle of output pixels whose input of 32 channels lands once and "
+                   "serves every filter tap; filters by TMA; partials of st stages",
+                   {kCpAsync | kClusters | kTma | kWgmma}) {}
+
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
+    std::string why = wg_reject(layer);
+    if (!why.empty()) return why;
+    const ConvGeometry& g = layer.g;
+    if (g.stride_h != 1 || g.stride_w != 1) return "stride other than 1";
+    if (g.KH * g.KW < wgh::kMinTaps) return "fewer than 4 filter taps";
+    if (!tma::available()) return "the driver offers no tensor-map encoder";
+    return "";
   }
-  return scored;
+
+  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
+    return pack_wg(layer, filters);
+  }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const bool relu = layer.e.param_act == ParamAct::Relu;
+    const int sm_count = std::max(1, dev.sm_count);
+    const int cgroups = g.C / wgh::kBK;
+    std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
+    for (const wgh::Entry& en : wgh::kEntries) {
+      if ((en.act == Act::Relu) != relu) continue;
+      if (en.bn > 64 && g.F <= 64) continue;
+      if (en.split > cgroups) continue;  // a rank runs whole channel groups
+      const int bm = 64 * en.wgs;
+      const wgh::Tile t = wgh::choose_tile(g, bm, en.max_halo_px);
+      if (t.tr == 0) continue;  // no halo fits
+      const double tiles = double(g.N) * t.tiles_per_img * double((g.F + en.bn - 1) / en.bn);
+      const int per_sm = std::max(1, (228 * 1024) / (en.smem(t) + 1024));
+      if (en.split > 1 && tiles * en.split > 2.0 * sm_count * per_sm) continue;  // full already
+      const double waves = std::ceil(tiles * en.split / (double(sm_count) * per_sm));
+      // wgr's score with fewer instructions a stage, for the real pixels among the rows.
+      const double stages = double(g.KH * g.KW) * cgroups / en.split + (en.split > 1 ? 1.0 : 0.0);
+      const double score = 0.4 * waves * bm * en.bn * per_sm * stages / t.use;
+      const std::string tile = std::to_string(t.tc) + "x" + std::to_string(t.tr);
+      scored.push_back({{variant_name(en, tile), "", bind_launch(en.launch, layer, w.packed)}, score});
+    }
+    return rank_by_score(std::move(scored));
+  }
+
+  std::vector<std::string> variant_names() const override {
+    return entry_names(wgh::kEntries, [](const wgh::Entry& en) { return variant_name(en, "*"); });
+  }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_wgh_family() {
+  static const WghFamily family;
+  return family;
 }
 
 }  // namespace cnnrt::kernels

@@ -1,9 +1,10 @@
-// The 3xTF32 implicit-GEMM convolution on Hopper's wgmma with the input in registers ("wgr"; see
-// conv2d_wg.cuh for the family). The transpose of wg3: rows (M) are output pixels, columns (N) filters.
+// The 3xTF32 implicit-GEMM convolution on Hopper's wgmma with the input in registers, registry entry "wgr"
+// (conv2d_wg.cuh): rows (M) are output pixels, columns (N) filters.
 //
-// Why: wg3 stages the input through registers into split (big, small) tiles in shared memory, one stage
-// ahead, so every stage waits for one global round trip (at batch 1, where one block an SM has nothing to
-// hide it behind, ~3.5 us a stage against ~0.4 us of tensor work; docs/perf-notes.md v15). Here the input
+// Why: staging the input through registers into split (big, small) tiles in shared memory, one stage ahead
+// (an earlier kernel, with filters as the rows), made every stage wait for one global round trip (at batch 1,
+// where one block an SM has nothing to hide it behind, ~3.5 us a stage against ~0.4 us of tensor work). Here
+// the input
 // goes to shared memory unsplit, by 4-byte cp.async (zero-filled outside the image) issued two stages
 // ahead with the filters, and each thread splits its own fragment values in registers just before the
 // wgmma that reads them (the RS form: A from registers, B from shared memory). No split tile is written,
@@ -292,30 +293,96 @@ const Entry kEntries[] = {
 
 }  // namespace wgr
 
-std::vector<std::pair<TcVariant, double>> conv2d_wgr_scored(const ConvGeometry& g, const Epilogue& e, int sm_count) {
-  const bool relu = e.param_act == ParamAct::Relu;
-  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-  const int nk = g.KH * g.KW * (g.C / wgr::kBK);
-  std::vector<std::pair<TcVariant, double>> scored;
-  for (const wgr::Entry& en : wgr::kEntries) {
-    if ((en.act == Act::Relu) != relu) continue;  // Param serves every other activation
-    if (en.bn > 64 && g.F <= 64) continue;      // half the filter tile would be padding
-    if (en.split > 1 && nk < 2 * en.split) continue;  // at least two stages a block
-    const int bm = 64 * en.wgs;
-    const double tiles = double((npix + bm - 1) / bm) * double((g.F + en.bn - 1) / en.bn);
-    if (en.split > 1 && tiles * en.split > 2.0 * std::max(1, sm_count) * en.blocks_per_sm) continue;  // full already
-    const double slots = double(std::max(1, sm_count)) * en.blocks_per_sm;
-    const double waves = std::ceil(tiles * en.split / slots);
-    // As conv2d_wg_variants' score (the same units), with the input's load latency off the critical path:
-    // about half wg3's time a stage (docs/perf-notes.md v15).
-    const double stages = double(nk) / en.split + (en.split > 1 ? 1.0 : 0.0);
-    const double score = 0.5 * waves * bm * en.bn * en.blocks_per_sm * stages;
-    char name[64];
-    std::snprintf(name, sizeof name, "wgr_p%dxf%d_k%d_%s%s", bm, en.bn, wgr::kBK, relu ? "relu" : "act",
-                  en.split > 1 ? ("_split" + std::to_string(en.split)).c_str() : "");
-    scored.push_back({{name, en.launch}, score});
+std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW) {
+  const int K = C * KH * KW, f_pad = tc::round_up(F, wg_common::kFAlign);
+  std::vector<float> packed(static_cast<size_t>(2) * f_pad * K, 0.0f);
+  float* big = packed.data();
+  float* small = big + static_cast<size_t>(f_pad) * K;
+  for (int f = 0; f < F; ++f) {
+    for (int c = 0; c < C; ++c) {
+      for (int ky = 0; ky < KH; ++ky) {
+        for (int kx = 0; kx < KW; ++kx) {
+          const float v = weights[((static_cast<size_t>(f) * C + c) * KH + ky) * KW + kx];
+          const size_t at = static_cast<size_t>(f) * K + static_cast<size_t>(ky * KW + kx) * C + c;
+          big[at] = tc::round_tf32(v);
+          small[at] = tc::round_tf32(v - big[at]);
+        }
+      }
+    }
   }
-  return scored;
+  return packed;
+}
+
+PackedWeights pack_wg(const ConvLayer& layer, const float* filters) {
+  return {"wg_split", pack_wg_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
+}
+
+std::string wg_reject(const ConvLayer& layer) {
+  const ConvGeometry& g = layer.g;
+  if (g.groups != 1) return "grouped convolution";
+  if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
+  if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return "stride other than 1 or 2";
+  if (layer.pooled()) return "fused pooling";
+  if (g.C % wg_common::kBK != 0) return "input channels not a multiple of 32";
+  // Input offsets, pixel indices and packed-filter rows are int32.
+  if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return "input too large for 32-bit offsets";
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  if (npix >= (int64_t(1) << 30) || g.F > (1 << 20)) return "output too large for 32-bit indices";
+  if (int64_t(g.C) * g.KH * g.KW > (int64_t(1) << 20)) return "C*KH*KW too large";
+  return "";
+}
+
+namespace {
+
+std::string variant_name(const wgr::Entry& en) {
+  return "wgr_px" + std::to_string(64 * en.wgs) + "_f" + std::to_string(en.bn) + "_" +
+         (en.act == Act::Relu ? "relu" : "act") + (en.split > 1 ? "_split" + std::to_string(en.split) : "");
+}
+
+class WgrFamily final : public ConvFamily {
+ public:
+  WgrFamily()
+      : ConvFamily("wgr",
+                   "3xTF32 implicit GEMM on wgmma, output pixels as rows: the input copied unsplit two stages ahead and "
+                   "split in registers; _split variants divide the reduction over a cluster",
+                   {kCpAsync | kClusters | kWgmma}) {}
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override { return wg_reject(layer); }
+  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
+    return pack_wg(layer, filters);
+  }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const bool relu = layer.e.param_act == ParamAct::Relu;
+    const int sm_count = std::max(1, dev.sm_count);
+    const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+    const int nk = g.KH * g.KW * (g.C / wgr::kBK);
+    std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
+    for (const wgr::Entry& en : wgr::kEntries) {
+      if ((en.act == Act::Relu) != relu) continue;      // Param serves every other activation
+      if (en.bn > 64 && g.F <= 64) continue;            // half the filter tile would be padding
+      if (en.split > 1 && nk < 2 * en.split) continue;  // at least two stages a block
+      const int bm = 64 * en.wgs;
+      const double tiles = double((npix + bm - 1) / bm) * double((g.F + en.bn - 1) / en.bn);
+      if (en.split > 1 && tiles * en.split > 2.0 * sm_count * en.blocks_per_sm) continue;  // full already
+      const double waves = std::ceil(tiles * en.split / (double(sm_count) * en.blocks_per_sm));
+      // A wave keeps every SM busy with blocks_per_sm blocks of bm x bn x (K / split); the reduction of a split
+      // costs about one stage.
+      const double stages = double(nk) / en.split + (en.split > 1 ? 1.0 : 0.0);
+      const double score = 0.5 * waves * bm * en.bn * en.blocks_per_sm * stages;
+      scored.push_back({{variant_name(en), "", bind_launch(en.launch, layer, w.packed)}, score});
+    }
+    return rank_by_score(std::move(scored));
+  }
+
+  std::vector<std::string> variant_names() const override { return entry_names(wgr::kEntries, variant_name); }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_wgr_family() {
+  static const WgrFamily family;
+  return family;
 }
 
 }  // namespace cnnrt::kernels

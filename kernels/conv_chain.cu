@@ -33,15 +33,15 @@ int ceil_log2(int n) {
 // Whether B's pooling can run as window lanes (b_window_lanes): windows at most kChainRun wide, undilated,
 // and a warp holds the lanes of every (window row, channel).
 bool window_lanes_fit(const ChainConv& B) {
-  const bool pool = B.pool.kind != FusedPool::None;
-  if (pool && (B.pool.kw > kChainRun || B.pool.dil_h != 1 || B.pool.dil_w != 1)) return false;
-  return ((pool ? B.pool.kh : 1) << ceil_log2(B.C)) <= 32;
+  const bool pool = B.e.pool.kind != FusedPool::None;
+  if (pool && (B.e.pool.kw > kChainRun || B.e.pool.dil_h != 1 || B.e.pool.dil_w != 1)) return false;
+  return ((pool ? B.e.pool.kh : 1) << ceil_log2(B.g.C)) <= 32;
 }
 
 // Whether A's pooling can run as lanes of a warp per pooled value (a_window_lanes): windows of at most 32
 // positions, undilated, without pooling pads.
 bool a_window_fits(const ChainConv& A) {
-  const PoolGeometry& p = A.pool;
+  const PoolGeometry& p = A.e.pool;
   return p.kind == FusedPool::None ||
          (p.kh * p.kw <= 32 && p.dil_h == 1 && p.dil_w == 1 && p.pad_top == 0 && p.pad_left == 0);
 }
@@ -53,43 +53,43 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.ranks = ranks;
   L.window_lanes = window_lanes;
   L.a_window = a_window;
-  L.c_lanes_log2 = ceil_log2(B.C);
-  L.fb = B.F / ranks;
-  L.segs = (B.OW + kChainSeg - 1) / kChainSeg;
-  L.segs_a = (A.OW + kChainSegA - 1) / kChainSegA;
-  L.img_h = A.OH + A.K - 1;
-  L.img_w = L.segs_a * kChainSegA + A.K - 1;  // whole segments: the columns past the image read zeros
-  if (a_window) L.a_lanes_log2 = ceil_log2(A.pool.kind == FusedPool::None ? 1 : A.pool.kh * A.pool.kw);
-  L.src_h = B.OH + B.K - 1;
+  L.c_lanes_log2 = ceil_log2(B.g.C);
+  L.fb = B.g.F / ranks;
+  L.segs = (B.g.OW + kChainSeg - 1) / kChainSeg;
+  L.segs_a = (A.g.OW + kChainSegA - 1) / kChainSegA;
+  L.img_h = A.g.OH + A.g.KH - 1;
+  L.img_w = L.segs_a * kChainSegA + A.g.KH - 1;  // whole segments: the columns past the image read zeros
+  if (a_window) L.a_lanes_log2 = ceil_log2(A.e.pool.kind == FusedPool::None ? 1 : A.e.pool.kh * A.e.pool.kw);
+  L.src_h = B.g.OH + B.g.KH - 1;
   if (window_lanes) {
     // A lane reads the columns [x0, x0 + kChainRun + K - 1) of B's padded input, x0 = px * stride - pad
     // (conv coordinates): a left margin of the pooling's pad and whole runs on the right keep every read
     // inside the row without a test (the outputs the pooling skips read zeros or the margin).
-    const bool pool = B.pool.kind != FusedPool::None;
-    L.src_col0 = pool ? B.pool.pad_left : 0;
-    L.src_w = std::max((B.PW() - 1) * (pool ? B.pool.sw : 1) + kChainRun + B.K - 1, L.src_col0 + B.OW + B.K - 1);
+    const bool pool = B.e.pool.kind != FusedPool::None;
+    L.src_col0 = pool ? B.e.pool.pad_left : 0;
+    L.src_w = std::max((B.PW() - 1) * (pool ? B.e.pool.sw : 1) + kChainRun + B.g.KH - 1, L.src_col0 + B.g.OW + B.g.KH - 1);
   } else {
-    L.src_w = L.segs * kChainSeg + B.K - 1;
+    L.src_w = L.segs * kChainSeg + B.g.KH - 1;
   }
   L.src_w += L.src_w % 2 == 0 ? 1 : 0;  // an odd row pitch spreads a warp's rows over the banks
   // B's window lanes read only the columns and rows of the conv outputs their windows use: without B's pads
   // and with every pooling window inside the conv output, those are all A's pooled values, and the margins
   // need no zeros. The other paths read whole segments.
   {
-    const bool pool = B.pool.kind != FusedPool::None;
-    const bool unpadded = B.pad_top == 0 && B.pad_left == 0 && B.OH == B.H - B.K + 1 && B.OW == B.W - B.K + 1;
-    const bool windows_inside = !pool || (B.pool.pad_top == 0 && B.pool.pad_left == 0 &&
-                                          (B.PH() - 1) * B.pool.sh + B.pool.kh <= B.OH &&
-                                          (B.PW() - 1) * B.pool.sw + B.pool.kw <= B.OW);
+    const bool pool = B.e.pool.kind != FusedPool::None;
+    const bool unpadded = B.g.pad_top == 0 && B.g.pad_left == 0 && B.g.OH == B.g.H - B.g.KH + 1 && B.g.OW == B.g.W - B.g.KH + 1;
+    const bool windows_inside = !pool || (B.e.pool.pad_top == 0 && B.e.pool.pad_left == 0 &&
+                                          (B.PH() - 1) * B.e.pool.sh + B.e.pool.kh <= B.g.OH &&
+                                          (B.PW() - 1) * B.e.pool.sw + B.e.pool.kw <= B.g.OW);
     L.zero_margins = !(window_lanes && unpadded && windows_inside);
   }
-  const int window = B.pool.kind == FusedPool::None ? 1 : B.pool.kh * B.pool.kw;
+  const int window = B.e.pool.kind == FusedPool::None ? 1 : B.e.pool.kh * B.e.pool.kw;
   L.pool_lanes_log2 = ceil_log2(std::min(window, 32));
   // As many channel groups as keep one item per thread; at least one.
-  const int per_group = L.fb * B.OH * L.segs;
-  const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.C);
-  L.group_channels = (B.C + groups - 1) / groups;
-  L.groups = (B.C + L.group_channels - 1) / L.group_channels;
+  const int per_group = L.fb * B.g.OH * L.segs;
+  const int groups = std::clamp(kChainThreads / std::max(per_group, 1), 1, B.g.C);
+  L.group_channels = (B.g.C + groups - 1) / groups;
+  L.groups = (B.g.C + L.group_channels - 1) / L.group_channels;
   int at = 0;
   auto take = [&at](int floats) {
     const int offset = at;
@@ -97,33 +97,33 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
     return offset;
   };
   L.img = take(L.img_h * L.img_w);
-  L.wa = take(A.F * A.K * A.K);
-  L.ba = take(A.F);
-  const bool pool_a = A.pool.kind != FusedPool::None;
-  L.rows_a = (A.F * A.PH() + ranks - 1) / ranks;
-  L.span_a = pool_a ? (A.pool.kh - 1) * A.pool.dil_h + 1 : 1;
+  L.wa = take(A.g.F * A.g.KH * A.g.KH);
+  L.ba = take(A.g.F);
+  const bool pool_a = A.e.pool.kind != FusedPool::None;
+  L.rows_a = (A.g.F * A.PH() + ranks - 1) / ranks;
+  L.span_a = pool_a ? (A.e.pool.kh - 1) * A.e.pool.dil_h + 1 : 1;
   L.map_a = take(a_window ? 0 : L.rows_a * L.span_a * L.segs_a * kChainSegA);
-  L.src_floats = round4(B.C * L.src_h * L.src_w);
+  L.src_floats = round4(B.g.C * L.src_h * L.src_w);
   L.src = take(L.src_floats);
-  L.wb = take(L.fb * B.C * B.K * B.K);
+  L.wb = take(L.fb * B.g.C * B.g.KH * B.g.KH);
   L.bb = take(L.fb);
-  L.part = take(window_lanes ? 0 : L.fb * L.groups * B.OH * B.OW);
+  L.part = take(window_lanes ? 0 : L.fb * L.groups * B.g.OH * B.g.OW);
   L.feat = take(L.fb * B.PH() * B.PW());
   L.wfc = take(d.fc.N * L.fb * B.PH() * B.PW());
   L.bfc = take(d.fc.N);
   L.fc_part = take(ranks * d.fc.N);
   L.floats = at;
   L.by_segs_a = FastDiv(L.segs_a);
-  L.by_win_rows = FastDiv(pool_a ? A.pool.kh : 1);
+  L.by_win_rows = FastDiv(pool_a ? A.e.pool.kh : 1);
   L.by_pha = FastDiv(A.PH());
   L.by_pwa = FastDiv(A.PW());
   L.by_segs = FastDiv(L.segs);
-  L.by_ohb = FastDiv(B.OH);
+  L.by_ohb = FastDiv(B.g.OH);
   L.by_groups = FastDiv(L.groups);
   L.by_pb = FastDiv(B.PH() * B.PW());
   L.by_pwb = FastDiv(B.PW());
-  L.by_pool_kw = FastDiv(B.pool.kind == FusedPool::None ? 1 : B.pool.kw);
-  L.by_pool_kw_a = FastDiv(A.pool.kind == FusedPool::None ? 1 : A.pool.kw);
+  L.by_pool_kw = FastDiv(B.e.pool.kind == FusedPool::None ? 1 : B.e.pool.kw);
+  L.by_pool_kw_a = FastDiv(A.e.pool.kind == FusedPool::None ? 1 : A.e.pool.kw);
   L.by_slice = FastDiv(L.fb * B.PH() * B.PW());
   L.by_src_w = FastDiv(L.src_w);
   L.by_img_w = FastDiv(L.img_w);
@@ -145,8 +145,10 @@ bool fits(const ChainLayout& L, int smem_optin_bytes) {
 
 // Stride 1: OH = pad_top + H + pad_bottom - K + 1, so the end pads are OH + K - 1 - H - pad_top (>= 0).
 bool conv_ok(const ChainConv& c) {
-  return c.K >= 1 && c.OH >= 1 && c.OW >= 1 && c.pad_top >= 0 && c.pad_left >= 0 && c.OH + c.K - 1 >= c.H + c.pad_top &&
-         c.OW + c.K - 1 >= c.W + c.pad_left && c.PH() >= 1 && c.PW() >= 1;
+  const ConvGeometry& g = c.g;
+  return g.KH >= 1 && g.KW == g.KH && g.OH >= 1 && g.OW >= 1 && g.pad_top >= 0 && g.pad_left >= 0 &&
+         g.OH + g.KH - 1 >= g.H + g.pad_top && g.OW + g.KW - 1 >= g.W + g.pad_left && g.stride_h == 1 &&
+         g.stride_w == 1 && g.dil_h == 1 && g.dil_w == 1 && g.groups == 1 && c.PH() >= 1 && c.PW() >= 1;
 }
 
 }  // namespace
@@ -158,32 +160,46 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
   };
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
-  if (!chain_kernel(A.K, B.K)) return no(fmt::format("kernel sizes {} and {} (built: 3 and 3, 5 and 5)", A.K, B.K));
-  if (A.C != 1) return no(fmt::format("the first convolution has {} input channels (1 supported)", A.C));
-  if (B.C != A.F || B.H != A.PH() || B.W != A.PW()) return no("the second convolution does not read the first's output");
+  if (!chain_kernel(A.g.KH, B.g.KH)) return no(fmt::format("kernel sizes {} and {} (built: 3 and 3, 5 and 5)", A.g.KH, B.g.KH));
+  if (A.g.C != 1) return no(fmt::format("the first convolution has {} input channels (1 supported)", A.g.C));
+  if (B.g.C != A.g.F || B.g.H != A.PH() || B.g.W != A.PW()) return no("the second convolution does not read the first's output");
   if (!conv_ok(A) || !conv_ok(B)) return no("a convolution's geometry is not stride 1 with non-negative padding");
-  if (d.fc.N < 1 || d.batch < 1 || A.F < 1 || B.F < 1) return no("empty tensor");
+  if (d.fc.N < 1 || d.batch < 1 || A.g.F < 1 || B.g.F < 1) return no("empty tensor");
   for (int ranks : kChainRanks) {
-    if (d.b.F % ranks == 0 && fits(make_layout(d, ranks, false, false), smem_optin_bytes)) return true;
+    if (d.b.g.F % ranks == 0 && fits(make_layout(d, ranks, false, false), smem_optin_bytes)) return true;
   }
   return no("the staged tensors do not fit in shared memory at any cluster size");
+}
+
+std::string chain_variant_name(int ka, int kb, int ranks, bool a_window, bool b_window) {
+  return fmt::format("chain_k{}k{}_cl{}{}{}", ka, kb, ranks, a_window ? "_aw" : "", b_window ? "_bw" : "");
+}
+
+std::vector<std::string> conv_chain_variant_names() {
+  std::vector<std::string> names;
+  for (int k : {3, 5}) {
+    for (int ranks : kChainRanks) {
+      for (bool aw : {false, true}) {
+        for (bool bw : {false, true}) names.push_back(chain_variant_name(k, k, ranks, aw, bw));
+      }
+    }
+  }
+  return names;
 }
 
 std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes) {
   std::vector<ConvChainVariant> out;
   if (!conv_chain_supports(d, smem_optin_bytes)) return out;
   // First the pooling in registers wherever it fits (A's windows a lane group each, "_aw"; B's windows a warp
-  // each, "_wl"), then the maps in shared memory; the planner times both.
+  // each, "_bw"), then the maps in shared memory; the planner times both.
   const bool aw = a_window_fits(d.a), wl = window_lanes_fit(d.b);
   for (bool windows : {true, false}) {
     if (windows && !aw && !wl) continue;
     for (int ranks : kChainRanks) {
-      if (d.b.F % ranks != 0) continue;
+      if (d.b.g.F % ranks != 0) continue;
       const ChainLayout L = make_layout(d, ranks, windows && wl, windows && aw);
       if (!fits(L, smem_optin_bytes)) continue;
-      out.push_back({fmt::format("chain_k{}k{}_r{}{}{}", d.a.K, d.b.K, ranks, L.a_window ? "_aw" : "",
-                                 L.window_lanes ? "_wl" : ""),
-                     L});
+      out.push_back({chain_variant_name(d.a.g.KH, d.b.g.KH, ranks, L.a_window, L.window_lanes), L});
     }
   }
   return out;
@@ -198,8 +214,8 @@ cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStre
 
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
                        cudaStream_t stream) {
-  const ChainKernel kernel = chain_kernel(d.a.K, d.b.K);
-  if (d.a.K == 3) {
+  const ChainKernel kernel = chain_kernel(d.a.g.KH, d.b.g.KH);
+  if (d.a.g.KH == 3) {
     allow_dynamic_smem<conv_chain_kernel<3, 3>>(kMaxChainSmemBytes);
     allow_large_clusters<conv_chain_kernel<3, 3>>();
   } else {

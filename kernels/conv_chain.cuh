@@ -2,7 +2,7 @@
 // convolution B + bias + activation + pooling, flatten, fully connected layer (+ bias, activation).
 //
 // Why: at batch 1 each of those three steps is latency-bound (a launch, a global round trip, a few hundred
-// FMAs per thread); as separate steps LeNet took 16.3 us on the H100 (docs/perf-notes.md, v5). Here every
+// FMAs per thread); as separate steps LeNet took 16.3 us on the H100. Here every
 // intermediate stays in shared memory and the chain pays one launch and one input round trip.
 //
 // One thread block cluster per image, `ranks` blocks of kChainThreads threads:
@@ -17,7 +17,7 @@
 //      zero-padded input (distributed shared memory, asynchronous stores that the destination's mbarrier
 //      counts: each rank waits for its own bytes, no cluster barrier);
 //   2. rank r computes B's filters [r*FB, (r+1)*FB) (FB = B.F / ranks) and pools them, one of two ways:
-//      window lanes (variants "_wl", where a warp holds every (pool window row, input channel)): one warp
+//      window lanes (variants "_bw", where a warp holds every (pool window row, input channel)): one warp
 //      per pooled output, each lane one channel's share of a window row's conv outputs, summed and pooled
 //      by shuffles; or grouped: partial sums over channel groups of B's input, each thread SEG outputs of
 //      one row in registers, then, for each pooled output, a few lanes (one per window position, up to a
@@ -53,20 +53,15 @@ constexpr int kChainRun = 3;        // conv outputs a lane of b_window_lanes com
                                     // widest window served)
 constexpr int kChainWeightRegs = 2;  // weights a thread holds in registers likewise (LeNet: 579 a rank, one pass)
 
-// One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image).
+// One convolution of the chain: [C, H, W] -> conv [F, OH, OW] -> pooled [F, PH, PW] (per image), as the layer
+// description has it (kernels/layer.hpp): square kernel (KH = KW), stride 1, dilation 1, one group, no residual.
 struct ChainConv {
-  int C = 1, H = 1, W = 1;
-  int F = 1, K = 1;                 // filters; square kernel, stride 1, dilation 1, one group
-  int OH = 1, OW = 1;               // conv output
-  int pad_top = 0, pad_left = 0;    // begin pads (end pads follow from OH/OW)
+  ConvGeometry g;                   // g.N: the batch (ConvChainDesc::batch)
+  Epilogue e;                       // bias, activation, pooling (kind None: PH = OH and PW = OW)
   const float* weights = nullptr;   // device, [F][C][K][K]
-  const float* bias = nullptr;      // device, [F], or null
-  ParamAct act = ParamAct::None;
-  float alpha = 0.0f, beta = 0.0f;  // LeakyRelu slope; Clip min and max
-  PoolGeometry pool;                // kind None: no pooling, PH = OH and PW = OW
 
-  __host__ __device__ int PH() const { return pool.kind == FusedPool::None ? OH : pool.PH; }
-  __host__ __device__ int PW() const { return pool.kind == FusedPool::None ? OW : pool.PW; }
+  __host__ __device__ int PH() const { return e.pool.kind == FusedPool::None ? g.OH : e.pool.PH; }
+  __host__ __device__ int PW() const { return e.pool.kind == FusedPool::None ? g.OW : e.pool.PW; }
 };
 
 // The fully connected layer over B's flattened pooled output: out[n] = act(sum_k w[n][k] * f[k] + bias[n]).
@@ -118,12 +113,17 @@ struct ChainLayout {
 
 #ifndef __CUDACC_RTC__
 struct ConvChainVariant {
-  std::string name;       // e.g. "chain_k5k5_r16"
+  std::string name;       // e.g. "chain_k5k5_cl16_aw_bw" (docs/kernels.md)
   ChainLayout layout;
 };
 
 // Whether the chain kernel runs `d`; `why` (if given) says what does not fit.
 bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::string* why = nullptr);
+
+// A variant's name: kernel sizes, cluster size, and whether A's and B's pooling run as window lanes.
+std::string chain_variant_name(int ka, int kb, int ranks, bool a_window, bool b_window);
+// Every name conv_chain_variants can return (for the tuning cache's kernel-set version).
+std::vector<std::string> conv_chain_variant_names();
 
 // Cluster sizes worth trying for `d`, in heuristic order (portable sizes first).
 std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int smem_optin_bytes);

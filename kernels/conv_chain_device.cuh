@@ -10,25 +10,6 @@
 
 namespace cnnrt::kernels {
 
-// Phase timestamps for kernels/lab/chain_trace.cu, which compiles this file with CNNRT_CHAIN_TRACE defined:
-// thread 0 of each block records clock64() at the end of each phase into g_chain_trace[block][phase].
-// In the engine the stamps compile to nothing.
-#ifdef CNNRT_CHAIN_TRACE
-constexpr int kChainTracePhases = 12;
-__device__ long long* g_chain_trace = nullptr;
-#define CHAIN_STAMP(phase)                                                                                       \
-  do {                                                                                                          \
-    if (threadIdx.x == 0 && g_chain_trace) {                                                                    \
-      g_chain_trace[(static_cast<int64_t>(blockIdx.x) * gridDim.z + blockIdx.z) * kChainTracePhases + (phase)] = \
-          clock64();                                                                                            \
-    }                                                                                                           \
-  } while (0)
-#else
-#define CHAIN_STAMP(phase) \
-  do {                     \
-  } while (0)
-#endif
-
 namespace chain_detail {
 
 // Block and cluster barriers, in PTX's non-aligned forms: a warp may reach them with its threads diverged
@@ -155,7 +136,7 @@ __device__ __forceinline__ void accumulate_row_segment(float (&acc)[SEG], const 
 }
 
 // B's pooled outputs of this rank (L.window_lanes), one warp each, with no partial sums in shared memory: lane
-// (wy, c) (c = lane % Cp, Cp = B.C rounded up to a power of two; wy = lane / Cp) computes channel c's
+// (wy, c) (c = lane % Cp, Cp = B.g.C rounded up to a power of two; wy = lane / Cp) computes channel c's
 // contribution to the conv outputs of window row wy, kChainRun of them along the row in registers; the lanes
 // of a row sum the channels by shuffles (a fixed tree), lane (wy, 0) adds the bias, activates and pools its
 // row, and the rows are pooled across lanes by shuffles. LeNet's conv2 (8 channels, 3x3 windows): 24 lanes of
@@ -166,20 +147,20 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
                                                const float* wb, const float* bb, float* feat, int slice, int P,
                                                int warp, int lane) {
   constexpr int kWarps = kChainThreads / 32;
-  const bool pool_b = B.pool.kind != FusedPool::None;
+  const bool pool_b = B.e.pool.kind != FusedPool::None;
   const int Cp = 1 << L.c_lanes_log2;
   const int wy = lane >> L.c_lanes_log2, c = lane & (Cp - 1);
-  const int kh = pool_b ? B.pool.kh : 1, kw = pool_b ? B.pool.kw : 1;
+  const int kh = pool_b ? B.e.pool.kh : 1, kw = pool_b ? B.e.pool.kw : 1;
   for (int o = warp; o < slice; o += kWarps) {  // warp-uniform: every lane joins the shuffles
     const int f = L.by_pb.div(o), r = o - f * P;
     const int py = L.by_pwb.div(r), px = r - py * B.PW();
-    const int y = pool_b ? py * B.pool.sh - B.pool.pad_top + wy : py;
-    const int x0 = pool_b ? px * B.pool.sw - B.pool.pad_left : px;
-    const bool row_ok = wy < kh && y >= 0 && y < B.OH;
+    const int y = pool_b ? py * B.e.pool.sh - B.e.pool.pad_top + wy : py;
+    const int x0 = pool_b ? px * B.e.pool.sw - B.e.pool.pad_left : px;
+    const bool row_ok = wy < kh && y >= 0 && y < B.g.OH;
     float acc[kChainRun] = {};
-    if (c < B.C && row_ok) {
+    if (c < B.g.C && row_ok) {
       const float* in = src + (c * L.src_h + y) * L.src_w + L.src_col0 + x0;  // src_col0 + x0 >= 0
-      const float* w = wb + (f * B.C + c) * KB * KB;
+      const float* w = wb + (f * B.g.C + c) * KB * KB;
 #pragma unroll
       for (int i = 0; i < KB; ++i) {
         float row[kChainRun + KB - 1];
@@ -204,11 +185,11 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
 #pragma unroll
       for (int k = 0; k < kChainRun; ++k) {
         const int x = x0 + k;
-        if (k < kw && x >= 0 && x < B.OW) window.add(param_activate(acc[k] + bb[f], B.act, B.alpha, B.beta));
+        if (k < kw && x >= 0 && x < B.g.OW) window.add(param_activate(acc[k] + bb[f], B.e.param_act, B.e.alpha, B.e.beta));
       }
     }
     for (int off = Cp; off < 32; off <<= 1) window.shuffle_xor(0xffffffffu, off);
-    if (lane == 0) feat[o] = pool_b ? window.finish(B.pool, py, px, B.OH, B.OW) : window.sum;
+    if (lane == 0) feat[o] = pool_b ? window.finish(B.e.pool, py, px, B.g.OH, B.g.OW) : window.sum;
   }
 }
 
@@ -220,17 +201,17 @@ __device__ __forceinline__ void b_window_lanes(const ChainConv& B, const ChainLa
 template <int KA>
 __device__ __forceinline__ float a_window_lanes(const ChainConv& A, const ChainLayout& L, const float* img,
                                                 const float* w, float bias, int py, int px, int g, unsigned group) {
-  const bool pool = A.pool.kind != FusedPool::None;
+  const bool pool = A.e.pool.kind != FusedPool::None;
   int oy = py, ox = px;
   bool inside = g == 0;
   if (pool) {
-    const int wy = L.by_pool_kw_a.div(g), wx = g - wy * A.pool.kw;
-    oy = py * A.pool.sh + wy;
-    ox = px * A.pool.sw + wx;
-    inside = wy < A.pool.kh;
+    const int wy = L.by_pool_kw_a.div(g), wx = g - wy * A.e.pool.kw;
+    oy = py * A.e.pool.sh + wy;
+    ox = px * A.e.pool.sw + wx;
+    inside = wy < A.e.pool.kh;
   }
   PoolAccumulator window;
-  if (inside && oy < A.OH && ox < A.OW) {  // (ceil mode: positions past the conv output are skipped)
+  if (inside && oy < A.g.OH && ox < A.g.OW) {  // (ceil mode: positions past the conv output are skipped)
     const float* in = img + oy * L.img_w + ox;
     float acc[KA];
 #pragma unroll
@@ -241,10 +222,10 @@ __device__ __forceinline__ float a_window_lanes(const ChainConv& A, const ChainL
     }
 #pragma unroll
     for (int i = 1; i < KA; ++i) acc[0] += acc[i];
-    window.add(param_activate(acc[0], A.act, A.alpha, A.beta));
+    window.add(param_activate(acc[0], A.e.param_act, A.e.alpha, A.e.beta));
   }
   for (int off = 1; off < (1 << L.a_lanes_log2); off <<= 1) window.shuffle_xor(group, off);
-  return pool ? window.finish(A.pool, py, px, A.OH, A.OW) : window.sum;
+  return pool ? window.finish(A.e.pool, py, px, A.g.OH, A.g.OW) : window.sum;
 }
 
 // One launch of the chain (conv_chain.cuh): `d` and `L` are the kernel's parameters in the built kernels
@@ -256,7 +237,6 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   extern __shared__ float smem[];
   __shared__ uint64_t b_input_ready;  // completes when every rank's pooled values of A are in this rank's B input
   __shared__ uint64_t fc_ready;       // rank 0's: completes when every rank's partial dot products are in fc_part
-  CHAIN_STAMP(0);
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
   const ChainConv& A = d.a;
   const ChainConv& B = d.b;
@@ -284,9 +264,9 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   // issued at about one thread a cycle here (six a thread took 1.0 us of an isolated launch, chain_trace).
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
-  const int wa_count = A.F * KA * KA, wb_count = L.fb * B.C * KB * KB, wfc_count = d.fc.N * slice;
-  const int features = B.F * P;
-  const int weight_floats = wa_count + A.F + wb_count + L.fb + wfc_count + d.fc.N;
+  const int wa_count = A.g.F * KA * KA, wb_count = L.fb * B.g.C * KB * KB, wfc_count = d.fc.N * slice;
+  const int features = B.g.F * P;
+  const int weight_floats = wa_count + A.g.F + wb_count + L.fb + wfc_count + d.fc.N;
   // The i-th weight of this rank (A's filters and bias, this rank's B filters and bias, its columns of the
   // dense layer, the dense bias) and its offset in shared memory. Absent biases read as zero.
   auto weight = [&](int i, int& at) -> float {
@@ -295,11 +275,11 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
       return __ldg(A.weights + i);
     }
     i -= wa_count;
-    if (i < A.F) {
+    if (i < A.g.F) {
       at = L.ba + i;
-      return A.bias ? __ldg(A.bias + i) : 0.0f;
+      return A.e.bias ? __ldg(A.e.bias + i) : 0.0f;
     }
-    i -= A.F;
+    i -= A.g.F;
     if (i < wb_count) {
       at = L.wb + i;
       return __ldg(B.weights + rank * wb_count + i);
@@ -307,7 +287,7 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     i -= wb_count;
     if (i < L.fb) {
       at = L.bb + i;
-      return B.bias ? __ldg(B.bias + rank * L.fb + i) : 0.0f;
+      return B.e.bias ? __ldg(B.e.bias + rank * L.fb + i) : 0.0f;
     }
     i -= L.fb;
     if (i < wfc_count) {
@@ -321,34 +301,30 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   };
   RegisterStage<kChainWeightRegs> weights;
   weights.load_all_but_last(smem, weight_floats, weight);
-  CHAIN_STAMP(10);
   // The image, zero-padded (it may be the prior grid's output), loaded into registers the same way before
   // the work below (B's margins, the mbarriers): in one isolated launch (a batch-1 inference) that work and
   // the image's latency were on the critical path one after the other.
   wait_for_prior_grid();
-  CHAIN_STAMP(1);
-  const float* plane = x + static_cast<int64_t>(image) * A.H * A.W;
+  const float* plane = x + static_cast<int64_t>(image) * A.g.H * A.g.W;
   auto pixel = [&](int i, int& at) -> float {
     const int r = L.by_img_w.div(i), c = i - r * L.img_w;
-    const int iy = r - A.pad_top, ix = c - A.pad_left;
+    const int iy = r - A.g.pad_top, ix = c - A.g.pad_left;
     at = L.img + i;
-    return iy >= 0 && iy < A.H && ix >= 0 && ix < A.W ? plane[iy * A.W + ix] : 0.0f;
+    return iy >= 0 && iy < A.g.H && ix >= 0 && ix < A.g.W ? plane[iy * A.g.W + ix] : 0.0f;
   };
   RegisterStage<kChainImageRegs> image_regs;
   image_regs.load_all_but_last(smem, L.img_h * L.img_w, pixel);
-  CHAIN_STAMP(2);
   // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero, where anything
   // reads it (L.zero_margins). Only there: the ranks' pushes write the rest, so these stores need no
   // ordering against them, and the cluster arrive below can be relaxed.
-  const int src_rows = B.C * L.src_h;
+  const int src_rows = B.g.C * L.src_h;
   for_items(L.zero_margins ? L.src_floats : 0, [&](int i) {
     const int r = L.by_src_w.div(i), xx = i - r * L.src_w;
     const int yy = r - L.by_src_h.div(r) * L.src_h;
-    const bool interior = r < src_rows && yy >= B.pad_top && yy < B.pad_top + B.H && xx >= L.src_col0 + B.pad_left &&
-                          xx < L.src_col0 + B.pad_left + B.W;
+    const bool interior = r < src_rows && yy >= B.g.pad_top && yy < B.g.pad_top + B.g.H && xx >= L.src_col0 + B.g.pad_left &&
+                          xx < L.src_col0 + B.g.pad_left + B.g.W;
     if (!interior) src[i] = 0.0f;
   });
-  CHAIN_STAMP(11);
   // This rank's mbarriers are set up (waited for below, before any rank stores into this rank). The
   // arrive publishes nothing else: the mbarrier initialisation has its own fence.
   if (R > 1 && tid == 0) {  // (st.async needs a cluster of 2 or more blocks: one block stores plainly)
@@ -356,7 +332,7 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     if (rank == 0) mbarrier_init(&fc_ready, 1);
     fence_mbarrier_init();
     // One arrival (this one) and the bytes every rank's pushes bring (each pooled value of A, once).
-    mbarrier_arrive_expect_tx(&b_input_ready, static_cast<uint32_t>(A.F * A.PH() * A.PW()) * 4u);
+    mbarrier_arrive_expect_tx(&b_input_ready, static_cast<uint32_t>(A.g.F * A.PH() * A.PW()) * 4u);
     // Rank 0: one arrival and every rank's partial of every output.
     if (rank == 0) mbarrier_arrive_expect_tx(&fc_ready, static_cast<uint32_t>(R * d.fc.N) * 4u);
   }
@@ -365,18 +341,17 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   weights.store(smem);
   block_barrier();   // the image and the weights, for every thread of this block
   cluster_wait(R);   // every rank has started and set up its mbarriers before any rank stores into it
-  CHAIN_STAMP(3);
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks; each pooled value is stored into
   // every rank's copy of B's input (starting at this rank's successor, so the ranks do not all store into
   // rank 0 first; the stores do not wait on each other). push() stores into the ranks first + n * step after
   // this one (n = 0, 1, ...): a thread that holds the value with step - 1 others takes its share.
   const int PHa = A.PH(), PWa = A.PW();
-  const bool pool_a = A.pool.kind != FusedPool::None;
+  const bool pool_a = A.e.pool.kind != FusedPool::None;
   const int row0 = rank * L.rows_a;
-  const int rows = max(0, min(A.F * PHa, row0 + L.rows_a) - row0);
+  const int rows = max(0, min(A.g.F * PHa, row0 + L.rows_a) - row0);
   auto push = [&](int c, int py, int px, float v, int first, int step) {
-    const int at = (c * L.src_h + py + B.pad_top) * L.src_w + L.src_col0 + px + B.pad_left;
+    const int at = (c * L.src_h + py + B.g.pad_top) * L.src_w + L.src_col0 + px + B.g.pad_left;
     if (R == 1) {
       if (first == 0) src[at] = v;
     } else {
@@ -398,38 +373,36 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
       const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
       push(c, py, px, a_window_lanes<KA>(A, L, img, wa + c * KA * KA, ba[c], py, px, g, group), g, G);
     });
-    CHAIN_STAMP(4);
   } else {
     // First the conv rows under each pooling window row, SEG_A outputs per thread, activated, into map_a;
     // then the pooling. map_a holds, for pooled row j, the conv rows y0 + [0, span_a) of its window (y0 its
     // first), those at the window's dilation steps filled.
-    const int win_rows = pool_a ? A.pool.kh : 1;
+    const int win_rows = pool_a ? A.e.pool.kh : 1;
     const int map_w = L.segs_a * SEG_A;
     for_items(rows * win_rows * L.segs_a, [&](int item) {
       const int t = L.by_segs_a.div(item), s = item - t * L.segs_a;
       const int j = L.by_win_rows.div(t), i = t - j * win_rows;
       const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
-      const int oy = pool_a ? py * A.pool.sh - A.pool.pad_top + i * A.pool.dil_h : py;
-      if (oy < 0 || oy >= A.OH) return;  // a padded window row: the pooling skips it
+      const int oy = pool_a ? py * A.e.pool.sh - A.e.pool.pad_top + i * A.e.pool.dil_h : py;
+      if (oy < 0 || oy >= A.g.OH) return;  // a padded window row: the pooling skips it
       const float* w = wa + c * KA * KA;
       float acc[SEG_A];
 #pragma unroll
       for (int k = 0; k < SEG_A; ++k) acc[k] = ba[c];
       accumulate_row_segment<KA>(acc, img + oy * L.img_w + s * SEG_A, L.img_w, w);
-      float* out = map_a + (j * L.span_a + i * A.pool.dil_h) * map_w + s * SEG_A;
+      float* out = map_a + (j * L.span_a + i * A.e.pool.dil_h) * map_w + s * SEG_A;
 #pragma unroll
-      for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.act, A.alpha, A.beta);
+      for (int k = 0; k < SEG_A; ++k) out[k] = param_activate(acc[k], A.e.param_act, A.e.alpha, A.e.beta);
     });
     block_barrier();
-    CHAIN_STAMP(4);
     for_items(rows * PWa, [&](int k) {
       const int j = L.by_pwa.div(k), px = k - j * PWa;
       const int c = L.by_pha.div(row0 + j), py = row0 + j - c * PHa;
       const float* map = map_a + j * L.span_a * map_w;
       float v;
       if (pool_a) {
-        const int y0 = py * A.pool.sh - A.pool.pad_top;
-        v = pool_window(A.pool, py, px, A.OH, A.OW, [&](int yy, int xx) { return map[(yy - y0) * map_w + xx]; });
+        const int y0 = py * A.e.pool.sh - A.e.pool.pad_top;
+        v = pool_window(A.e.pool, py, px, A.g.OH, A.g.OW, [&](int yy, int xx) { return map[(yy - y0) * map_w + xx]; });
       } else {
         v = map[px];
       }
@@ -443,38 +416,35 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   } else {
     block_barrier();
   }
-  CHAIN_STAMP(5);
 
-  const bool pool_b = B.pool.kind != FusedPool::None;
+  const bool pool_b = B.e.pool.kind != FusedPool::None;
   if (L.window_lanes) {
     b_window_lanes<KB>(B, L, src, wb, bb, feat, slice, P, warp, lane);
-    CHAIN_STAMP(6);
   } else {
     // 2. B's filters of this rank: partial sums per channel group, SEG outputs of one row per thread.
-    for_items(L.fb * L.groups * B.OH * L.segs, [&](int item) {
+    for_items(L.fb * L.groups * B.g.OH * L.segs, [&](int item) {
       const int t = L.by_segs.div(item), s = item - t * L.segs;
-      const int t2 = L.by_ohb.div(t), oy = t - t2 * B.OH;
+      const int t2 = L.by_ohb.div(t), oy = t - t2 * B.g.OH;
       const int f = L.by_groups.div(t2), g = t2 - f * L.groups;
       float acc[SEG] = {};
-      const int c_end = min(B.C, (g + 1) * L.group_channels);
+      const int c_end = min(B.g.C, (g + 1) * L.group_channels);
       for (int c = g * L.group_channels; c < c_end; ++c) {
         accumulate_row_segment<KB>(acc, src + (c * L.src_h + oy) * L.src_w + s * SEG, L.src_w,
-                                   wb + (f * B.C + c) * KB * KB);
+                                   wb + (f * B.g.C + c) * KB * KB);
       }
-      float* out = part + ((f * L.groups + g) * B.OH + oy) * B.OW;
+      float* out = part + ((f * L.groups + g) * B.g.OH + oy) * B.g.OW;
 #pragma unroll
       for (int k = 0; k < SEG; ++k) {
-        if (s * SEG + k < B.OW) out[s * SEG + k] = acc[k];
+        if (s * SEG + k < B.g.OW) out[s * SEG + k] = acc[k];
       }
     });
     block_barrier();
-    CHAIN_STAMP(6);
     // B's pooled outputs (this rank's features), G = 2^L.pool_lanes_log2 lanes each: a lane takes window positions
     // sub, sub + G, ..., sums the groups' partials there in group order, adds the bias and activates; the
     // pooling then combines the lanes by shuffles. Whole warps of items, so every lane joins the shuffles.
     const int G = 1 << L.pool_lanes_log2;
-    const int plane = B.OH * B.OW;
-    const int positions = pool_b ? B.pool.kh * B.pool.kw : 1;
+    const int plane = B.g.OH * B.g.OW;
+    const int positions = pool_b ? B.e.pool.kh * B.e.pool.kw : 1;
     for_items((slice * G + 31) / 32 * 32, [&](int item) {
       const int o = item >> L.pool_lanes_log2, sub = item & (G - 1);
       const int f = L.by_pb.div(o), r = o - f * P;
@@ -485,22 +455,21 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
         for (int w = sub; w < positions; w += G) {
           int yy = py, xx = px;
           if (pool_b) {
-            const int wy = L.by_pool_kw.div(w), wx = w - wy * B.pool.kw;
-            yy = py * B.pool.sh - B.pool.pad_top + wy * B.pool.dil_h;
-            xx = px * B.pool.sw - B.pool.pad_left + wx * B.pool.dil_w;
-            if (yy < 0 || yy >= B.OH || xx < 0 || xx >= B.OW) continue;  // padding: the pooling skips it
+            const int wy = L.by_pool_kw.div(w), wx = w - wy * B.e.pool.kw;
+            yy = py * B.e.pool.sh - B.e.pool.pad_top + wy * B.e.pool.dil_h;
+            xx = px * B.e.pool.sw - B.e.pool.pad_left + wx * B.e.pool.dil_w;
+            if (yy < 0 || yy >= B.g.OH || xx < 0 || xx >= B.g.OW) continue;  // padding: the pooling skips it
           }
           float v = bb[f];
-          for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.OW + xx];
-          window.add(param_activate(v, B.act, B.alpha, B.beta));
+          for (int g = 0; g < L.groups; ++g) v += map[g * plane + yy * B.g.OW + xx];
+          window.add(param_activate(v, B.e.param_act, B.e.alpha, B.e.beta));
         }
       }
       for (int off = G / 2; off > 0; off /= 2) window.shuffle_xor(0xffffffffu, off);
-      if (o < slice && sub == 0) feat[o] = pool_b ? window.finish(B.pool, py, px, B.OH, B.OW) : window.sum;
+      if (o < slice && sub == 0) feat[o] = pool_b ? window.finish(B.e.pool, py, px, B.g.OH, B.g.OW) : window.sum;
     });
   }
   block_barrier();
-  CHAIN_STAMP(7);
 
   // 3. This rank's share of every dot product, one warp per output, into rank 0's shared memory by
   // asynchronous stores that rank 0's fc_ready counts. Only rank 0 waits: the other ranks are done once
@@ -526,7 +495,6 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   } else if (rank == 0) {
     mbarrier_wait_parity0(&fc_ready);
   }
-  CHAIN_STAMP(8);
   if (rank == 0) {
     // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
     for (int n = warp; n < d.fc.N; n += kWarps) {
@@ -535,7 +503,6 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
       for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
       if (lane == 0) y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
     }
-    CHAIN_STAMP(9);
   }
 }
 

@@ -58,8 +58,8 @@ std::string words(const T& value) {
 // The desc with its pointers cleared and the batch fixed: the source depends on the shapes only, not on where
 // the weights are or on the batch (the kernel reads neither from the desc: the grid spans the batch).
 ConvChainDesc shapes_only(ConvChainDesc d) {
-  d.batch = 1;
-  d.a.weights = d.a.bias = d.b.weights = d.b.bias = d.fc.weights = d.fc.bias = nullptr;
+  d.batch = d.a.g.N = d.b.g.N = 1;
+  d.a.weights = d.a.e.bias = d.a.e.residual = d.b.weights = d.b.e.bias = d.b.e.residual = d.fc.weights = d.fc.bias = nullptr;
   return d;
 }
 
@@ -91,9 +91,9 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
   memcpy(&d, kDesc, sizeof d);
   memcpy(&L, kLayout, sizeof L);
   d.a.weights = wa;
-  d.a.bias = ba;
+  d.a.e.bias = ba;
   d.b.weights = wb;
-  d.b.bias = bb;
+  d.b.e.bias = bb;
   d.fc.weights = wfc;
   d.fc.bias = bfc;
   chain_detail::conv_chain_body<{ka}, {kb}>(x, y, d, L);
@@ -101,8 +101,8 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
 )",
                      fmt::arg("name", v.name), fmt::arg("desc_size", sizeof(ConvChainDesc)),
                      fmt::arg("layout_size", sizeof(ChainLayout)), fmt::arg("entry", kChainJitEntry),
-                     fmt::arg("desc", words(shapes_only(d))), fmt::arg("layout", words(v.layout)), fmt::arg("ka", d.a.K),
-                     fmt::arg("kb", d.b.K));
+                     fmt::arg("desc", words(shapes_only(d))), fmt::arg("layout", words(v.layout)), fmt::arg("ka", d.a.g.KH),
+                     fmt::arg("kb", d.b.g.KH));
 }
 
 std::string compile_chain_jit_source(const std::string& source, int arch) {
@@ -167,9 +167,9 @@ ChainJitKernel::~ChainJitKernel() {
 
 void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream) const {
   const float* wa = d.a.weights;
-  const float* ba = d.a.bias;
+  const float* ba = d.a.e.bias;
   const float* wb = d.b.weights;
-  const float* bb = d.b.bias;
+  const float* bb = d.b.e.bias;
   const float* wfc = d.fc.weights;
   const float* bfc = d.fc.bias;
   void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc};

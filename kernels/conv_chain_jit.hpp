@@ -3,7 +3,7 @@
 // Why: the kernels built ahead of time take the chain's shapes, pool geometry, activations and work split
 // as ~600 bytes of kernel parameters. In one batch-1 launch those cost twice: the index arithmetic that
 // reads them (FastDiv divisions, bounds, the activation's jump table), and a dozen constant-cache misses at
-// the kernel's start, one after another (docs/perf-notes.md, v13). Compiled with all of them as constants,
+// the kernel's start, one after another. Compiled with all of them as constants,
 // the same code (conv_chain_device.cuh) folds them away; only the pointers stay parameters.
 //
 // The source is the built kernel's own header, embedded in the library at build time, so the two cannot

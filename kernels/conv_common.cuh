@@ -1,11 +1,6 @@
-// What every convolution kernel shares: the layer geometry and the fused epilogue (bias, activation,
-// residual add, pooling). Host-safe: the planner includes it. Device helpers are in conv_device.cuh.
-//
-// Epilogue order (after the sum over C*KH*KW): + bias[f], + residual (same shape as the conv output),
-// activation, then pooling over the activated map. The activation kind is a compile-time parameter
-// (Act::None and Act::Relu are the hot paths); Act::Param selects LeakyRelu/Clip/Sigmoid/Tanh from a
-// warp-uniform runtime value, for the rarer activations, so that each kernel family needs three
-// instantiations per configuration instead of six.
+// What every convolution kernel shares beyond the layer description (kernels/layer.hpp: geometry and fused
+// epilogue): how a tile of conv outputs maps to pooled outputs, and the heuristic order of variants.
+// Host-safe: the planner includes it. Device helpers are in conv_device.cuh.
 #pragma once
 
 #include <cstdint>
@@ -16,44 +11,9 @@
 #endif
 
 #include "kernels/common.cuh"
+#include "kernels/layer.hpp"
 
 namespace cnnrt::kernels {
-
-// [N, C, H, W] -> [N, F, OH, OW]; pads are the begin (top/left) pads, the end pads follow from OH/OW.
-struct ConvGeometry {
-  int N = 1, C = 1, H = 1, W = 1;
-  int F = 1, KH = 1, KW = 1;
-  int OH = 1, OW = 1;
-  int stride_h = 1, stride_w = 1;
-  int pad_top = 0, pad_left = 0;
-  int dil_h = 1, dil_w = 1;
-  int groups = 1;
-};
-
-enum class Act : int { None = 0, Relu = 1, Param = 2 };
-enum class ParamAct : int { None = 0, Relu, LeakyRelu, Clip, Sigmoid, Tanh };
-
-enum class FusedPool : int { None = 0, Max = 1, Avg = 2 };
-
-// Pooling after the activation, over the conv output map [OH, OW] -> [PH, PW]. Window geometry as
-// ONNX MaxPool/AveragePool after padding is resolved (ir::resolve_window); ceil_mode is already in PH/PW.
-struct PoolGeometry {
-  FusedPool kind = FusedPool::None;
-  int kh = 1, kw = 1, sh = 1, sw = 1;
-  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int dil_h = 1, dil_w = 1;
-  int PH = 0, PW = 0;
-  bool count_include_pad = false;
-};
-
-struct Epilogue {
-  const float* bias = nullptr;      // [F] or nullptr
-  const float* residual = nullptr;  // [N, F, OH, OW] or nullptr (not combined with pooling)
-  ParamAct param_act = ParamAct::None;  // used when the kernel's Act is Act::Param
-  float alpha = 0.01f;              // LeakyRelu slope; Clip min
-  float beta = 0.0f;                // Clip max
-  PoolGeometry pool;
-};
 
 // The conv-output region a block must compute to produce pooled rows [p0, p0 + count): first row and
 // row count (may extend outside [0, OH); callers clip).

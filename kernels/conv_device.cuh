@@ -126,7 +126,7 @@ __host__ __device__ inline bool small_max_window(const PoolGeometry& p) {
 // whose element (y0, x0) of the window's first position is at `corner`, row pitch `pitch`: nine predicated
 // loads, independent of each other, so their latencies overlap (a window loop chains one load and branch a
 // position: on the few threads that pool after a block's last barrier, that loop was most of the block's
-// critical path; perf-notes v11).
+// critical path).
 __device__ __forceinline__ float max_window_3x3(const float* corner, int pitch, const PoolGeometry& p, int py, int px,
                                                 int OH, int OW) {
   const int y0 = py * p.sh - p.pad_top, x0 = px * p.sw - p.pad_left;

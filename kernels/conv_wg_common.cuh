@@ -1,6 +1,5 @@
-// Shared by the 3xTF32 wgmma convolutions (conv2d_wg.cu: wg3, conv2d_wgr.cu: wgr, conv2d_wgh.cu: wgh): the
-// stage geometry, the kernel parameters derived from the layer, the pixel-row epilogue (wgr, wgh) and the sum
-// of a K split over a cluster.
+// Shared by the 3xTF32 wgmma convolutions (conv2d_wgr.cu: wgr, conv2d_wgh.cu: wgh): the stage geometry, the
+// kernel parameters derived from the layer, the pixel-row epilogue and the sum of a K split over a cluster.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -14,9 +13,9 @@ namespace cnnrt::kernels::wg_common {
 constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels (C is a multiple of 32)
 constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
-// Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wg3 and wgr: 2
+// Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wgr: 2
 // stages are 24 mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu). wgh sets
-// its own (Cfg::P, 2 or 4: 48 steps measured 9.5e-7, docs/perf-notes.md v17).
+// its own (Cfg::P, 2 or 4: 48 steps measured 9.5e-7).
 constexpr int kStagesPerPartial = 2;
 
 struct Params {
@@ -31,7 +30,7 @@ struct Params {
   int split;    // blocks (a cluster along z) that share one output tile's K stages
 };
 
-// `filters_per_tile`: the block tile's filter count (wg3's BM, wgr's BN).
+// `filters_per_tile`: the block tile's filter count.
 inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split) {
   Params q;
   q.split = split;
@@ -53,7 +52,7 @@ inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split
 // f = f_first + 8c + 2*tig + v. + bias, + residual, activation. Only the column tiles c in [c_begin, c_end)
 // are stored (a K split's share). The bias is loaded once a column, and the activation and the residual
 // test are decided once (ACT and RES), not once a value: written per value, this epilogue was a quarter of
-// a batch-32 block's instructions (docs/perf-notes.md v16).
+// a batch-32 block's instructions.
 template <int NT, Act ACT, bool RES>
 __device__ __forceinline__ void store_pixel_rows_as(const float (&acc)[NT][4], const int64_t (&out)[2], int f_first,
                                                     int F, int ohw, const Epilogue& e, float* __restrict__ y,

@@ -72,4 +72,20 @@ void launch_unary(UnaryOp op, const UnaryParams& params, const float* x, float* 
   unary_kernel<<<blocks_for(work, kThreads), kThreads, 0, stream>>>(op, params, x, y, count, use_float4);
 }
 
+void launch_activation(ParamAct act, float alpha, float beta, const float* x, float* y, int64_t count,
+                       cudaStream_t stream) {
+  UnaryParams p;
+  UnaryOp op = UnaryOp::Scale;
+  p.alpha = 1.0f;  // ParamAct::None: a copy
+  switch (act) {
+    case ParamAct::None: break;
+    case ParamAct::Relu: op = UnaryOp::Relu; break;
+    case ParamAct::LeakyRelu: op = UnaryOp::LeakyRelu; p.alpha = alpha; break;
+    case ParamAct::Clip: op = UnaryOp::Clip; p.min = alpha; p.max = beta; break;
+    case ParamAct::Sigmoid: op = UnaryOp::Sigmoid; break;
+    case ParamAct::Tanh: op = UnaryOp::Tanh; break;
+  }
+  launch_unary(op, p, x, y, count, stream);
+}
+
 }  // namespace cnnrt::kernels

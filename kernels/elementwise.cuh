@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernels/common.cuh"
+#include "kernels/layer.hpp"
 
 namespace cnnrt::kernels {
 
@@ -41,5 +42,10 @@ struct UnaryParams {
 // y[i] = op(x[i]) for i < count. x and y may be the same buffer (in place). Any alignment and count; float4
 // accesses (with a scalar tail) when x and y are both 16-byte aligned.
 void launch_unary(UnaryOp op, const UnaryParams& params, const float* x, float* y, int64_t count, cudaStream_t stream);
+
+// A fused epilogue's activation (kernels/layer.hpp) as a launch of its own: y[i] = act(x[i]), with the
+// epilogue's alpha (LeakyRelu slope, Clip min) and beta (Clip max). ParamAct::None copies.
+void launch_activation(ParamAct act, float alpha, float beta, const float* x, float* y, int64_t count,
+                       cudaStream_t stream);
 
 }  // namespace cnnrt::kernels

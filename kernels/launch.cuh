@@ -31,7 +31,7 @@ bool programmatic_launch();
 // grid launch (once every block of this one has got here). In that order, so at most one grid waits behind a
 // running one: with the release first, each waiting grid released the next, every launch in a graph was
 // soon resident and waiting, and the late grids' blocks landed wherever SM space was left (512x512 c1
-// layers ran up to 3.5x slower back to back on the H100; docs/perf-notes.md, v5).
+// layers ran up to 3.5x slower back to back on the H100).
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");

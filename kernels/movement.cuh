@@ -21,7 +21,7 @@ struct StridedCopyDesc {
 // Descriptors of the ops the strided copy implements; inputs and outputs contiguous, dims row-major.
 // Transpose: output axis d is input axis perm[d].
 StridedCopyDesc transpose_desc(int rank, const int64_t* in_dims, const int64_t* perm);
-// Slice (canonical form of docs/ir-ops.md): output element i along axis d reads input index
+// Slice (canonical form of docs/ops.md): output element i along axis d reads input index
 // starts[d] + i * steps[d]; out_dims gives the counts. Steps may be negative, never 0.
 StridedCopyDesc slice_desc(int rank, const int64_t* in_dims, const int64_t* out_dims, const int64_t* starts,
                            const int64_t* steps);

@@ -1,25 +1,12 @@
-// Sliding-window geometry shared by pooling and convolution kernels (and usable by their tests): one spatial
-// axis with padding resolved, and the taps of a window that land inside a range of input positions.
-// Included by host code too (the planner fills SlidingAxis from ir::WindowAxis); the functions are
-// __host__ __device__.
+// The taps of a window that land inside a range of input positions, along one axis (kernels/layer.hpp's
+// SlidingAxis, which is also the IR's ir::WindowAxis): shared by the pooling and convolution kernels and
+// their tests. The functions are __host__ __device__.
 #pragma once
 
 #include "kernels/common.cuh"
+#include "kernels/layer.hpp"  // SlidingAxis
 
 namespace cnnrt::kernels {
-
-// One spatial axis of a window op. The window at output position o covers input positions
-// o * stride - pad_begin + t * dilation for taps t in [0, kernel); positions outside [0, input) are padding.
-// A 1-D op runs as 2-D with a unit leading axis (all fields at their defaults: input = output = kernel = 1).
-struct SlidingAxis {
-  int64_t input = 1;   // input extent (elements)
-  int64_t output = 1;  // output extent, as ir::window_output_size computes it (ceil_mode applied)
-  int64_t kernel = 1;  // taps, before dilation
-  int64_t stride = 1;
-  int64_t dilation = 1;
-  int64_t pad_begin = 0;
-  int64_t pad_end = 0;
-};
 
 // Taps [first, end) of one window along one axis.
 struct TapRange {

@@ -23,7 +23,7 @@ inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 // 1e-5 the kernels are held to, and measured at ~5e-7 relative over sums of up to 4608 same-sign terms
 // (tests/gpu/test_conv_tc.cpp). Two instructions, a mask and a subtract: cvt.rna.tf32.f32 is no instruction
 // on sm_90 but four (add, |v| < Inf test, select, mask), and the split ran two of them a value, then two
-// adds and a mask a value (docs/perf-notes.md v16).
+// adds and a mask a value.
 __device__ __forceinline__ void split_tf32(float v, uint32_t& big, uint32_t& small) {
   big = __float_as_uint(v) & 0xffffe000u;
   small = __float_as_uint(v - __uint_as_float(big));

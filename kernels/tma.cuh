@@ -2,7 +2,7 @@
 // barrier (mbarrier) its copies complete on: one thread asks for a whole tile, the copy engine writes it
 // (128-byte swizzled, as wgmma's K-major operands want it), and the block waits on the barrier's phase.
 // Used by wgh (conv2d_wgh.cu) for its filter tiles: ~40 instructions a warp a stage of 16-byte cp.async and
-// their addresses become one instruction for one thread (docs/perf-notes.md v16). sm_90a only.
+// their addresses become one instruction for one thread. sm_90a only.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap and its enums (the function comes through the runtime: no libcuda link)

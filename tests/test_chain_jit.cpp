@@ -25,10 +25,10 @@ PoolGeometry max_pool(int k, int out) {
 // pad 2 + ReLU + 3x3/3 max pool, 256->10 dense.
 ConvChainDesc lenet_chain() {
   ConvChainDesc d;
-  d.a.C = 1, d.a.H = d.a.W = 28, d.a.F = 8, d.a.K = 5, d.a.OH = d.a.OW = 28, d.a.pad_top = d.a.pad_left = 2;
-  d.a.act = ParamAct::Relu, d.a.pool = max_pool(2, 14);
-  d.b.C = 8, d.b.H = d.b.W = 14, d.b.F = 16, d.b.K = 5, d.b.OH = d.b.OW = 14, d.b.pad_top = d.b.pad_left = 2;
-  d.b.act = ParamAct::Relu, d.b.pool = max_pool(3, 4);
+  d.a.g.C = 1, d.a.g.H = d.a.g.W = 28, d.a.g.F = 8, d.a.g.KH = d.a.g.KW = 5, d.a.g.OH = d.a.g.OW = 28, d.a.g.pad_top = d.a.g.pad_left = 2;
+  d.a.e.param_act = ParamAct::Relu, d.a.e.pool = max_pool(2, 14);
+  d.b.g.C = 8, d.b.g.H = d.b.g.W = 14, d.b.g.F = 16, d.b.g.KH = d.b.g.KW = 5, d.b.g.OH = d.b.g.OW = 14, d.b.g.pad_top = d.b.g.pad_left = 2;
+  d.b.e.param_act = ParamAct::Relu, d.b.e.pool = max_pool(3, 4);
   d.fc.N = 10;
   return d;
 }
@@ -58,7 +58,7 @@ TEST_CASE("chain JIT: the source depends on the shapes, not on where the weights
   d.a.weights = reinterpret_cast<const float*>(0x1000);
   d.fc.bias = reinterpret_cast<const float*>(0x2000);
   CHECK(conv_chain_jit_source(d, v) == before);
-  d.b.pool.PH = d.b.pool.PW = 5;  // another shape: another kernel
+  d.b.e.pool.PH = d.b.e.pool.PW = 5;  // another shape: another kernel
   CHECK(conv_chain_jit_source(d, v) != before);
 }
 

@@ -109,7 +109,7 @@ struct BenchCommand {
                 {"launch_overlap", !engine.no_launch_overlap}};
     bool mismatch = false;
 
-    std::vector<bench::ConvLayer> layers;
+    std::vector<bench::LayerSpec> layers;
     for (const std::string& s : suites) {
       for (auto& l : bench::suite(s)) layers.push_back(std::move(l));
     }
@@ -128,7 +128,7 @@ struct BenchCommand {
     return mismatch ? 1 : 0;
   }
 
-  bool run_layers(const std::vector<bench::ConvLayer>& layers, const bench::BenchOptions& options, json* doc) const {
+  bool run_layers(const std::vector<bench::LayerSpec>& layers, const bench::BenchOptions& options, json* doc) const {
     size_t width = 10;
     for (const auto& l : layers) width = std::max(width, l.name.size());
     print_comparison_head(width, "layer");

@@ -14,11 +14,22 @@ struct PlanCommand {
   int64_t batch = 0;
   bool explain = false;
   bool list_passes = false;
+  bool list_kernels = false;
   EngineFlags engine;
 
   int run() const {
     if (list_passes) {
       for (const auto& [name, description] : cnnrt::graph_passes()) fmt::print("{:<22} {}\n", name, description);
+      return 0;
+    }
+    if (list_kernels) {
+      const auto families = cnnrt::kernel_families();
+      if (families.empty()) fmt::print("this build has no GPU kernels (configured without CUDA)\n");
+      for (const cnnrt::KernelFamily& f : families) {
+        fmt::print("{} ({} kernels; compute capability {}; uses {})\n  {}\n", f.name, f.variants.size(),
+                   f.compute_capability, f.needs, f.summary);
+        for (const std::string& v : f.variants) fmt::print("    {}\n", v);
+      }
       return 0;
     }
     if (model_path.empty()) throw cnnrt::Error(cnnrt::ErrorCode::Usage, "plan: a model is required");
@@ -38,6 +49,8 @@ Action add_plan_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_flag("--explain", cmd->explain, "Show each measured kernel choice with its runners-up");
   sub->add_flag("--list-passes", cmd->list_passes, "List the graph passes (names for --disable-pass)");
+  sub->add_flag("--list-kernels", cmd->list_kernels,
+                "List the convolution kernel families and their kernels (names for --force-kernel)");
   cmd->engine.add_to(*sub);
   return [cmd] { return cmd->run(); };
 }

@@ -23,9 +23,6 @@
 
 namespace cnnrt::testing {
 
-// A file of the repository: under the source folder this was built from, or, on the GPU machine (where
-// the repository lies elsewhere), relative to the working directory, the repository root as
-// scripts/gpu_round.sh runs the tests.
 // What the tests are doing now, for the crash report of tests/gpu/main.cpp (fixed buffer: the signal
 // handler must not allocate).
 extern char g_check_point[512];
@@ -35,6 +32,17 @@ inline void note_check_point(const std::string& what) {
   g_check_point[n] = '\0';
 }
 
+// A test case that cannot run on this device says so here and returns: the run then ends with exit code 77,
+// which CTest reports as skipped (not passed), unless a check failed.
+extern bool g_skipped;
+inline void skip_test_case(const std::string& why) {
+  MESSAGE("SKIPPED: " << why);
+  g_skipped = true;
+}
+
+// A file of the repository: under the source folder this was built from, or, on the GPU machine (where
+// the repository lies elsewhere), relative to the working directory, the repository root as
+// scripts/gpu_round.sh runs the tests.
 inline std::string repo_path(const std::string& relative) {
   const std::filesystem::path built = std::filesystem::path(CNNRT_SOURCE_DIR) / relative;
   return std::filesystem::exists(built) ? built.string() : relative;

@@ -33,7 +33,7 @@ inline ir::HostTensor random_tensor(const ir::Shape& shape, uint32_t seed, float
   return ir::HostTensor::floats(shape, random_floats(static_cast<size_t>(ir::numel(shape)), seed, lo, hi));
 }
 
-// Output of the CPU reference kernel of `op` (canonical attributes, docs/ir-ops.md) for `inputs`.
+// Output of the CPU reference kernel of `op` (canonical attributes, docs/ops.md) for `inputs`.
 inline ir::HostTensor cpu_reference(const std::string& op, const ir::Attributes& attrs,
                                     const std::vector<const ir::HostTensor*>& inputs, const ir::Shape& out_shape) {
   const cpu::KernelFn kernel = cpu::find_kernel(op);

@@ -29,7 +29,7 @@ bench::BenchOptions quick_options() {
 TEST_CASE("bench: every small-suite layer (conv + ReLU + pool, batch 1 to 1024) compares with cuDNN") {
   const int64_t max_batch = testing::env_int("CNNRT_TEST_MAX_BATCH", INT64_MAX);
   int ran = 0;
-  for (const bench::ConvLayer& layer : bench::suite("small")) {
+  for (const bench::LayerSpec& layer : bench::suite("small")) {
     if (layer.N > max_batch) continue;
     ++ran;
     CAPTURE(layer.name);

@@ -48,16 +48,12 @@ TEST_CASE("direct convolution matches the CPU reference") {
   uint32_t seed = 1700;
   for (const ConvCase& c : cases) {
     const bool one_d = c.kernel.size() == 1;
-    kernels::Conv2dDesc desc;
-    desc.batch = c.input[0];
-    desc.in_channels = c.input[1];
-    desc.out_channels = c.out_channels;
-    desc.groups = c.groups;
-    desc.cols = conv_axis(c, one_d ? 0 : 1);
-    if (!one_d) desc.rows = conv_axis(c, 0);
+    const kernels::ConvGeometry g = kernels::conv_geometry(c.input[0], c.input[1], c.out_channels, c.groups,
+                                                           one_d ? kernels::SlidingAxis{} : conv_axis(c, 0),
+                                                           conv_axis(c, one_d ? 0 : 1));
     ir::Shape out_shape = {c.input[0], c.out_channels};
-    if (!one_d) out_shape.push_back(desc.rows.output);
-    out_shape.push_back(desc.cols.output);
+    if (!one_d) out_shape.push_back(g.OH);
+    out_shape.push_back(g.OW);
     ir::Shape weight_shape = {c.out_channels, c.input[1] / c.groups};
     weight_shape.insert(weight_shape.end(), c.kernel.begin(), c.kernel.end());
     INFO("Conv " << ir::shape_str(c.input) << " * " << ir::shape_str(weight_shape) << " -> " << ir::shape_str(out_shape)
@@ -79,7 +75,7 @@ TEST_CASE("direct convolution matches the CPU reference") {
     DeviceBuffer w_device(w.float_values());
     DeviceBuffer b_device(b.float_values());
     DeviceBuffer out(static_cast<size_t>(want.numel()));
-    kernels::launch_conv2d_direct(x_device.get(), w_device.get(), c.bias ? b_device.get() : nullptr, out.get(), desc,
+    kernels::launch_conv2d_direct(x_device.get(), w_device.get(), c.bias ? b_device.get() : nullptr, out.get(), g,
                                   nullptr);
     finish_launch();
     CHECK(error_against(out, want) < kTolerance);

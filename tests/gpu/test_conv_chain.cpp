@@ -36,16 +36,8 @@ struct ChainCase {
 };
 
 kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const DeviceBuffer& bias) {
-  kernels::ChainConv c;
-  const kernels::ConvGeometry& g = r.g;
-  c.C = g.C; c.H = g.H; c.W = g.W; c.F = g.F; c.K = g.KH; c.OH = g.OH; c.OW = g.OW;
-  c.pad_top = g.pad_top; c.pad_left = g.pad_left;
-  c.weights = w.get();
-  c.bias = bias.get();
-  c.act = r.e.param_act;
-  c.alpha = r.e.alpha;
-  c.beta = r.e.beta;
-  c.pool = r.e.pool;
+  kernels::ChainConv c{r.g, r.e, w.get()};
+  c.e.bias = bias.get();
   return c;
 }
 
@@ -160,10 +152,10 @@ Layer conv(int F, int K, int pad_begin, int pad_end, ParamAct act, FusedPool poo
   return l;
 }
 
-// How many of `names` are window-lane variants (B pooled by one warp per output: the "_wl" suffix).
+// How many of `names` are window-lane variants (B pooled by one warp per output: the "_bw" suffix).
 int window_lane_variants(const std::vector<std::string>& names) {
   int n = 0;
-  for (const std::string& name : names) n += name.size() > 3 && name.compare(name.size() - 3, 3, "_wl") == 0 ? 1 : 0;
+  for (const std::string& name : names) n += name.size() > 3 && name.compare(name.size() - 3, 3, "_bw") == 0 ? 1 : 0;
   return n;
 }
 
@@ -338,7 +330,7 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   const Model cpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), cpu_options);
-  for (const std::string forced : {"chain", "chain_k5k5_r16_aw_wl_jit", "separate_steps"}) {
+  for (const std::string forced : {"chain", "chain_k5k5_cl16_aw_bw_jit", "separate_steps"}) {
     Options options;
     options.device = Device::Gpu;
     options.tuning = false;
@@ -348,9 +340,9 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
     const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options);
     for (int64_t batch : {1, 7, 64}) {
       const std::string plan = model.describe_plan(batch);
-      const bool one_launch = plan.find("chain_k5k5_r") != std::string::npos;
+      const bool one_launch = plan.find("chain_k5k5_cl") != std::string::npos;
       CHECK_MESSAGE(one_launch == (forced != "separate_steps"), forced << " batch " << batch << ":\n" << plan);
-      CHECK_MESSAGE((plan.find("_jit") != std::string::npos) == (forced == "chain_k5k5_r16_aw_wl_jit"), plan);
+      CHECK_MESSAGE((plan.find("_jit") != std::string::npos) == (forced == "chain_k5k5_cl16_aw_bw_jit"), plan);
       Tensor x{{batch, 1, 28, 28}, random_floats(static_cast<size_t>(batch) * 784, 9 + static_cast<uint32_t>(batch))};
       const Tensor gpu = Context(model).run({x})[0];
       const Tensor cpu = Context(cpu_model).run({x})[0];

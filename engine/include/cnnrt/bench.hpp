@@ -28,8 +28,9 @@ constexpr double kMemoryBytesPerSecond = 3.0e12;
 constexpr double kFp32FlopsPerSecond = 51.6e12;
 double floor_us(double flops, double bytes);
 
-// One convolution layer (NCHW, float32), optionally with bias, activation and pooling fused after it.
-struct ConvLayer {
+// A benchmark layer as a suite or the command line gives it: the layer is built as a one-node ONNX model
+// (conv, optionally with bias, activation and pooling after it, NCHW, float32) and planned like any model.
+struct LayerSpec {
   std::string name;
   int64_t N = 1, C = 1, H = 1, W = 1, F = 1, K = 3;
   int64_t stride = 1;
@@ -40,9 +41,9 @@ struct ConvLayer {
   int64_t pool_k = 2, pool_s = 2;
 };
 // Suites of shared/BENCHMARKS.md: "special" (36 single-channel layers), "general" (20), "small" (6).
-std::vector<ConvLayer> suite(const std::string& name);
+std::vector<LayerSpec> suite(const std::string& name);
 // "N,C,H,W,F,K[,stride,pad]" (Usage error naming the problem otherwise).
-ConvLayer parse_conv(const std::string& spec);
+LayerSpec parse_conv(const std::string& spec);
 
 struct Timing {
   int samples = 0;
@@ -78,7 +79,7 @@ struct BenchOptions {
   double sample_target_us = 2000;  // each sample replays enough runs to last about this long
 };
 
-Comparison bench_conv_layer(const ConvLayer& layer, const BenchOptions& options);
+Comparison bench_conv_layer(const LayerSpec& layer, const BenchOptions& options);
 
 struct StepReport {
   Comparison timing;   // cudnn fields set for convolution steps only

@@ -114,6 +114,17 @@ struct StepTiming {
 std::vector<std::string> supported_ops();
 std::vector<std::pair<std::string, std::string>> graph_passes();
 
+// A family of convolution kernels the GPU planner chooses from (docs/kernels.md), in the planner's order.
+struct KernelFamily {
+  std::string name;                   // the first token of its kernels' names
+  std::string summary;                // the algorithm, in one line
+  std::string needs;                  // the hardware features it uses
+  std::string compute_capability;     // the lowest that has them ("8.0"), or "9.0 exactly" (sm_90a code)
+  std::vector<std::string> variants;  // its kernels' names; "*" stands for a token chosen per layer
+};
+// Empty in a build without CUDA.
+std::vector<KernelFamily> kernel_families();
+
 // Serialized ONNX TensorProto files (the ONNX test-data layout's input_0.pb / output_0.pb). Integer
 // tensors are converted to float32. Throws Io or InvalidInput naming the file.
 Tensor read_tensor_file(const std::string& path, std::string* name = nullptr);

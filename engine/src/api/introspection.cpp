@@ -2,6 +2,7 @@
 #include "ir/ops.hpp"
 #include "passes/pipeline.hpp"
 #ifdef CNNRT_WITH_CUDA
+#include "kernels/conv_registry.hpp"
 #include "kernels/launch.cuh"
 #endif
 
@@ -16,6 +17,20 @@ std::vector<std::string> supported_ops() {
 std::vector<std::pair<std::string, std::string>> graph_passes() {
   std::vector<std::pair<std::string, std::string>> list;
   for (const passes::PassInfo& p : passes::all_passes()) list.emplace_back(p.name, p.description);
+  return list;
+}
+
+std::vector<KernelFamily> kernel_families() {
+  std::vector<KernelFamily> list;
+#ifdef CNNRT_WITH_CUDA
+  for (const kernels::ConvFamily* f : kernels::conv_families()) {
+    const unsigned features = f->needs().features;
+    const int arch = kernels::min_arch(features);
+    list.push_back({f->name(), f->summary(), kernels::feature_names(features),
+                    (features & kernels::kWgmma) ? "9.0 exactly" : std::to_string(arch / 10) + "." + std::to_string(arch % 10),
+                    f->variant_names()});
+  }
+#endif
   return list;
 }
 

@@ -20,6 +20,7 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/graph_timing.hpp"
 #include "ir/window.hpp"
+#include "kernels/layer.hpp"
 #include "plan/gpu_plan.hpp"
 #include "runtime/device.hpp"
 
@@ -121,56 +122,50 @@ struct SampledReference {
   std::vector<double> value;
 };
 
-double activate_fp64(double v, const plan::ConvInfo& ci) {
-  if (ci.activation == "Relu") return std::max(v, 0.0);
-  if (ci.activation == "LeakyRelu") return v < 0 ? v * ci.alpha : v;
-  if (ci.activation == "Clip") return std::min(std::max(v, double(ci.alpha)), double(ci.beta));
-  if (ci.activation == "Sigmoid") return 1.0 / (1.0 + std::exp(-v));
-  if (ci.activation == "Tanh") return std::tanh(v);
-  return v;
-}
-
-SampledReference sampled_reference(const plan::ConvInfo& ci, const std::vector<float>& x, const std::vector<float>& w,
+SampledReference sampled_reference(const kernels::ConvLayer& L, const std::vector<float>& x, const std::vector<float>& w,
                                    const std::vector<float>& bias, const std::vector<float>& residual, int samples) {
-  const int64_t cpg = ci.C / ci.groups, fpg = ci.F / ci.groups;
+  const kernels::ConvGeometry& g = L.g;
+  const kernels::Epilogue& e = L.e;
+  const int64_t cpg = g.C / g.groups, fpg = g.F / g.groups;
   auto conv_at = [&](int64_t n, int64_t f, int64_t oy, int64_t ox) {
     double acc = bias.empty() ? 0.0 : bias[f];
     const int64_t c0 = (f / fpg) * cpg;
     for (int64_t c = 0; c < cpg; ++c) {
-      for (int64_t ky = 0; ky < ci.KH; ++ky) {
-        const int64_t iy = oy * ci.stride_h - ci.pad_top + ky * ci.dil_h;
-        if (iy < 0 || iy >= ci.H) continue;
-        for (int64_t kx = 0; kx < ci.KW; ++kx) {
-          const int64_t ix = ox * ci.stride_w - ci.pad_left + kx * ci.dil_w;
-          if (ix < 0 || ix >= ci.W) continue;
-          acc += double(x[((n * ci.C + c0 + c) * ci.H + iy) * ci.W + ix]) * w[((f * cpg + c) * ci.KH + ky) * ci.KW + kx];
+      for (int64_t ky = 0; ky < g.KH; ++ky) {
+        const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dil_h;
+        if (iy < 0 || iy >= g.H) continue;
+        for (int64_t kx = 0; kx < g.KW; ++kx) {
+          const int64_t ix = ox * g.stride_w - g.pad_left + kx * g.dil_w;
+          if (ix < 0 || ix >= g.W) continue;
+          acc += double(x[((n * g.C + c0 + c) * g.H + iy) * g.W + ix]) * w[((f * cpg + c) * g.KH + ky) * g.KW + kx];
         }
       }
     }
-    if (!residual.empty()) acc += residual[((n * ci.F + f) * ci.OH + oy) * ci.OW + ox];
-    return activate_fp64(acc, ci);
+    if (!residual.empty()) acc += residual[((n * g.F + f) * g.OH + oy) * g.OW + ox];
+    return kernels::apply_activation<double>(e.param_act, acc, e.alpha, e.beta);
   };
-  const bool pooled = !ci.pool.empty();
-  const int64_t OH = pooled ? ci.PH : ci.OH, OW = pooled ? ci.PW : ci.OW;
-  const int64_t total = ci.N * ci.F * OH * OW;
+  const kernels::PoolGeometry& p = e.pool;
+  const bool pooled = L.pooled();
+  const int64_t OH = pooled ? p.PH : g.OH, OW = pooled ? p.PW : g.OW;
+  const int64_t total = int64_t(g.N) * g.F * OH * OW;
   SampledReference r;
   std::mt19937_64 rng(11);
   std::uniform_int_distribution<int64_t> pick(0, total - 1);
   const int64_t count = std::min<int64_t>(samples, total);
   for (int64_t s = 0; s < count; ++s) {
     const int64_t i = count == total ? s : pick(rng);
-    const int64_t ox = i % OW, oy = (i / OW) % OH, f = (i / (OW * OH)) % ci.F, n = i / (OW * OH * ci.F);
+    const int64_t ox = i % OW, oy = (i / OW) % OH, f = (i / (OW * OH)) % g.F, n = i / (OW * OH * g.F);
     double v = 0;
     if (!pooled) {
       v = conv_at(n, f, oy, ox);
     } else {
       double best = -INFINITY, sum = 0;
       int64_t inside = 0;
-      for (int64_t py = 0; py < ci.pool_kh; ++py) {
-        for (int64_t px = 0; px < ci.pool_kw; ++px) {
-          const int64_t y = oy * ci.pool_sh - ci.pool_pad_top + py * ci.pool_dil_h;
-          const int64_t xx = ox * ci.pool_sw - ci.pool_pad_left + px * ci.pool_dil_w;
-          if (y < 0 || y >= ci.OH || xx < 0 || xx >= ci.OW) continue;
+      for (int64_t py = 0; py < p.kh; ++py) {
+        for (int64_t px = 0; px < p.kw; ++px) {
+          const int64_t y = oy * p.sh - p.pad_top + py * p.dil_h;
+          const int64_t xx = ox * p.sw - p.pad_left + px * p.dil_w;
+          if (y < 0 || y >= g.OH || xx < 0 || xx >= g.OW) continue;
           const double c = conv_at(n, f, y, xx);
           best = std::max(best, c);
           sum += c;
@@ -183,9 +178,11 @@ SampledReference sampled_reference(const plan::ConvInfo& ci, const std::vector<f
         for (int64_t k = 0; k < kernel; ++k) taps += first + k * dil < end;
         return taps;
       };
-      const int64_t padded = padded_taps(oy * ci.pool_sh - ci.pool_pad_top, ci.pool_kh, ci.pool_dil_h, ci.OH + ci.pool_pad_bottom) *
-                             padded_taps(ox * ci.pool_sw - ci.pool_pad_left, ci.pool_kw, ci.pool_dil_w, ci.OW + ci.pool_pad_right);
-      v = ci.pool == "MaxPool" ? best : sum / double(ci.pool_count_include_pad ? std::max<int64_t>(padded, 1) : std::max<int64_t>(inside, 1));
+      const int64_t padded = padded_taps(oy * p.sh - p.pad_top, p.kh, p.dil_h, g.OH + p.pad_bottom) *
+                             padded_taps(ox * p.sw - p.pad_left, p.kw, p.dil_w, g.OW + p.pad_right);
+      v = p.kind == kernels::FusedPool::Max
+              ? best
+              : sum / double(p.count_include_pad ? std::max<int64_t>(padded, 1) : std::max<int64_t>(inside, 1));
     }
     r.index.push_back(i);
     r.value.push_back(v);
@@ -202,57 +199,37 @@ std::vector<float> gather(const std::vector<float>& all, const std::vector<int64
 
 // The FP64 answer of a convolution step at 2048 sampled output elements, for input `x` (and `residual`),
 // with the step's weights and bias read back from the device.
-SampledReference step_reference(const plan::ConvInfo& ci, const std::vector<float>& x, const std::vector<float>& residual) {
-  const std::vector<float> w = download(ci.weights, ci.F * (ci.C / ci.groups) * ci.KH * ci.KW);
-  const std::vector<float> bias = ci.bias ? download(ci.bias, ci.F) : std::vector<float>{};
-  return sampled_reference(ci, x, w, bias, residual, 2048);
+SampledReference step_reference(const plan::ConvStepInfo& ci, const std::vector<float>& x,
+                                const std::vector<float>& residual) {
+  const kernels::ConvGeometry& g = ci.layer.g;
+  const std::vector<float> w = download(ci.weights, int64_t(g.F) * (g.C / g.groups) * g.KH * g.KW);
+  const std::vector<float> bias = ci.layer.e.bias ? download(ci.layer.e.bias, g.F) : std::vector<float>{};
+  return sampled_reference(ci.layer, x, w, bias, residual, 2048);
 }
 
 // cuDNN on a convolution step of our plan: same weights, random input of the step's shape. Fills the
 // cuDNN columns of `c` and checks our step's own output against cuDNN's on that input.
 void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Comparison* c) {
-  const plan::ConvInfo& ci = *step.conv;
-  cudnn::ConvSpec spec;
-  spec.N = int(ci.N); spec.C = int(ci.C); spec.H = int(ci.H); spec.W = int(ci.W);
-  spec.F = int(ci.F); spec.KH = int(ci.KH); spec.KW = int(ci.KW);
-  spec.stride_h = int(ci.stride_h); spec.stride_w = int(ci.stride_w);
-  spec.pad_h = int(ci.pad_top); spec.pad_w = int(ci.pad_left);
-  spec.dil_h = int(ci.dil_h); spec.dil_w = int(ci.dil_w); spec.groups = int(ci.groups);
-  spec.bias = ci.bias != nullptr;
-  spec.residual = ci.residual;
-  spec.activation = ci.activation;
-  spec.clip_max = ci.beta;
-  spec.pool = ci.pool;
-  spec.pool_kh = int(ci.pool_kh); spec.pool_kw = int(ci.pool_kw);
-  spec.pool_sh = int(ci.pool_sh); spec.pool_sw = int(ci.pool_sw);
-  spec.pool_ph = int(ci.pool_pad_top); spec.pool_pw = int(ci.pool_pad_left);
-  spec.pool_count_include_pad = ci.pool_count_include_pad;
-  std::string why;
-  if (ci.pad_top != ci.pad_bottom || ci.pad_left != ci.pad_right) why = "cuDNN has no asymmetric padding";
-  if (why.empty() && !ci.pool.empty() && (ci.pool_pad_top != ci.pool_pad_bottom || ci.pool_pad_left != ci.pool_pad_right)) {
-    why = "cuDNN pooling has no asymmetric padding";
-  }
-  if (why.empty() && !ci.pool.empty() && (ci.pool_dil_h != 1 || ci.pool_dil_w != 1)) {
-    why = "cuDNN pooling has no dilation";
-  }
-  if (why.empty()) why = cudnn::unsupported_reason(spec, int(ci.OH), int(ci.OW), int(ci.PH), int(ci.PW));
+  const plan::ConvStepInfo& ci = *step.conv;
+  const kernels::ConvLayer& L = ci.layer;
+  const std::string why = cudnn::unsupported_reason(L);
   OwnedStream s;
-  const int64_t in_floats = ci.N * ci.C * ci.H * ci.W;
-  const int64_t conv_floats = ci.N * ci.F * ci.OH * ci.OW;
-  const int64_t out_floats = ci.pool.empty() ? conv_floats : ci.N * ci.F * ci.PH * ci.PW;
+  const int64_t in_floats = int64_t(L.g.N) * L.g.C * L.g.H * L.g.W;
+  const int64_t conv_floats = L.conv_floats();
+  const int64_t out_floats = L.out_floats();
   const std::vector<float> x_host = random_values(static_cast<size_t>(in_floats), 7);
-  const std::vector<float> res_host = random_values(static_cast<size_t>(ci.residual ? conv_floats : 1), 8);
+  const std::vector<float> res_host = random_values(static_cast<size_t>(L.residual ? conv_floats : 1), 8);
   gpu::DeviceAllocation x = upload(x_host);
   gpu::DeviceAllocation res = upload(res_host);
   gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
   gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
   int64_t workspace_floats = 0;  // our step's own scratch, if its kernel needs one
-  for (size_t i = 1 + (ci.residual ? 1 : 0); i < step.inputs.size(); ++i) workspace_floats = conv_floats;
+  for (size_t i = 1 + (L.residual ? 1 : 0); i < step.inputs.size(); ++i) workspace_floats = conv_floats;
   gpu::DeviceAllocation workspace(std::max<int64_t>(workspace_floats, 1) * sizeof(float));
 
   // Ours first, judged against the FP64 answer whatever cuDNN does next.
   std::vector<const float*> in = {x.floats()};
-  if (ci.residual) in.push_back(res.floats());
+  if (L.residual) in.push_back(res.floats());
   if (workspace_floats > 0) in.push_back(workspace.floats());
   float* out[1] = {ours.floats()};
   CNNRT_CUDA_CHECK(cudaMemsetAsync(ours.get(), 0xFF, ours.bytes(), s.stream));
@@ -261,7 +238,7 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   // Ours must be within 1e-5 of the exact answer (the numerics target of FP32 direct convolution);
   // cuDNN's error, below, is reported, not judged.
-  const SampledReference ref = step_reference(ci, x_host, ci.residual ? res_host : std::vector<float>{});
+  const SampledReference ref = step_reference(ci, x_host, L.residual ? res_host : std::vector<float>{});
   c->rel_error = relative_error(gather(download(ours.floats(), out_floats), ref.index), ref.value, &c->max_abs_error);
   c->mismatch = !(c->rel_error <= 1e-5);
   if (!why.empty()) {
@@ -270,11 +247,11 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   }
 
   std::unique_ptr<cudnn::ConvRunner> runner;
-  const float* res_ptr = ci.residual ? res.floats() : nullptr;
+  const float* res_ptr = L.residual ? res.floats() : nullptr;
   try {
     // The search writes the convolution's own (unpooled) output: conv_tmp has that size, `theirs` may not.
-    runner = std::make_unique<cudnn::ConvRunner>(spec, s.stream, x.floats(), ci.weights, conv_tmp.floats());
-    runner->run(x.floats(), ci.weights, ci.bias, res_ptr, conv_tmp.floats(), theirs.floats());
+    runner = std::make_unique<cudnn::ConvRunner>(L, s.stream, x.floats(), ci.weights, conv_tmp.floats());
+    runner->run(x.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
     CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   } catch (const Error& e) {
     // cuDNN failing on a layer is reported in its column; ours is still checked and timed.
@@ -287,7 +264,7 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const Timing t = measure_stable(
       [&](int runs, int samples) {
         return gpu::time_captured_runs(s.stream, runs, samples, [&] {
-          runner->run(x.floats(), ci.weights, ci.bias, res_ptr, conv_tmp.floats(), theirs.floats());
+          runner->run(x.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
         });
       },
       o);
@@ -306,7 +283,7 @@ void fill_from_step(const plan::Step& step, Comparison* c) {
 }
 
 // The ONNX model of one conv layer (+ bias, activation, pooling) with fixed random weights.
-std::string conv_layer_model(const ConvLayer& L) {
+std::string conv_layer_model(const LayerSpec& L) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* opset = m.add_opset_import();
@@ -398,7 +375,7 @@ Environment environment() {
   return e;
 }
 
-Comparison bench_conv_layer(const ConvLayer& L, const BenchOptions& o) {
+Comparison bench_conv_layer(const LayerSpec& L, const BenchOptions& o) {
   const std::string bytes = conv_layer_model(L);
   Options engine = o.engine;
   engine.device = Device::Gpu;

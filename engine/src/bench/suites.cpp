@@ -13,13 +13,13 @@ double floor_us(double flops, double bytes) {
   return std::max(bytes / kMemoryBytesPerSecond, flops / kFp32FlopsPerSecond) * 1e6;
 }
 
-std::vector<ConvLayer> suite(const std::string& name) {
-  std::vector<ConvLayer> layers;
+std::vector<LayerSpec> suite(const std::string& name) {
+  std::vector<LayerSpec> layers;
   if (name == "special") {
     for (int64_t size : {512, 1024, 2048, 4096}) {
       for (int64_t k : {1, 3, 5}) {
         for (int64_t f : {1, 8, 32}) {
-          ConvLayer L;
+          LayerSpec L;
           L.name = fmt::format("special {}x{} k{} f{}", size, size, k, f);
           L.H = L.W = size;
           L.K = k;
@@ -33,7 +33,7 @@ std::vector<ConvLayer> suite(const std::string& name) {
     for (int64_t batch : {1, 32}) {
       for (const auto& s : shapes) {
         for (int64_t k : {3, 5}) {
-          ConvLayer L;
+          LayerSpec L;
           L.name = fmt::format("general b{} {}x{} c{} f{} k{}", batch, s[0], s[0], s[1], s[2], k);
           L.N = batch;
           L.H = L.W = s[0];
@@ -46,7 +46,7 @@ std::vector<ConvLayer> suite(const std::string& name) {
     }
   } else if (name == "small") {
     for (int64_t batch : {1, 64, 1024}) {
-      ConvLayer c1;
+      LayerSpec c1;
       c1.name = fmt::format("small b{} conv1 1->8 5x5 28x28 +relu +pool2/2", batch);
       c1.N = batch;
       c1.C = 1;
@@ -57,7 +57,7 @@ std::vector<ConvLayer> suite(const std::string& name) {
       c1.activation = "Relu";
       c1.pool = "MaxPool";
       c1.pool_k = c1.pool_s = 2;
-      ConvLayer c2 = c1;
+      LayerSpec c2 = c1;
       c2.name = fmt::format("small b{} conv2 8->16 5x5 14x14 +relu +pool3/3", batch);
       c2.C = 8;
       c2.H = c2.W = 14;
@@ -72,7 +72,7 @@ std::vector<ConvLayer> suite(const std::string& name) {
   return layers;
 }
 
-ConvLayer parse_conv(const std::string& spec) {
+LayerSpec parse_conv(const std::string& spec) {
   std::vector<int64_t> v;
   std::stringstream in(spec);
   std::string item;
@@ -90,7 +90,7 @@ ConvLayer parse_conv(const std::string& spec) {
   for (size_t i = 0; i < 6; ++i) {
     CNNRT_CHECK(v[i] >= 1, ErrorCode::Usage, "--conv '{}': every size must be at least 1", spec);
   }
-  ConvLayer L;
+  LayerSpec L;
   L.N = v[0]; L.C = v[1]; L.H = v[2]; L.W = v[3]; L.F = v[4]; L.K = v[5];
   if (v.size() == 8) {
     L.stride = v[6];

@@ -35,19 +35,27 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
 
 }  // namespace
 
-std::string unsupported_reason(const ConvSpec& s, int out_h, int out_w, int pooled_h, int pooled_w) {
-  if (s.activation == "LeakyRelu") return "cuDNN has no LeakyRelu activation";
-  if (s.activation == "Clip" && s.clip_max <= 0) return "cuDNN clips at [0, max] only";
-  if (!s.pool.empty()) {
-    const int ph = (out_h + 2 * s.pool_ph - s.pool_kh) / s.pool_sh + 1;
-    const int pw = (out_w + 2 * s.pool_pw - s.pool_kw) / s.pool_sw + 1;
-    if (ph != pooled_h || pw != pooled_w) return "cuDNN pooling has no ceil_mode or asymmetric padding";
+std::string unsupported_reason(const kernels::ConvLayer& L) {
+  const kernels::ConvGeometry& g = L.g;
+  const kernels::Epilogue& e = L.e;
+  if (g.pad_top != g.pad_bottom || g.pad_left != g.pad_right) return "cuDNN has no asymmetric padding";
+  if (e.param_act == kernels::ParamAct::LeakyRelu) return "cuDNN has no LeakyRelu activation";
+  if (e.param_act == kernels::ParamAct::Clip && (e.alpha != 0.0f || e.beta <= 0.0f)) {
+    return "cuDNN clips at [0, max] only";
+  }
+  if (L.pooled()) {
+    const kernels::PoolGeometry& p = e.pool;
+    if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return "cuDNN pooling has no asymmetric padding";
+    if (p.dil_h != 1 || p.dil_w != 1) return "cuDNN pooling has no dilation";
+    const int ph = (g.OH + 2 * p.pad_top - p.kh) / p.sh + 1;
+    const int pw = (g.OW + 2 * p.pad_left - p.kw) / p.sw + 1;
+    if (ph != p.PH || pw != p.PW) return "cuDNN pooling has no ceil_mode";
   }
   return "";
 }
 
 struct ConvRunner::Impl {
-  ConvSpec spec;
+  kernels::ConvLayer layer;
   cudaStream_t stream;
   cudnnHandle_t handle = nullptr;
   cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr, b_desc = nullptr, p_desc = nullptr;
@@ -118,10 +126,11 @@ struct ConvRunner::Impl {
   }
 };
 
-ConvRunner::ConvRunner(const ConvSpec& s, cudaStream_t stream, const float* x, const float* w, float* y)
+ConvRunner::ConvRunner(const kernels::ConvLayer& L, cudaStream_t stream, const float* x, const float* w, float* y)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.spec = s;
+  m.layer = L;
+  const kernels::ConvGeometry& s = L.g;
   m.stream = stream;
   check(cudnnCreate(&m.handle), "cudnnCreate");
   check(cudnnSetStream(m.handle, stream), "cudnnSetStream");
@@ -133,7 +142,7 @@ ConvRunner::ConvRunner(const ConvSpec& s, cudaStream_t stream, const float* x, c
   check(cudnnSetTensor4dDescriptor(m.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.N, s.C, s.H, s.W), "x descriptor");
   check(cudnnSetFilter4dDescriptor(m.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.F, s.C / s.groups, s.KH, s.KW),
         "w descriptor");
-  check(cudnnSetConvolution2dDescriptor(m.conv_desc, s.pad_h, s.pad_w, s.stride_h, s.stride_w, s.dil_h, s.dil_w,
+  check(cudnnSetConvolution2dDescriptor(m.conv_desc, s.pad_top, s.pad_left, s.stride_h, s.stride_w, s.dil_h, s.dil_w,
                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "conv descriptor");
   check(cudnnSetConvolutionGroupCount(m.conv_desc, s.groups), "group count");
@@ -182,22 +191,24 @@ ConvRunner::ConvRunner(const ConvSpec& s, cudaStream_t stream, const float* x, c
   m.algo = perf[best].algo;
   m.workspace = gpu::DeviceAllocation(perf[best].memory);
 
-  if (!s.activation.empty()) {
+  const kernels::ParamAct act = L.e.param_act;
+  if (act != kernels::ParamAct::None) {
     check(cudnnCreateActivationDescriptor(&m.act_desc), "activation descriptor");
-    const cudnnActivationMode_t mode = s.activation == "Relu"      ? CUDNN_ACTIVATION_RELU
-                                       : s.activation == "Sigmoid" ? CUDNN_ACTIVATION_SIGMOID
-                                       : s.activation == "Tanh"    ? CUDNN_ACTIVATION_TANH
-                                                                   : CUDNN_ACTIVATION_CLIPPED_RELU;
-    check(cudnnSetActivationDescriptor(m.act_desc, mode, CUDNN_NOT_PROPAGATE_NAN, s.clip_max), "activation");
+    const cudnnActivationMode_t mode = act == kernels::ParamAct::Relu      ? CUDNN_ACTIVATION_RELU
+                                       : act == kernels::ParamAct::Sigmoid ? CUDNN_ACTIVATION_SIGMOID
+                                       : act == kernels::ParamAct::Tanh    ? CUDNN_ACTIVATION_TANH
+                                                                           : CUDNN_ACTIVATION_CLIPPED_RELU;
+    check(cudnnSetActivationDescriptor(m.act_desc, mode, CUDNN_NOT_PROPAGATE_NAN, L.e.beta), "activation");
   }
-  m.fused_bias_relu = s.bias && s.activation == "Relu";
-  if (!s.pool.empty()) {
+  m.fused_bias_relu = L.e.bias != nullptr && act == kernels::ParamAct::Relu;
+  if (L.pooled()) {
+    const kernels::PoolGeometry& p = L.e.pool;
     check(cudnnCreatePoolingDescriptor(&m.pool_desc), "pooling descriptor");
-    const cudnnPoolingMode_t mode = s.pool == "MaxPool"          ? CUDNN_POOLING_MAX
-                                    : s.pool_count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                                               : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    check(cudnnSetPooling2dDescriptor(m.pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN, s.pool_kh, s.pool_kw, s.pool_ph,
-                                      s.pool_pw, s.pool_sh, s.pool_sw),
+    const cudnnPoolingMode_t mode = p.kind == kernels::FusedPool::Max ? CUDNN_POOLING_MAX
+                                    : p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    check(cudnnSetPooling2dDescriptor(m.pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN, p.kh, p.kw, p.pad_top, p.pad_left,
+                                      p.sh, p.sw),
           "pooling");
     check(cudnnCreateTensorDescriptor(&m.p_desc), "descriptor");
     check(cudnnGetPooling2dForwardOutputDim(m.pool_desc, m.y_desc, &n, &f, &m.PH, &m.PW), "pool output dim");
@@ -224,7 +235,7 @@ void ConvRunner::run(const float* x, const float* w, const float* bias, const fl
     check(cudnnConvolutionForward(m.handle, &one, m.x_desc, x, m.w_desc, w, m.conv_desc, m.algo, m.workspace.get(),
                                   m.workspace.bytes(), &zero, m.y_desc, target),
           "cudnnConvolutionForward");
-    if (m.spec.bias) check(cudnnAddTensor(m.handle, &one, m.b_desc, bias, &one, m.y_desc, target), "cudnnAddTensor");
+    if (bias) check(cudnnAddTensor(m.handle, &one, m.b_desc, bias, &one, m.y_desc, target), "cudnnAddTensor");
     if (residual) check(cudnnAddTensor(m.handle, &one, m.y_desc, residual, &one, m.y_desc, target), "cudnnAddTensor");
     if (m.act_desc) {
       check(cudnnActivationForward(m.handle, m.act_desc, &one, m.y_desc, target, &zero, m.y_desc, target),
@@ -240,16 +251,19 @@ std::string ConvRunner::algorithm() const {
   const Impl& m = *impl_;
   std::string name = algo_name(m.algo);
   if (m.found_by_hand) name += " (hand search)";
+  static const char* const kActNames[] = {"", "relu", "leakyrelu", "clip", "sigmoid", "tanh"};
   if (m.fused_bias_relu) name += " +bias+relu";
-  else if (m.act_desc) name += " +" + m.spec.activation;
-  if (m.pool_desc) name += m.spec.pool == "MaxPool" ? " +maxpool" : " +avgpool";
+  else if (m.act_desc) name += std::string(" +") + kActNames[static_cast<int>(m.layer.e.param_act)];
+  if (m.pool_desc) name += m.layer.e.pool.kind == kernels::FusedPool::Max ? " +maxpool" : " +avgpool";
   return name;
 }
 
 int64_t ConvRunner::conv_out_floats() const {
-  return int64_t(impl_->spec.N) * impl_->spec.F * impl_->OH * impl_->OW;
+  return int64_t(impl_->layer.g.N) * impl_->layer.g.F * impl_->OH * impl_->OW;
 }
-int64_t ConvRunner::output_floats() const { return int64_t(impl_->spec.N) * impl_->spec.F * impl_->PH * impl_->PW; }
+int64_t ConvRunner::output_floats() const {
+  return int64_t(impl_->layer.g.N) * impl_->layer.g.F * impl_->PH * impl_->PW;
+}
 size_t ConvRunner::workspace_bytes() const { return impl_->workspace.bytes(); }
 
 std::string version() {

@@ -12,28 +12,19 @@
 #include <memory>
 #include <string>
 
+#include "kernels/layer.hpp"
+
 namespace cnnrt::cudnn {
 
-struct ConvSpec {
-  int N = 1, C = 1, H = 1, W = 1, F = 1, KH = 1, KW = 1;
-  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
-  bool bias = false;
-  bool residual = false;
-  std::string activation;  // "", Relu, Sigmoid, Tanh, Clip (0..6 only: clipped ReLU)
-  float clip_max = 6.0f;
-  std::string pool;        // "", MaxPool, AveragePool
-  int pool_kh = 1, pool_kw = 1, pool_sh = 1, pool_sw = 1, pool_ph = 0, pool_pw = 0;
-  bool pool_count_include_pad = false;
-};
-
-// Why cuDNN cannot run this spec as cnnrt does ("" when it can): asymmetric padding, ceil_mode pooling, ...
-std::string unsupported_reason(const ConvSpec& spec, int out_h, int out_w, int pooled_h, int pooled_w);
+// Why cuDNN cannot run `layer` as cnnrt does ("" when it can): asymmetric padding, LeakyRelu, ceil_mode
+// pooling, ...
+std::string unsupported_reason(const kernels::ConvLayer& layer);
 
 class ConvRunner {
  public:
   // Finds the algorithm on the given buffers; `conv_out` (N*F*OH*OW floats, the unpooled convolution output
   // even when the spec pools) is overwritten while searching.
-  ConvRunner(const ConvSpec& spec, cudaStream_t stream, const float* x, const float* w, float* conv_out);
+  ConvRunner(const kernels::ConvLayer& layer, cudaStream_t stream, const float* x, const float* w, float* conv_out);
   ~ConvRunner();
   ConvRunner(const ConvRunner&) = delete;
   ConvRunner& operator=(const ConvRunner&) = delete;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph.hpp"
+#include "kernels/layer.hpp"
 
 namespace cnnrt::ir {
 
@@ -16,18 +17,9 @@ enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 // Parses the auto_pad attribute; throws Unsupported for values ONNX does not define.
 AutoPad parse_auto_pad(const std::string& text);
 
-// One spatial axis of a window op, after padding is resolved.
-struct WindowAxis {
-  int64_t input = 0;     // input extent (pixels)
-  int64_t kernel = 1;    // window extent before dilation
-  int64_t stride = 1;
-  int64_t dilation = 1;
-  int64_t pad_begin = 0;
-  int64_t pad_end = 0;
-  int64_t output = 0;
-
-  int64_t dilated_kernel() const { return (kernel - 1) * dilation + 1; }
-};
+// One spatial axis of a window op, after padding is resolved: the one form the IR, the CPU reference, the
+// planner and the kernels share.
+using WindowAxis = kernels::SlidingAxis;
 
 // Output extent for explicit padding. ceil_mode rounds up, but (as PyTorch and ONNX Runtime do) never
 // lets the last window start inside the end padding. Returns <= 0 when the window does not fit.

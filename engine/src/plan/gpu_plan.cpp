@@ -33,11 +33,12 @@ std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool 
     for (int o : s.outputs) outs.push_back(slot_text(plan.slots[o]));
     text += fmt::format("  {:3}  {:<30} {:<34} -> {:<16} {:<18} {}\n", i, s.label, s.kernel,
                         ir::shape_str(s.output_shape), fmt::join(outs, ","), s.config);
-    if (explain && !s.candidates.empty()) {
+    if (explain) {
       for (const Candidate& c : s.candidates) {
         text += c.median_us >= 0 ? fmt::format("         {:<34} {:9.2f} us\n", c.kernel, c.median_us)
                                  : fmt::format("         {:<34}  (failed its check)\n", c.kernel);
       }
+      for (const std::string& why : s.not_eligible) text += fmt::format("         not eligible: {}\n", why);
     }
   }
   text += fmt::format("\nmemory plan:\n  activation arena {} (one buffer per activation would take {})\n"

@@ -9,6 +9,7 @@
 
 #include "cnnrt/cnnrt.hpp"
 #include "ir/graph.hpp"
+#include "kernels/layer.hpp"
 
 namespace cnnrt::plan {
 
@@ -36,23 +37,11 @@ struct Candidate {
   double median_us = 0;  // measured on the real shapes; < 0 when it failed its check and was dropped
 };
 
-// What a convolution step computes, kept for `cnnrt bench` to run cuDNN on the same layer and weights.
-struct ConvInfo {
-  int64_t N = 0, C = 0, H = 0, W = 0, F = 0, KH = 0, KW = 0;
-  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int64_t OH = 0, OW = 0;           // before pooling
-  const float* weights = nullptr;   // device, [F][C/groups][KH][KW]
-  const float* bias = nullptr;      // device, [F] or null
-  bool residual = false;            // the step's second input
-  std::string activation;           // "", Relu, LeakyRelu, Clip, Sigmoid, Tanh
-  float alpha = 0, beta = 0;
-  std::string pool;                 // "", MaxPool, AveragePool
-  int64_t pool_kh = 1, pool_kw = 1, pool_sh = 1, pool_sw = 1;
-  int64_t pool_pad_top = 0, pool_pad_left = 0, pool_pad_bottom = 0, pool_pad_right = 0;
-  int64_t pool_dil_h = 1, pool_dil_w = 1;
-  int64_t PH = 0, PW = 0;
-  bool pool_count_include_pad = false;
+// A convolution step's layer (geometry and fused epilogue) and weights, kept for `cnnrt bench` to run cuDNN on
+// the same layer.
+struct ConvStepInfo {
+  kernels::ConvLayer layer;
+  const float* weights = nullptr;  // device, [F][C / groups][KH][KW]
 };
 
 struct Step {
@@ -67,7 +56,8 @@ struct Step {
   double flops = 0;                // useful floating-point operations (multiply-add = 2)
   double min_bytes = 0;            // bytes a perfect kernel moves: inputs read once, outputs written once
   std::vector<Candidate> candidates;  // tuning results, fastest first (cnnrt plan --explain)
-  std::shared_ptr<const ConvInfo> conv;  // convolution steps only
+  std::vector<std::string> not_eligible;  // "family: why not", for the families that declined the step
+  std::shared_ptr<const ConvStepInfo> conv;  // convolution steps only
   LaunchFn launch;
 };
 

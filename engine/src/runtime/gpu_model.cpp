@@ -20,6 +20,7 @@ class GpuModelImpl final : public GpuModel {
  public:
   explicit GpuModelImpl(const Options& options)
       : options_(options), device_(gpu::current_device()), tuner_(plan::make_tuner(options, device_)) {
+    plan::check_forced_kernel(options.force_kernel);
     log().info("GPU: {} ({} SMs, compute capability {}.{})", device_.name, device_.sm_count, device_.cc_major,
                device_.cc_minor);
   }

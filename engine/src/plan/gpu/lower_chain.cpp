@@ -68,24 +68,7 @@ bool plan_time_compilation() {
 }
 
 kernels::ChainConv chain_conv(const ConvStep& cs, const float* weights) {
-  const kernels::ConvGeometry& g = cs.g;
-  kernels::ChainConv c;
-  c.C = g.C;
-  c.H = g.H;
-  c.W = g.W;
-  c.F = g.F;
-  c.K = g.KH;
-  c.OH = g.OH;
-  c.OW = g.OW;
-  c.pad_top = g.pad_top;
-  c.pad_left = g.pad_left;
-  c.weights = weights;
-  c.bias = cs.epilogue.bias;
-  c.act = cs.epilogue.param_act;
-  c.alpha = cs.epilogue.alpha;
-  c.beta = cs.epilogue.beta;
-  c.pool = cs.epilogue.pool;
-  return c;
+  return {cs.layer.g, cs.layer.e, weights};
 }
 
 // Gemm's B as [N][K] with alpha folded in, and beta * C as [N] (empty when there is no C).
@@ -181,7 +164,7 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, in
 
 }  // namespace
 
-void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& lc) {
+std::vector<Step> lower_conv_chain(const ConvChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
   const ir::Node& na = g.nodes[static_cast<size_t>(m.conv_a)];
   const ir::Node& nb = g.nodes[static_cast<size_t>(m.conv_b)];
@@ -190,31 +173,31 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
   const ConvStep cb = describe_conv(nb, lc);
   const std::string what = fmt::format("conv chain {} .. {}", ir::node_short_name(na), ir::node_short_name(nd));
   // Stride, dilation, groups and residual were checked by match_conv_chain; the kernel sizes are left.
-  if (ca.g.KH != ca.g.KW || cb.g.KH != cb.g.KW) {
+  if (ca.layer.g.KH != ca.layer.g.KW || cb.layer.g.KH != cb.layer.g.KW) {
     lc.note(fmt::format("{}: separate steps (a kernel is not square)", what));
-    return;
+    return steps;
   }
   kernels::ConvChainDesc d;
-  d.batch = ca.g.N;
+  d.batch = ca.layer.g.N;
   d.a = chain_conv(ca, lc.weight(na.input(1)));
   d.b = chain_conv(cb, lc.weight(nb.input(1)));
   const DenseWeights dense = dense_weights(nd, g);
   d.fc.N = static_cast<int>(dense.n);
-  d.fc.act = param_act(nd.attrs.get_string(ir::fused::kActivation, ""));
-  d.fc.alpha = nd.attrs.get_float(ir::fused::kGemmActAlpha, 0.0f);
-  d.fc.beta = nd.attrs.get_float(ir::fused::kGemmActBeta, 0.0f);
+  const KernelActivation fc_act = nd.op == ir::fused::kFusedGemm ? kernel_activation(nd) : KernelActivation{};
+  d.fc.act = fc_act.act;
+  d.fc.alpha = fc_act.alpha;
+  d.fc.beta = fc_act.beta;
   const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   std::string why;
-  if (dense.k != int64_t(d.b.F) * d.b.PH() * d.b.PW() || !kernels::conv_chain_supports(d, smem_optin, &why)) {
+  if (dense.k != int64_t(d.b.g.F) * d.b.PH() * d.b.PW() || !kernels::conv_chain_supports(d, smem_optin, &why)) {
     lc.note(fmt::format("{}: separate steps ({})", what, why.empty() ? "Gemm inner size mismatch" : why));
-    return;
+    return steps;
   }
   d.fc.weights = lc.context.weights.upload(dense.w, "chain_dense_nk");
   d.fc.bias = dense.bias.empty() ? nullptr : lc.context.weights.upload(dense.bias, "chain_dense_bias");
 
   const int in_slot = lc.slot(na.input(0));
   const int out_slot = lc.slot(nd.outputs.at(0));
-  std::vector<Step> steps = lc.take_steps(first_step);
   std::vector<KernelCandidate> candidates;
   const std::vector<kernels::ConvChainVariant> variants = kernels::conv_chain_variants(d, smem_optin);
   for (const kernels::ConvChainVariant& v : variants) {
@@ -264,9 +247,8 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
     return t;
   }();
   if (chosen.reference) {
-    lc.restore_steps(std::move(steps));
     lc.note(fmt::format("{}: separate steps ({})", what, timing));
-    return;
+    return steps;
   }
   ir::Node covered;
   covered.op = "ConvChain";
@@ -277,12 +259,14 @@ void offer_conv_chain(const ConvChainMatch& m, size_t first_step, LowerContext& 
   }
   covered.covers.insert(covered.covers.end(), nd.covers.begin(), nd.covers.end());
   covered.outputs = nd.outputs;
-  Step& step = lc.add_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
+  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
   step.candidates = choice.timings;
   for (const Step& s : steps) step.flops += s.flops;
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats) +
-                          double(d.a.F) * d.a.K * d.a.K + double(d.b.F) * d.b.C * d.b.K * d.b.K + double(dense.w.size()));
+                          double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW +
+                          double(dense.w.size()));
   lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing));
+  return {std::move(step)};
 }
 
 }  // namespace cnnrt::plan

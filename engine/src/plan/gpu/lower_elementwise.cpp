@@ -28,7 +28,7 @@ const std::map<std::string, UnaryOp>& unary_ops() {
   return ops;
 }
 
-// Canonical attributes of docs/ir-ops.md -> the kernel's parameters (defaults are explicit after infer,
+// Canonical attributes of docs/ops.md -> the kernel's parameters (defaults are explicit after infer,
 // but the ONNX defaults are repeated here so a hand-built graph still works).
 kernels::UnaryParams unary_params(const ir::Node& node) {
   kernels::UnaryParams p;

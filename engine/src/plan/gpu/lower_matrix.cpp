@@ -1,13 +1,11 @@
 // Lowering of Gemm, MatMul and FusedGemm (Gemm + activation) to the batched SGEMM kernel.
+#include "ir/fused.hpp"
 #include "kernels/elementwise.cuh"
 #include "kernels/gemm.cuh"
+#include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 
 namespace cnnrt::plan {
-
-// The activation of a fused node (FusedConv, FusedGemm) as a unary op; false when there is none.
-bool fused_activation(const ir::Node& node, kernels::UnaryOp* op, kernels::UnaryParams* params,
-                      const char* alpha_attr, const char* beta_attr);
 
 namespace {
 
@@ -20,15 +18,14 @@ void lower_gemm(const ir::Node& node, LowerContext& lc) {
       a.data(), node.attrs.get_int("transA", 0) != 0, b.data(), node.attrs.get_int("transB", 0) != 0,
       node.attrs.get_float("alpha", 1.0f), node.attrs.get_float("beta", 1.0f), has_c ? static_cast<int>(c.size()) : -1,
       c.data());
-  kernels::UnaryOp act{};
-  kernels::UnaryParams act_params;
-  const bool activate = node.op == "FusedGemm" && fused_activation(node, &act, &act_params, "alpha_act", "beta_act");
+  const KernelActivation act = node.op == ir::fused::kFusedGemm ? kernel_activation(node) : KernelActivation{};
+  const bool activate = act.act != kernels::ParamAct::None;
   const int64_t count = ir::numel(output_shape(lc, node));
   add_simple_step(lc, node, activate ? "gemm+activation" : "gemm",
                   fmt::format("{}x{}x{}{}", desc.m, desc.n, desc.k, has_c ? " +C" : ""),
                   [=](const float* const* in, float* const* out, Stream s) {
                     kernels::launch_gemm(in[0], in[1], has_c ? in[2] : nullptr, out[0], desc, s);
-                    if (activate) kernels::launch_unary(act, act_params, out[0], out[0], count, s);
+                    if (activate) kernels::launch_activation(act.act, act.alpha, act.beta, out[0], out[0], count, s);
                   });
 }
 
@@ -46,28 +43,6 @@ void lower_matmul(const ir::Node& node, LowerContext& lc) {
 }
 
 }  // namespace
-
-bool fused_activation(const ir::Node& node, kernels::UnaryOp* op, kernels::UnaryParams* params,
-                      const char* alpha_attr, const char* beta_attr) {
-  const std::string act = node.attrs.get_string("activation", "");
-  if (act.empty()) return false;
-  const float alpha = node.attrs.get_float(alpha_attr, 0.0f), beta = node.attrs.get_float(beta_attr, 0.0f);
-  *params = kernels::UnaryParams{};
-  if (act == "Relu") *op = kernels::UnaryOp::Relu;
-  else if (act == "Sigmoid") *op = kernels::UnaryOp::Sigmoid;
-  else if (act == "Tanh") *op = kernels::UnaryOp::Tanh;
-  else if (act == "LeakyRelu") {
-    *op = kernels::UnaryOp::LeakyRelu;
-    params->alpha = alpha;
-  } else if (act == "Clip") {
-    *op = kernels::UnaryOp::Clip;
-    params->min = alpha;
-    params->max = beta;
-  } else {
-    fail(ErrorCode::Internal, "unknown fused activation '{}'", act);
-  }
-  return true;
-}
 
 std::vector<LoweringEntry> matrix_lowerings() {
   return {{"Gemm", lower_gemm}, {"FusedGemm", lower_gemm}, {"MatMul", lower_matmul}};

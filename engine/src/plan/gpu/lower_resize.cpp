@@ -1,4 +1,4 @@
-// Lowering of Resize (canonical form, docs/ir-ops.md) to launch_resize.
+// Lowering of Resize (canonical form, docs/ops.md) to launch_resize.
 #include "kernels/resize.cuh"
 #include "plan/gpu/lower_util.hpp"
 

@@ -70,8 +70,8 @@ int LowerContext::workspace(int64_t bytes, const std::string& name) {
   return static_cast<int>(plan_.slots.size()) - 1;
 }
 
-Step& LowerContext::add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
-                             std::vector<int> outputs, LaunchFn launch) {
+Step LowerContext::make_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
+                             std::vector<int> outputs, LaunchFn launch) const {
   Step step;
   step.label = fmt::format("{}", fmt::join(node.covers, "+"));
   step.nodes = node.covers;
@@ -84,19 +84,32 @@ Step& LowerContext::add_step(const ir::Node& node, std::string kernel, std::stri
     step.output_shape = graph.shape_of(node.outputs[0]);
   }
   step.launch = std::move(launch);
-  plan_.steps.push_back(std::move(step));
-  return plan_.steps.back();
+  return step;
 }
 
-std::vector<Step> LowerContext::take_steps(size_t first) {
-  std::vector<Step> taken(std::make_move_iterator(plan_.steps.begin() + static_cast<std::ptrdiff_t>(first)),
-                          std::make_move_iterator(plan_.steps.end()));
-  plan_.steps.resize(first);
-  return taken;
+Step& LowerContext::add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
+                             std::vector<int> outputs, LaunchFn launch) {
+  sink_->push_back(make_step(node, std::move(kernel), std::move(config), std::move(inputs), std::move(outputs),
+                             std::move(launch)));
+  return sink_->back();
 }
 
-void LowerContext::restore_steps(std::vector<Step> steps) {
-  for (Step& step : steps) plan_.steps.push_back(std::move(step));
+std::vector<Step> LowerContext::lower_apart(const std::function<void()>& lower) {
+  std::vector<Step> apart;
+  std::vector<Step>* const saved = sink_;
+  sink_ = &apart;
+  try {
+    lower();
+  } catch (...) {
+    sink_ = saved;
+    throw;
+  }
+  sink_ = saved;
+  return apart;
+}
+
+void LowerContext::append_steps(std::vector<Step> steps) {
+  for (Step& step : steps) sink_->push_back(std::move(step));
 }
 
 std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context) {
@@ -163,7 +176,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   }
 
   // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm) is lowered node by
-  // node and then offered to the one-launch chain kernel, which replaces those steps if it measures faster.
+  // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
+  // whichever measures faster.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -183,13 +197,12 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       lower_node(node);
       continue;
     }
-    const size_t first_step = lower.step_count();
-    for (int n : {chain->conv_a, chain->conv_b, chain->dense}) {
-      lower_node(g.nodes[static_cast<size_t>(n)]);
-      lowered[static_cast<size_t>(n)] = true;
-    }
+    std::vector<Step> steps = lower.lower_apart([&] {
+      for (int n : {chain->conv_a, chain->conv_b, chain->dense}) lower_node(g.nodes[static_cast<size_t>(n)]);
+    });
+    for (int n : {chain->conv_a, chain->conv_b, chain->dense}) lowered[static_cast<size_t>(n)] = true;
     try {
-      offer_conv_chain(*chain, first_step, lower);
+      lower.append_steps(lower_conv_chain(*chain, std::move(steps), lower));
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
     }

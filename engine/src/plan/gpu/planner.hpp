@@ -2,6 +2,7 @@
 // where there is a choice), assigns every tensor a slot (views share their source's), plans the arena.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,14 +39,16 @@ class LowerContext {
   const float* weight(int value);
   // A scratch arena slot live only during the steps of the node being lowered.
   int workspace(int64_t bytes, const std::string& name);
-  // Appends a step covering `node`.
+  // A step covering `node`; add_step appends it (to the plan, or to what lower_apart collects).
+  Step make_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
+                 std::vector<int> outputs, LaunchFn launch) const;
   Step& add_step(const ir::Node& node, std::string kernel, std::string config, std::vector<int> inputs,
                  std::vector<int> outputs, LaunchFn launch);
-  // The steps so far; the ones from `first` on, taken out of the plan (to be replaced, or put back with
-  // restore_steps); a slot's description; a line for the plan's notes.
-  size_t step_count() const { return plan_.steps.size(); }
-  std::vector<Step> take_steps(size_t first);
-  void restore_steps(std::vector<Step> steps);
+  // The steps `lower` adds, collected apart from the plan (for a whole-network kernel to be measured against);
+  // append_steps puts steps into the plan.
+  std::vector<Step> lower_apart(const std::function<void()>& lower);
+  void append_steps(std::vector<Step> steps);
+  // A slot's description; a line for the plan's notes.
   const Slot& slot_info(int slot) const { return plan_.slots.at(static_cast<size_t>(slot)); }
   void note(std::string text) { plan_.notes.push_back(std::move(text)); }
 
@@ -55,6 +58,7 @@ class LowerContext {
  private:
   GpuPlan& plan_;
   std::vector<int>& value_slots_;
+  std::vector<Step>* sink_ = &plan_.steps;  // where add_step appends
 };
 
 using LowerFn = void (*)(const ir::Node& node, LowerContext& lower);

@@ -7,16 +7,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/graph_timing.hpp"
+#include "kernels/conv_chain.cuh"
+#include "kernels/conv_registry.hpp"
+#include "plan/tuning_cache.hpp"
 
 namespace cnnrt::plan {
 
@@ -33,6 +34,48 @@ std::string default_tuning_cache_path() {
   return "cnnrt-tuning.json";
 }
 
+const std::string& kernel_set_version() {
+  static const std::string version = [] {
+    // The registry's fingerprint, extended by the chain kernel's names (FNV-1a over them, on top).
+    uint64_t hash = std::stoull(kernels::kernel_set_version(), nullptr, 16);
+    for (const std::string& name : kernels::conv_chain_variant_names()) {
+      for (const char c : name + "\n") {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ull;
+      }
+    }
+    return fmt::format("{:016x}", hash);
+  }();
+  return version;
+}
+
+void check_forced_kernel(const std::string& name) {
+  if (name.empty()) return;
+  std::vector<std::string> names = {"separate_steps", "direct_reference"};
+  for (const std::string& n : kernels::conv_chain_variant_names()) {
+    names.push_back(n);
+    names.push_back(n + "_jit");
+  }
+  std::vector<std::string> families;
+  for (const kernels::ConvFamily* f : kernels::conv_families()) {
+    families.push_back(f->name());
+    for (std::string& n : f->variant_names()) names.push_back(std::move(n));
+  }
+  for (const std::string& n : names) {
+    // A whole name ("*": any value of that token), or the start of one.
+    const std::string fixed = n.substr(0, n.find('*'));
+    if (fixed.compare(0, name.size(), name) == 0 && name.size() <= fixed.size()) return;
+    if (n.find('*') == std::string::npos) continue;
+    std::string pattern;
+    for (const char c : n) pattern += c == '*' ? std::string("[0-9x]+") : std::string(1, c);
+    if (std::regex_match(name, std::regex(pattern))) return;
+  }
+  fail(ErrorCode::Usage,
+       "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', "
+       "'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
+       name, fmt::join(families, ", "));
+}
+
 namespace {
 
 constexpr int kLaunchesPerSample = 10;  // launches captured in one graph: amortises launch gaps
@@ -40,12 +83,12 @@ constexpr int kSamples = 7;             // graph replays timed; the median is ke
 
 class MeasuringTuner final : public Tuner {
  public:
-  MeasuringTuner(const Options& options, const gpu::DeviceInfo& device) : options_(options), device_(device) {
-    if (options.tuning_cache != "none") {
-      path_ = options.tuning_cache.empty() ? default_tuning_cache_path() : options.tuning_cache;
-      load();
-    }
-  }
+  MeasuringTuner(const Options& options, const gpu::DeviceInfo& device)
+      : options_(options),
+        device_(device),
+        cache_(options.tuning_cache == "none" ? std::string()
+               : options.tuning_cache.empty() ? default_tuning_cache_path()
+                                              : options.tuning_cache) {}
 
   Choice choose(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                 const TuneShapes& shapes) override {
@@ -66,26 +109,21 @@ class MeasuringTuner final : public Tuner {
       choice.how = candidates.size() == 1 ? "only candidate" : "heuristic";
       return choice;
     }
-    const std::string key = fmt::format("{}|v{}|{}", device_.name, kKernelSetVersion, signature);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) {
-        const std::string winner = it->value("kernel", "");
-        for (size_t i = 0; i < candidates.size(); ++i) {
-          if (candidates[i].name == winner) {
-            choice.index = i;
-            choice.how = "cache";
-            for (const auto& t : it->value("timings", nlohmann::json::array())) {
-              choice.timings.push_back({t.value("kernel", ""), t.value("us", -1.0)});
-            }
-            return choice;
-          }
-        }
+    const std::string key = TuningCache::key(device_.name, kernel_set_version(), signature);
+    if (const std::optional<CachedChoice> cached = cache_.find(key)) {
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (candidates[i].name != cached->kernel) continue;
+        choice.index = i;
+        choice.how = "cache";
+        for (const auto& [kernel, us] : cached->timings) choice.timings.push_back({kernel, us});
+        return choice;
       }
     }
     choice = measure(signature, candidates, shapes);
-    remember(key, candidates[choice.index].name, choice.timings);
+    CachedChoice store;
+    store.kernel = candidates[choice.index].name;
+    for (const Candidate& t : choice.timings) store.timings.emplace_back(t.kernel, t.median_us);
+    cache_.store(key, store);
     return choice;
   }
 
@@ -182,48 +220,9 @@ class MeasuringTuner final : public Tuner {
                                                [&] { cand.launch(in, out, stream); }));
   }
 
-  void load() {
-    std::ifstream in(path_);
-    if (!in.good()) return;
-    try {
-      nlohmann::json doc = nlohmann::json::parse(in);
-      if (doc.value("format", 0) == 1 && doc.contains("entries") && doc["entries"].is_object()) {
-        cache_ = doc["entries"];
-      }
-    } catch (const std::exception& e) {
-      log().warn("tuning cache '{}' is unreadable ({}); it will be rewritten", path_, e.what());
-    }
-  }
-
-  void remember(const std::string& key, const std::string& kernel, const std::vector<Candidate>& timings) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    nlohmann::json entry;
-    entry["kernel"] = kernel;
-    entry["timings"] = nlohmann::json::array();
-    for (const Candidate& t : timings) entry["timings"].push_back({{"kernel", t.kernel}, {"us", t.median_us}});
-    cache_[key] = entry;
-    if (path_.empty()) return;
-    // Write to a temporary file and rename, so a concurrent reader never sees half a file.
-    std::error_code ec;
-    fs::create_directories(fs::path(path_).parent_path(), ec);
-    const std::string tmp = fmt::format("{}.{}.tmp", path_, static_cast<const void*>(this));
-    {
-      std::ofstream out(tmp);
-      out << nlohmann::json{{"format", 1}, {"entries", cache_}}.dump(1) << "\n";
-      if (!out.good()) {
-        log().warn("cannot write tuning cache '{}'; choices will be measured again next time", path_);
-        return;
-      }
-    }
-    fs::rename(tmp, path_, ec);
-    if (ec) log().warn("cannot write tuning cache '{}': {}", path_, ec.message());
-  }
-
   Options options_;
   const gpu::DeviceInfo& device_;
-  std::string path_;
-  std::mutex mutex_;
-  nlohmann::json cache_ = nlohmann::json::object();
+  TuningCache cache_;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Measured kernel choice. For a step with several eligible kernels, the tuner times each on scratch
-// buffers of the real shapes and keeps the fastest; choices are cached on disk per device, layer
-// signature and kernel-set version, so a second load does no timing.
+// buffers of the real shapes and keeps the fastest; choices are cached on disk per device, kernel set and
+// layer signature (plan/tuning_cache.hpp), so a second load does no timing.
 #pragma once
 
 #include <memory>
@@ -13,13 +13,14 @@
 
 namespace cnnrt::plan {
 
-// Bump when a kernel changes in a way that invalidates cached timings, or candidates are added (a cached
-// winner would otherwise stand without the new ones being timed). 2: c1 filter groups, pooled split;
-// 3: general-kernel splits of 16 (non-portable clusters); 4: wgmma (wg3) and small-map kernels; 5: chain
-// window lanes; 6: chain kernels compiled for the model's shapes at plan time; 7: wgr (wgmma, input split in
-// registers); 8: wgh (wgmma from a halo tile, filters by TMA) and the two-instruction TF32 split; 9: wgh
-// partials of 2 or 4 stages (names gain _p2 / _p4).
-constexpr int kKernelSetVersion = 9;
+// The kernel set the cache keys carry: a fingerprint of every variant name the planner can offer (the
+// convolution registry's and the chain kernel's), so that a change to the set invalidates cached choices.
+const std::string& kernel_set_version();
+
+// Throws Usage unless `name` (Options::force_kernel) names a kernel this build offers, or the start of some
+// kernels' names: a family of the registry, one of its variants, a chain variant ("chain", "..._jit"), or
+// "separate_steps" / "direct_reference".
+void check_forced_kernel(const std::string& name);
 
 struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel

@@ -1,0 +1,151 @@
+// Checks one family of the convolution kernel registry (kernels/conv_registry.hpp) the way the planner offers it:
+// every variant the family gives a layer runs on poisoned output, against the CPU reference backend, on random
+// inputs (never zeros). The family must accept every layer a test hands to check(): where it declines, the test
+// fails with the family's reason (eligibility that breaks cannot pass as "nothing to check"). At the end of a
+// test case, covered_all() requires that every variant name the registry lists for the family ran at least
+// once, so the count of checks is known from the registry and an instantiation no test reaches fails.
+// On a device without the family's features, runs_here() reports the test as skipped (exit code 77 to CTest).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "conv_test_util.hpp"
+#include "gpu_test_util.hpp"
+#include "kernels/conv_registry.hpp"
+
+namespace cnnrt::testing {
+
+// The capabilities of device 0, as the planner reads them.
+inline kernels::DeviceCaps test_device_caps() {
+  kernels::DeviceCaps dev;
+  GPU_CHECK(cudaDeviceGetAttribute(&dev.sm_count, cudaDevAttrMultiProcessorCount, 0));
+  GPU_CHECK(cudaDeviceGetAttribute(&dev.cc_major, cudaDevAttrComputeCapabilityMajor, 0));
+  GPU_CHECK(cudaDeviceGetAttribute(&dev.cc_minor, cudaDevAttrComputeCapabilityMinor, 0));
+  GPU_CHECK(cudaDeviceGetAttribute(&dev.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  return dev;
+}
+
+// The reference output of a layer with its inputs, and the layer as the registry sees it.
+struct LayerCase {
+  kernels::ConvLayer layer;
+  ir::HostTensor x, w, b, residual;
+  ir::HostTensor expected;
+};
+
+inline LayerCase make_layer_case(const Layer& L, uint32_t seed) {
+  LayerCase c;
+  const float lo = L.positive ? 0.0f : -1.0f;
+  const int64_t cpg = L.C / L.groups;
+  c.x = ir::HostTensor::floats({L.N, L.C, L.H, L.W}, random_floats(size_t(L.N) * L.C * L.H * L.W, seed, lo));
+  c.w = ir::HostTensor::floats({L.F, cpg, L.K, L.KW()}, random_floats(size_t(L.F) * cpg * L.K * L.KW(), seed + 1, lo));
+  c.b = ir::HostTensor::floats({L.F}, random_floats(size_t(L.F), seed + 2));
+  // The residual has the conv output's shape: compute it once without one to learn the shape.
+  Layer plain = L;
+  plain.residual = false;
+  plain.pool = kernels::FusedPool::None;
+  const Reference shape_ref = reference(plain, c.x, c.w, c.b, nullptr);
+  if (L.residual) {
+    c.residual = ir::HostTensor::floats(shape_ref.output.shape(), random_floats(size_t(shape_ref.output.numel()), seed + 3));
+  }
+  Reference ref = reference(L, c.x, c.w, c.b, L.residual ? &c.residual : nullptr);
+  c.layer.g = ref.g;
+  c.layer.e = ref.e;
+  c.layer.residual = L.residual;
+  c.expected = std::move(ref.output);
+  return c;
+}
+
+inline std::string describe(const Layer& L) {
+  return "N" + std::to_string(L.N) + " C" + std::to_string(L.C) + " " + std::to_string(L.H) + "x" +
+         std::to_string(L.W) + " F" + std::to_string(L.F) + " K" + std::to_string(L.K) + "x" + std::to_string(L.KW()) +
+         " s" + std::to_string(L.stride) + " pads " + std::to_string(L.pad_top) + "," + std::to_string(L.pad_left) +
+         "," + std::to_string(L.pad_bottom) + "," + std::to_string(L.pad_right) + " g" + std::to_string(L.groups) +
+         " act" + std::to_string(static_cast<int>(L.act)) + (L.residual ? " residual" : "") +
+         (L.pool != kernels::FusedPool::None ? " pool" + std::to_string(L.pool_k) + "/" + std::to_string(L.pool_s) : "");
+}
+
+class FamilyCheck {
+ public:
+  explicit FamilyCheck(const char* family) : dev_(test_device_caps()), family_(kernels::find_conv_family(family)) {
+    REQUIRE_MESSAGE(family_ != nullptr, "no family '" << family << "' in the registry");
+  }
+
+  // False (and the test case reported as skipped) when this device lacks what the family needs.
+  bool runs_here() {
+    const std::string lacks = kernels::device_lacks(dev_, family_->needs());
+    if (lacks.empty()) return true;
+    skip_test_case(std::string(family_->name()) + " " + lacks);
+    return false;
+  }
+
+  // Every variant of the family on L; the family must accept L.
+  void check(const Layer& L, uint32_t seed) { run(L, seed, true); }
+  // The same where the family may decline L (a layer list shared with other families).
+  void check_if_eligible(const Layer& L, uint32_t seed) { run(L, seed, false); }
+
+  int checked() const { return checked_; }
+
+  // Every name the registry lists for the family (those that start with `prefix`) ran at least once ("*" in a
+  // name: any value of that token).
+  void covered_all(const std::string& prefix = "") const {
+    for (const std::string& name : family_->variant_names()) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::regex pattern(std::regex_replace(name, std::regex(R"(\*)"), "[0-9x]+"));
+      bool seen = false;
+      for (const std::string& ran : ran_) seen = seen || std::regex_match(ran, pattern);
+      CHECK_MESSAGE(seen, family_->name() << ": no test layer ran variant " << name);
+    }
+    MESSAGE(family_->name() << ": " << checked_ << " variant checks, " << ran_.size() << " distinct variants of "
+                            << family_->variant_names().size() << " names in the registry");
+  }
+
+ private:
+  void run(const Layer& L, uint32_t seed, bool required) {
+    const std::string where = describe(L);
+    const LayerCase c = make_layer_case(L, seed);
+    DeviceBuffer dx(c.x.float_values()), dw(c.w.float_values()), db(c.b.float_values());
+    DeviceBuffer dres(L.residual ? c.residual.float_values() : std::vector<float>{0.0f});
+    kernels::ConvLayer layer = c.layer;
+    layer.e.bias = db.get();
+    std::vector<DeviceBuffer> packed;
+    const auto families = kernels::conv_candidates(layer, dev_, c.w.f32(), c.b.f32(), dw.get(),
+                                                   [&](const std::vector<float>& data, const std::string&) {
+                                                     packed.emplace_back(data);
+                                                     return static_cast<const float*>(packed.back().get());
+                                                   });
+    for (const kernels::FamilyCandidates& fc : families) {
+      if (fc.family != family_) continue;
+      if (!fc.rejected.empty()) {
+        if (required) FAIL_CHECK(family_->name() << " declined " << where << ": " << fc.rejected);
+        return;
+      }
+      for (const kernels::ConvVariant& v : fc.variants) {
+        INFO(v.name << " @ " << where);
+        note_check_point(v.name + " @ " + where);
+        DeviceBuffer y(static_cast<size_t>(c.expected.numel()));  // poisoned (NaN) until written
+        kernels::ConvArgs args;
+        args.x = dx.get();
+        args.y = y.get();
+        args.residual = L.residual ? dres.get() : nullptr;
+        v.launch(args, nullptr);
+        GPU_CHECK(cudaGetLastError());
+        const double err = relative_error(y.download(), c.expected.float_values());
+        CHECK_MESSAGE(err < kTolerance, v.name << " @ " << where << ": relative error " << err);
+        ++checked_;
+        ran_.insert(v.name);
+      }
+    }
+  }
+
+  kernels::DeviceCaps dev_;
+  const kernels::ConvFamily* family_;
+  int checked_ = 0;
+  std::set<std::string> ran_;
+};
+
+}  // namespace cnnrt::testing

@@ -1,0 +1,354 @@
+// The convolution layers the kernel tests run, as data: one description of a test layer (Layer), how it
+// becomes the kernels' layer description, and the list each kernel family's GPU test checks. Host-only (no
+// CUDA, no doctest): tests/test_conv_coverage.cpp reads the same lists on a machine without a GPU to prove
+// that every variant of the registry is offered by some test layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "ir/window.hpp"
+#include "kernels/layer.hpp"
+
+namespace cnnrt::testing {
+
+// One layer of the kernel tests: a convolution and its fused epilogue. K is the kernel height, and its width
+// too unless kw is set; `positive` draws inputs and weights from [0, 1) (same-sign sums: the worst case for a
+// rounding bias).
+struct Layer {
+  int N, C, H, W, F, K, stride, pad_top, pad_left, pad_bottom, pad_right, groups;
+  kernels::ParamAct act = kernels::ParamAct::None;
+  bool residual = false;
+  kernels::FusedPool pool = kernels::FusedPool::None;
+  int pool_k = 2, pool_s = 2, pool_pad = 0;
+  bool pool_ceil = false;
+  int kw = 0;
+  bool positive = false;
+  int KW() const { return kw > 0 ? kw : K; }
+};
+
+// A convolution layer of a test: the CPU reference's Conv attributes and the kernels' geometry, from one
+// description (begin pads top/left, end pads bottom/right; dilation 1).
+struct ConvCase {
+  ir::Attributes attrs;
+  kernels::ConvGeometry g;
+};
+inline ConvCase make_conv_case(int N, int C, int H, int W, int F, int KH, int KW, int stride, int pad_top, int pad_left,
+                               int pad_bottom, int pad_right, int groups) {
+  ConvCase c;
+  c.attrs.set("kernel_shape", std::vector<int64_t>{KH, KW});
+  c.attrs.set("strides", std::vector<int64_t>{stride, stride});
+  c.attrs.set("dilations", std::vector<int64_t>{1, 1});
+  c.attrs.set("pads", std::vector<int64_t>{pad_top, pad_left, pad_bottom, pad_right});
+  c.attrs.set("group", int64_t(groups));
+  const auto axes = ir::resolve_window(c.attrs, {H, W}, {KH, KW}, false);
+  c.g = kernels::conv_geometry(N, C, F, groups, axes[0], axes[1]);
+  return c;
+}
+
+// The epilogue parameters the tests use: LeakyRelu slope 0.1, Clip to [-0.5, 0.5].
+inline void set_test_activation(kernels::Epilogue& e, kernels::ParamAct act) {
+  e.param_act = act;
+  e.alpha = act == kernels::ParamAct::LeakyRelu ? 0.1f : -0.5f;
+  e.beta = 0.5f;
+}
+
+// The pooling of a test layer as the CPU reference's MaxPool/AveragePool attributes.
+inline ir::Attributes pool_attributes(const Layer& L) {
+  ir::Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.pool_k});
+  a.set("strides", std::vector<int64_t>{L.pool_s, L.pool_s});
+  a.set("dilations", std::vector<int64_t>{1, 1});
+  a.set("pads", std::vector<int64_t>{L.pool_pad, L.pool_pad, L.pool_pad, L.pool_pad});
+  a.set("ceil_mode", int64_t(L.pool_ceil));
+  a.set("count_include_pad", int64_t(0));
+  return a;
+}
+
+// The layer as the kernels see it: geometry, activation parameters and pooling (no device pointers).
+inline kernels::ConvLayer describe_layer(const Layer& L) {
+  kernels::ConvLayer layer;
+  layer.g = make_conv_case(L.N, L.C, L.H, L.W, L.F, L.K, L.KW(), L.stride, L.pad_top, L.pad_left, L.pad_bottom,
+                           L.pad_right, L.groups).g;
+  set_test_activation(layer.e, L.act);
+  layer.residual = L.residual;
+  if (L.pool != kernels::FusedPool::None) {
+    const auto paxes = ir::resolve_window(pool_attributes(L), {layer.g.OH, layer.g.OW}, {}, true);
+    kernels::PoolGeometry& p = layer.e.pool;
+    p.kind = L.pool;
+    p.kh = p.kw = L.pool_k;
+    p.sh = p.sw = L.pool_s;
+    p.pad_top = p.pad_left = static_cast<int>(paxes[0].pad_begin);
+    p.pad_bottom = static_cast<int>(paxes[0].pad_end);
+    p.pad_right = static_cast<int>(paxes[1].pad_end);
+    p.PH = static_cast<int>(paxes[0].output);
+    p.PW = static_cast<int>(paxes[1].output);
+  }
+  return layer;
+}
+
+// N, C, H, W, F, KH x KW, stride, pads (top, left, bottom, right), activation, residual, same-sign inputs.
+inline Layer tc_layer(int N, int C, int H, int W, int F, int KH, int KW, int stride, int pt, int pl, int pb, int pr,
+                      kernels::ParamAct act = kernels::ParamAct::None, bool residual = false, bool positive = false) {
+  Layer L{N, C, H, W, F, KH, stride, pt, pl, pb, pr, 1, act, residual};
+  L.kw = KW;
+  L.positive = positive;
+  return L;
+}
+
+// ---- The layers of each family's GPU test -------------------------------------------------------------
+
+// c1 (one input channel): odd sizes, paddings, strides, activations, residuals, kernels of any size up to
+// 11x11 (square or not), fused max and average pooling with overlapping and ceil-mode windows.
+inline std::vector<Layer> c1_layers() {
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int K : {1, 3, 5, 2, 7}) {
+    for (int size : {1, 7, 31, 33}) {
+      for (int F : {1, 3, 8, 17, 32}) {  // 17: a partial last filter group (the _fz variants)
+        const int pad = K / 2;
+        out.push_back({1, 1, size, size + 2, F, K, 1, pad, pad, pad, pad, 1});
+        // Asymmetric padding (top/right only), where the padded extent still holds one window.
+        if (size + pad >= K) out.push_back({2, 1, size, size, F, K, 2, pad, 0, 0, pad, 1, ParamAct::Relu});
+      }
+    }
+  }
+  out.push_back({1, 1, 1000, 33, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu});
+  out.push_back({1, 1, 31, 1000, 32, 3, 1, 1, 1, 1, 1, 1});
+  out.push_back({2, 1, 33, 70, 32, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu});
+  out.push_back({1, 1, 67, 31, 17, 3, 1, 1, 0, 1, 0, 1, ParamAct::Relu});
+  for (auto act : {ParamAct::LeakyRelu, ParamAct::Clip, ParamAct::Sigmoid, ParamAct::Tanh}) {
+    out.push_back({2, 1, 33, 31, 8, 3, 1, 1, 1, 1, 1, 1, act});
+  }
+  out.push_back({2, 1, 31, 33, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, true});
+  // A residual with more filters than one group holds (the _fz tiles offset it by their first filter).
+  out.push_back({2, 1, 33, 35, 32, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, true});
+  out.push_back({1, 1, 31, 9, 17, 3, 1, 1, 1, 1, 1, 1, ParamAct::None, true});
+  // Kernels of any size up to 11x11 (the "kany" variants), non-square too, pooled and strided.
+  out.push_back({2, 1, 33, 35, 8, 7, 1, 3, 3, 3, 3, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+  out.push_back({1, 1, 40, 37, 32, 11, 2, 5, 5, 5, 5, 1, ParamAct::Tanh});
+  Layer wide{1, 1, 31, 33, 5, 7, 1, 3, 1, 3, 1, 1, ParamAct::LeakyRelu};
+  wide.kw = 3;
+  out.push_back(wide);
+  // Output widths a multiple of 4: the tiles' stores without per-filter checks (rows inside the image and a
+  // full group of filters), next to tiles cut by the right and bottom edges and a short last filter group.
+  for (int K : {1, 3, 5}) {
+    for (int F : {3, 8, 17, 32}) {
+      const auto act = F % 2 ? ParamAct::Relu : ParamAct::None;
+      out.push_back({2, 1, 37, 68, F, K, 1, K / 2, K / 2, K / 2, K / 2, 1, act});
+    }
+  }
+  // Fused max and average pooling; LeNet conv1: 28x28, 1->8, 5x5 pad 2, 2x2/2 max pool.
+  out.push_back({3, 1, 28, 28, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+  for (int size : {7, 31, 33}) {
+    for (auto pool : {FusedPool::Max, FusedPool::Avg}) {
+      out.push_back({2, 1, size, size, 8, 3, 1, 1, 1, 1, 1, 1, ParamAct::Relu, false, pool, 3, 2, 1, true});
+      out.push_back({1, 1, size, size + 4, 32, 5, 1, 2, 2, 2, 2, 1, ParamAct::Tanh, false, pool, 3, 3});
+      // LeNet's first layer at other sizes, and 6 filters: a partial last group of the _fz tiles.
+      out.push_back({1, 1, size, size, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, pool, 2, 2});
+      out.push_back({2, 1, size, size + 1, 6, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, pool, 2, 2});
+      out.push_back({1, 1, size, size, 12, 3, 1, 1, 1, 1, 1, 1, ParamAct::Relu, false, pool, 2, 2});
+      out.push_back({1, 1, size, size, 24, 1, 1, 0, 0, 0, 0, 1, ParamAct::Relu, false, pool, 2, 2});
+      out.push_back({1, 1, size, size, 8, 1, 1, 0, 0, 0, 0, 1, ParamAct::Relu, false, pool, 2, 2});
+      out.push_back({1, 1, size, size, 8, 1, 1, 0, 0, 0, 0, 1, ParamAct::Sigmoid, false, pool, 2, 2});
+    }
+  }
+  // Strided without an activation, up to 8 filters and up to 32.
+  for (int K : {1, 3, 5}) {
+    for (int F : {8, 32}) out.push_back({1, 1, 33, 35, F, K, 2, K / 2, K / 2, K / 2, K / 2, 1});
+  }
+  return out;
+}
+
+// c1stream (one channel, one filter): widths a multiple of 4, odd heights (chunks of rows that end early),
+// strips that end inside the image, the right and bottom padding free (outputs narrower than the input: the
+// scalar stores), residual, and batch 2.
+inline std::vector<Layer> c1stream_layers() {
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int K : {1, 3, 5}) {
+    const int P = (K - 1) / 2;
+    for (int H : {1, 7, 31, 33}) {
+      for (int W : {4, 132, 260}) {
+        out.push_back({2, 1, H, W, 1, K, 1, P, P, P, P, 1});
+        out.push_back({1, 1, H, W, 1, K, 1, 0, P, K - 1, 0, 1, ParamAct::Relu});
+      }
+    }
+    out.push_back({1, 1, 1000, 132, 1, K, 1, P, P, P, P, 1, ParamAct::Relu, true});
+    out.push_back({1, 1, 33, 1000, 1, K, 1, P, P, P + 1, P + 3, 1});
+  }
+  out.push_back({1, 1, 1000, 1000, 1, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu});
+  return out;
+}
+
+// gen at one filter size: odd sizes, channels and filters off the tiles, strides, wide layers, splits up to 16,
+// 256 channels; for 3x3 and 5x5 fused pooling (LeNet conv2: 8->16, 5x5, 14x14, 3x3/3 max). The pooled split
+// variants with 9 channels: slices of 5+4 (split 2), 3+3+3+0 (split 4) and 2+2+2+2+1+0+0+0 (split 8), so some
+// ranks reduce nothing; and with 7 (4+3, 2+2+2+1).
+inline std::vector<Layer> gen_layers(int K) {
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  const int pad = K / 2;
+  for (int size : {1, 7, 14, 33}) {
+    out.push_back({1, 7, size, size, 9, K, 1, pad, pad, pad, pad, 1});
+    out.push_back({2, 32, size, size + 3, 64, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu});
+    out.push_back({1, 33, size, size, 31, K, 2, pad, pad, pad, pad, 1, ParamAct::Relu});
+    out.push_back({2, 16, size, size, 40, K, 2, pad, pad, pad, pad, 1, ParamAct::Sigmoid});
+  }
+  out.push_back({2, 64, 31, 31, 128, K, 1, pad, pad, pad, pad, 1, ParamAct::Clip, true});
+  // 70 channels over a split of 16: 8 channels a rank, so ranks 9 to 15 reduce nothing.
+  out.push_back({1, 70, 9, 9, 64, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu});
+  out.push_back({1, 256, 14, 14, 256, K, 1, pad, pad, pad, pad, 1});
+  out.push_back({1, 128, 7, 7, 64, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu});
+  if (K > 1) {
+    for (int N : {4, 1, 64}) {
+      out.push_back({N, 8, 14, 14, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 3, 3});
+    }
+    out.push_back({2, 16, 15, 15, 24, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Avg, 3, 2, 1, true});
+    out.push_back({2, 16, 15, 15, 24, K, 1, pad, pad, pad, pad, 1, ParamAct::Tanh, false, FusedPool::Max, 2, 2});
+    out.push_back({1, 9, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+    out.push_back({1, 7, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+    out.push_back({1, 9, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::LeakyRelu, false, FusedPool::Max, 2, 2});
+  }
+  return out;
+}
+
+// small (small maps): LeNet's layers at batches 1, 7 and 33, odd sizes and channel counts that leave slices
+// uneven, asymmetric padding, overlapping and ceil-mode pools, every activation and the residual add.
+inline std::vector<Layer> small_layers() {
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int N : {1, 7, 33}) {
+    out.push_back({N, 1, 28, 28, 8, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+    out.push_back({N, 8, 14, 14, 16, 5, 1, 2, 2, 2, 2, 1, ParamAct::Relu, false, FusedPool::Max, 3, 3});
+  }
+  for (int size : {1, 7, 31, 33}) {
+    out.push_back({2, 7, size, size, 9, 3, 1, 1, 1, 1, 1, 1, ParamAct::LeakyRelu});
+    out.push_back({1, 13, size, size + 2, 6, 5, 1, 2, 0, 2, 2, 1, ParamAct::None, true});
+    if (size >= 7) {
+      out.push_back({2, 5, size, size, 10, 3, 1, 1, 1, 1, 1, 1, ParamAct::Relu, false, FusedPool::Max, 3, 2, 1, true});
+      out.push_back({1, 9, size, size + 1, 4, 5, 1, 2, 2, 2, 2, 1, ParamAct::Sigmoid, false, FusedPool::Avg, 2, 2});
+    }
+  }
+  out.push_back({1, 3, 64, 64, 5, 3, 1, 1, 1, 1, 1, 1, ParamAct::Clip});
+  out.push_back({1, 2, 1000, 17, 3, 3, 1, 1, 1, 1, 1, 1, ParamAct::Tanh});
+  // Wide enough for every filter grouping and channel slicing, each activation kind, pooled and not.
+  for (int K : {3, 5}) {
+    const int pad = K / 2;
+    for (auto act : {ParamAct::Relu, ParamAct::Tanh}) {
+      out.push_back({1, 32, 12, 12, 64, K, 1, pad, pad, pad, pad, 1, act});
+      out.push_back({1, 32, 12, 12, 64, K, 1, pad, pad, pad, pad, 1, act, false, FusedPool::Max, 2, 2});
+      out.push_back({2, 16, 8, 8, 16, K, 1, pad, pad, pad, pad, 1, act});
+      out.push_back({2, 16, 8, 8, 16, K, 1, pad, pad, pad, pad, 1, act, false, FusedPool::Avg, 2, 2});
+    }
+  }
+  return out;
+}
+
+// dw (depthwise): multipliers 1 and 2, strides 1 and 2, odd sizes, wide maps, each activation kind.
+inline std::vector<Layer> dw_layers() {
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int K : {3, 5}) {
+    const int P = K / 2;
+    for (int size : {1, 7, 31, 33}) {
+      out.push_back({2, 16, size, size, 16, K, 1, P, P, P, P, 16});
+      out.push_back({1, 8, size, size + 1, 16, K, 2, P, P, P, P, 8, ParamAct::Relu});
+      out.push_back({1, 8, size, size, 8, K, 1, P, P, P, P, 8, ParamAct::Relu, true});
+      out.push_back({1, 8, size, 2 * size + 40, 8, K, 2, P, P, P, P, 8, ParamAct::Clip});
+    }
+    for (auto act : {ParamAct::None, ParamAct::Relu, ParamAct::Tanh}) {
+      out.push_back({1, 32, 70, 90, 32, K, 1, P, P, P, P, 32, act});
+      out.push_back({1, 32, 70, 90, 32, K, 2, P, P, P, P, 32, act});
+    }
+  }
+  return out;
+}
+
+// tc (mma.sync 3xTF32): odd sizes, channels and filters off the tiles, 1x1 to 7x7 and non-square kernels,
+// strides 1 and 2, asymmetric paddings, residuals, every activation, long same-sign reductions (C*KH*KW up to
+// 4608).
+inline std::vector<Layer> tc_layers() {
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int K : {1, 3, 5}) {
+    const int pad = K / 2;
+    for (int size : {1, 7, 31, 33}) {
+      out.push_back(tc_layer(1, 7, size, size, 9, K, K, 1, pad, pad, pad, pad));
+      out.push_back(tc_layer(2, 32, size, size + 3, 64, K, K, 1, pad, pad, pad, pad, ParamAct::Relu, true));
+      // Asymmetric: no left pad, a double right pad (keeps a 1x1 input's output non-empty).
+      out.push_back(tc_layer(3, 33, size, size, 31, K, K, 2, pad, 0, pad, 2 * pad, ParamAct::LeakyRelu));
+    }
+  }
+  out.push_back(tc_layer(1, 1, 31, 1000, 31, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true));
+  out.push_back(tc_layer(1, 3, 33, 33, 1, 3, 3, 1, 1, 1, 1, 1));
+  out.push_back(tc_layer(2, 3, 33, 31, 64, 7, 7, 2, 3, 3, 3, 3, ParamAct::Relu));
+  out.push_back(tc_layer(1, 64, 31, 31, 128, 3, 1, 2, 1, 0, 1, 0, ParamAct::Relu));
+  out.push_back(tc_layer(3, 7, 9, 9, 9, 2, 3, 1, 0, 1, 1, 1, ParamAct::None, true));
+  out.push_back(tc_layer(1, 64, 7, 7, 1000, 1, 1, 1, 0, 0, 0, 0, ParamAct::Clip));
+  out.push_back(tc_layer(2, 256, 14, 14, 128, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu, true));
+  out.push_back(tc_layer(1, 32, 15, 17, 33, 3, 3, 2, 1, 1, 1, 1, ParamAct::Sigmoid));
+  out.push_back(tc_layer(2, 16, 16, 16, 24, 5, 5, 1, 2, 2, 2, 2, ParamAct::Tanh, true));
+  out.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1));
+  out.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::None, false, true));
+  out.push_back(tc_layer(2, 256, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu, true, true));
+  return out;
+}
+
+// wgr and wgh (wgmma 3xTF32, C a multiple of 32): the same kinds of layers; wgh takes the stride-1 ones with 4
+// filter taps or more (`halo`).
+inline std::vector<Layer> wg_layers(bool halo) {
+  using kernels::ParamAct;
+  std::vector<Layer> all;
+  for (int K : {1, 3, 5}) {
+    const int pad = K / 2;
+    for (int size : {1, 7, 31, 33}) {
+      all.push_back(tc_layer(1, 32, size, size, 9, K, K, 1, pad, pad, pad, pad));
+      all.push_back(tc_layer(2, 64, size, size + 3, 64, K, K, 1, pad, pad, pad, pad, ParamAct::Relu, true));
+      all.push_back(tc_layer(3, 32, size, size, 130, K, K, 2, pad, 0, pad, 2 * pad, ParamAct::LeakyRelu));
+      all.push_back(tc_layer(1, 64, size, size + 1, 130, K, K, 1, pad, 0, pad, 2 * pad, ParamAct::Relu));
+    }
+  }
+  all.push_back(tc_layer(1, 32, 31, 1000, 33, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true));
+  all.push_back(tc_layer(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+  all.push_back(tc_layer(2, 128, 28, 28, 128, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu));
+  all.push_back(tc_layer(1, 32, 33, 31, 200, 2, 3, 1, 0, 1, 1, 1, ParamAct::Clip, true));
+  all.push_back(tc_layer(3, 96, 7, 7, 1, 7, 7, 1, 3, 3, 3, 3, ParamAct::Tanh));
+  all.push_back(tc_layer(1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+  all.push_back(tc_layer(32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+  all.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::None, false, true));
+  all.push_back(tc_layer(2, 256, 14, 14, 256, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true, true));
+  all.push_back(tc_layer(1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, ParamAct::Sigmoid));
+  if (!halo) return all;
+  std::vector<Layer> out;
+  for (const Layer& L : all) {
+    if (L.stride == 1 && L.K * L.KW() >= 4) out.push_back(L);
+  }
+  return out;
+}
+
+// The list of a family's GPU test ("" for a family no list covers).
+inline std::vector<Layer> family_layers(const std::string& family) {
+  if (family == "c1") return c1_layers();
+  if (family == "c1stream") return c1stream_layers();
+  if (family == "small") return small_layers();
+  if (family == "dw") return dw_layers();
+  if (family == "tc") return tc_layers();
+  if (family == "wgr") return wg_layers(false);
+  if (family == "wgh") return wg_layers(true);
+  if (family == "gen") {
+    std::vector<Layer> out;
+    for (int K : {1, 3, 5}) {
+      for (const Layer& L : gen_layers(K)) out.push_back(L);
+    }
+    return out;
+  }
+  return {};
+}
+
+}  // namespace cnnrt::testing

@@ -1,0 +1,68 @@
+// The planner's measured choices and their cache on the GPU: a first load measures and writes the cache, a
+// second load of the same model measures nothing, and entries of another kernel set are measured again.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "cnnrt/cnnrt.hpp"
+#include "gpu_test_util.hpp"
+#include "plan/gpu/tuner.hpp"
+
+using namespace cnnrt;
+using namespace cnnrt::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string plan_with_cache(const std::string& cache, int64_t batch) {
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning = true;
+  options.tuning_cache = cache;
+  options.batch_sizes = {batch};
+  return Model::load(repo_path("models/fashion_lenet.onnx"), options).describe_plan(batch, true);
+}
+
+// How often `word` stands as a word in `text` (how each step was chosen: "measured", "cache", ...).
+int count(const std::string& text, const std::string& word) {
+  const std::regex pattern("\\b" + word + "\\b");
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), pattern), std::sregex_iterator()));
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("tuning cache: a second load measures nothing; another kernel set is measured again") {
+  char name[] = "/tmp/cnnrt_tuning_XXXXXX";
+  const fs::path dir = mkdtemp(name);
+  const std::string cache = (dir / "tuning.json").string();
+  for (int64_t batch : {1, 64}) {
+    CAPTURE(batch);
+    const std::string first = plan_with_cache(cache, batch);
+    CHECK_MESSAGE(count(first, "measured") > 0, first);
+    CHECK_MESSAGE(count(first, "cache") == 0, first);
+    const std::string second = plan_with_cache(cache, batch);
+    CHECK_MESSAGE(count(second, "measured") == 0, second);
+    CHECK_MESSAGE(count(second, "cache") == count(first, "measured"), second);
+  }
+  // The cache's keys carry the kernel set; rewritten to another set, nothing in the file matches any more.
+  const std::string text = read(cache);
+  REQUIRE(text.find(plan::kernel_set_version()) != std::string::npos);
+  std::ofstream(cache) << std::regex_replace(text, std::regex(plan::kernel_set_version()), "0000000000000000");
+  const std::string stale = plan_with_cache(cache, 1);
+  CHECK_MESSAGE(count(stale, "measured") > 0, stale);
+  CHECK_MESSAGE(count(stale, "cache") == 0, stale);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}

@@ -1,0 +1,58 @@
+// Every kernel of the convolution registry is offered for some layer of its family's GPU test
+// (tests/gpu/conv_layers.hpp), on an H100's capabilities: so a GPU test run checks every instantiation the build
+// contains, and an instantiation added without a test layer that reaches it fails here, without a GPU.
+// The GPU tests themselves (FamilyCheck::covered_all) assert the same for what actually ran.
+#ifdef CNNRT_WITH_CUDA
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+
+#include "gpu/conv_layers.hpp"
+#include "kernels/conv_registry.hpp"
+
+using namespace cnnrt;
+
+TEST_CASE("every registry kernel is offered for a layer of its family's GPU test (H100 capabilities)") {
+  kernels::DeviceCaps h100;
+  h100.cc_major = 9;
+  h100.cc_minor = 0;
+  h100.sm_count = 132;
+  h100.smem_optin = 227 * 1024;
+  // A stand-in for the packed weights' device address: the variants capture it, nothing reads it here.
+  kernels::LayerWeights weights;
+  const float stand_in = 0.0f;
+  weights.filters = weights.packed = &stand_in;
+  for (const kernels::ConvFamily* family : kernels::conv_families()) {
+    const std::string name_of_family = family->name();
+    CAPTURE(name_of_family);
+    const std::vector<testing::Layer> layers = testing::family_layers(family->name());
+    REQUIRE_MESSAGE(!layers.empty(), "no GPU test layers for family " << family->name());
+    std::set<std::string> offered;
+    for (const testing::Layer& L : layers) {
+      // variants() alone: reject() may ask the driver (wgh's tensor maps), which this machine may lack; the GPU
+      // test requires the family to accept each of these layers.
+      for (const kernels::ConvVariant& v : family->variants(testing::describe_layer(L), h100, weights)) offered.insert(v.name);
+    }
+    int missing = 0;
+    for (const std::string& name : family->variant_names()) {
+      const std::regex pattern(std::regex_replace(name, std::regex(R"(\*)"), "[0-9x]+"));
+      bool seen = false;
+      for (const std::string& o : offered) seen = seen || std::regex_match(o, pattern);
+      if (!seen) {
+        ++missing;
+        MESSAGE(family->name() << ": no test layer is offered " << name);
+      }
+    }
+    CHECK(missing == 0);
+    for (const std::string& o : offered) {
+      bool listed = false;
+      for (const std::string& name : family->variant_names()) {
+        listed = listed || std::regex_match(o, std::regex(std::regex_replace(name, std::regex(R"(\*)"), "[0-9x]+")));
+      }
+      CHECK_MESSAGE(listed, o << " is offered but not in variant_names()");
+    }
+  }
+}
+#endif  // CNNRT_WITH_CUDA
