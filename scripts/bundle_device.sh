@@ -39,7 +39,7 @@ for program in "${programs[@]}"; do
   cp -L "$program" "$dest/bin/"
   ldd "$program" | while read -r name arrow path _; do
     [ "$arrow" = "=>" ] && [ -f "$path" ] || continue
-    provided_there "$name" || cp -Ln "$path" "$dest/lib/"
+    provided_there "$name" || [ -e "$dest/lib/$name" ] || cp -L "$path" "$dest/lib/$name"
   done
 done
 cat > "$dest/env.sh" <<'ENV'
