@@ -179,6 +179,15 @@ TEST_CASE("--json FILE writes the report to FILE; --json - puts it alone on stan
     const nlohmann::json same = nlohmann::json::parse(out.out);  // the whole of stdout is one JSON object
     CHECK(same["correct"] == report["correct"]);
     CHECK(out.err.find("accuracy: ") != std::string::npos);
+
+    // A run that fails leaves no file behind, and no partial one.
+    const std::vector<uint8_t> labels_head = {0, 0, 8, 1, 0, 0, 0, 9};  // declares 9 labels, holds none
+    write_file(dir.path() / "cut-labels", labels_head);
+    const CliResult failed = run_cli(dir, {"eval", lenet, "--images", fashion_images, "--labels", dir / "cut-labels",
+                                           "--device", "cpu", "--json", dir / "failed.json"});
+    CHECK(failed.status == 4);
+    CHECK_FALSE(std::filesystem::exists(dir / "failed.json"));
+    CHECK_FALSE(std::filesystem::exists(dir / "failed.json.part"));
   }
   SUBCASE("bench refuses --device cpu and an unwritable --json file before measuring") {
     const CliResult cpu = run_cli(dir, {"bench", "--suite", "small", "--device", "cpu"});

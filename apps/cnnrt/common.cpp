@@ -118,7 +118,8 @@ JsonSink::JsonSink(const std::string& path) : path_(path) {
     }
     return;
   }
-  file_ = std::fopen(path.c_str(), "w");
+  // Written beside it and renamed into place when complete: a failed run leaves no file, or the old one.
+  file_ = std::fopen(partial_path().c_str(), "w");
   if (file_ == nullptr) {
     throw cnnrt::Error(cnnrt::ErrorCode::Io, fmt::format("cannot write the --json file '{}': {}", path,
                                                          std::strerror(errno)));
@@ -126,8 +127,12 @@ JsonSink::JsonSink(const std::string& path) : path_(path) {
 }
 
 JsonSink::~JsonSink() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  if (!to_stdout()) std::remove(partial_path().c_str());
 }
+
+std::string JsonSink::partial_path() const { return path_ + ".part"; }
 
 void JsonSink::write(const std::string& json_text) {
   if (file_ == nullptr) return;
@@ -142,7 +147,12 @@ void JsonSink::close() {
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   const std::string where = to_stdout() ? std::string("standard output") : "'" + path_ + "'";
-  if (!written || !closed) throw cnnrt::Error(cnnrt::ErrorCode::Io, "cannot write the JSON report to " + where);
+  const bool in_place = to_stdout() || std::rename(partial_path().c_str(), path_.c_str()) == 0;
+  if (!written || !closed || !in_place) {
+    if (!to_stdout()) std::remove(partial_path().c_str());
+    throw cnnrt::Error(cnnrt::ErrorCode::Io, fmt::format("cannot write the JSON report to {}: {}", where,
+                                                         std::strerror(errno)));
+  }
   if (!to_stdout()) fmt::print(stderr, "wrote {}\n", path_);
 }
 

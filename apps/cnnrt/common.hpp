@@ -51,7 +51,8 @@ struct GlobalFlags {
 // standard error).
 CLI::Option* add_json_option(CLI::App& command, std::string& path, const std::string& what);
 
-// Where --json writes. Opened before the command's work starts, so an unwritable path fails at once.
+// Where --json writes. Opened before the command's work starts, so an unwritable path fails at once; a file
+// appears (or replaces the old one) only when close() succeeds.
 class JsonSink {
  public:
   explicit JsonSink(const std::string& path);  // "": no JSON
@@ -67,6 +68,8 @@ class JsonSink {
   void close();
 
  private:
+  std::string partial_path() const;
+
   std::string path_;
   std::FILE* file_ = nullptr;
 };
