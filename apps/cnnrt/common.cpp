@@ -138,7 +138,7 @@ void JsonSink::write(const std::string& json_text) {
   if (file_ == nullptr) return;
   std::fputs(json_text.c_str(), file_);
   std::fputc('\n', file_);
-  std::fflush(file_);  // records reach a reader as they are made
+  std::fflush(file_);  // with --json -, each record reaches the reader as it is made
 }
 
 void JsonSink::close() {
