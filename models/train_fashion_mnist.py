@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Trains the benchmark LeNet on Fashion-MNIST and exports models/fashion_lenet.onnx.
 
-Architecture (the benchmark LeNet of BENCHMARKS.md; models/fashion_lenet.md documents the result):
+Architecture (the LeNet of the `small` benchmark suite; models/fashion_lenet.md documents the result):
   input [N,1,28,28] -> Conv 1->8 5x5 pad 2 -> Relu -> MaxPool 2x2/2   -> [N,8,14,14]
                     -> Conv 8->16 5x5 pad 2 -> Relu -> MaxPool 3x3/3 -> [N,16,4,4]
                     -> Flatten -> Gemm 256->10 -> logits [N,10]

@@ -1,41 +1,83 @@
 #!/usr/bin/env bash
-# Packs what a GPU round needs into .device/ (kept out of git): the release programs with the Debian
-# libraries they link (../shared/device/bundle.sh), and the ONNX conformance cases the CPU backend passes
-# (the GPU machine has no libonnx-testdata), packed as .device.tar.xz. Run after
-# `cmake --build --preset release`.
+# Packs what scripts/gpu_round.sh needs on a GPU machine that has the NVIDIA driver, CUDA 13 and cuDNN 9 but
+# none of this machine's Debian libraries, into .device/ (kept out of git), shipped as .device.tar.xz:
+#   bin/      the release programs (cnnrt, gpu_tests, the kernel lab's programs) and, when present, gdb
+#   lib/      the shared libraries they link that the GPU machine lacks (protobuf, onnx, spdlog, fmt, ...)
+#   env.sh    `source .device/env.sh` puts bin/ on PATH and lib/, cuDNN and the CUDA libraries on
+#             LD_LIBRARY_PATH
+#   testdata/ the ONNX conformance cases the CPU backend passes (the GPU machine has no libonnx-testdata)
+#   data/     Fashion-MNIST's test set
+# Run after `cmake --build --preset release` (scripts/build.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bin=build/release/bin
+dest=.device
+programs=("$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check"
+          "$bin/launch_floor" "$bin/wgmma_peak")
 # gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
-# BUNDLE_GDB=0 leaves it (and the Python it embeds) out: the device tool carries at most 64 MiB with the repo.
+# BUNDLE_GDB=0 leaves it (and the Python it embeds) out, for a smaller bundle.
 gdb_path=""
 [ "${BUNDLE_GDB:-1}" = 1 ] && gdb_path=$(command -v gdb || true)
-rm -rf .device
-"$here/../shared/device/bundle.sh" .device "$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check" "$bin/launch_floor" "$bin/wgmma_peak" $gdb_path
+[ -n "$gdb_path" ] && programs+=("$gdb_path")
+for program in "${programs[@]}"; do
+  [ -x "$program" ] || { echo "bundle_device: $program is missing; build the release preset first" >&2; exit 1; }
+done
+
+rm -rf "$dest"
+mkdir -p "$dest/bin" "$dest/lib"
+# Each program, and each library the loader resolves for it, except those the GPU machine provides itself:
+# the C and C++ runtimes and zlib (the base system), and the NVIDIA driver, CUDA and cuDNN libraries.
+provided_there() {
+  case "$1" in
+    ld-linux*|libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libgcc_s.so*|libstdc++.so*|libz.so*) return 0 ;;
+    libcuda.so*|libnvidia*|libcudart*|libcudnn*|libcublas*|libcufft*|libcurand*|libnvrtc*|libnvJitLink*) return 0 ;;
+  esac
+  return 1
+}
+for program in "${programs[@]}"; do
+  cp -L "$program" "$dest/bin/"
+  ldd "$program" | while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] && [ -f "$path" ] || continue
+    provided_there "$name" || [ -e "$dest/lib/$name" ] || cp -L "$path" "$dest/lib/$name"
+  done
+done
+cat > "$dest/env.sh" <<'ENV'
+# Sourced on the GPU machine: the bundled programs and libraries first, then cuDNN (a system install, or the
+# one inside Python's nvidia-cudnn package) and the CUDA Toolkit's libraries.
+bundle_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cudnn_dir=""
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9'; then
+  cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' \
+              2>/dev/null || true)
+fi
+export LD_LIBRARY_PATH="$bundle_dir/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$bundle_dir/bin:$PATH"
+unset bundle_dir cudnn_dir
+ENV
+
 if [ -n "$gdb_path" ]; then
   # gdb embeds Python and will not start without its standard library (gpu_round.sh sets PYTHONHOME).
-  py=/usr/lib/python3.$(ldd "$(command -v gdb)" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
-  mkdir -p .device/py/lib
+  py=/usr/lib/python3.$(ldd "$gdb_path" | sed -n 's/.*libpython3\.\([0-9]*\).*/\1/p' | head -1)
+  mkdir -p "$dest/py/lib"
   tar -C "$(dirname "$py")" --exclude test --exclude site-packages --exclude dist-packages --exclude idlelib \
     --exclude tkinter --exclude ensurepip --exclude lib2to3 --exclude pydoc_data --exclude __pycache__ \
-    --exclude 'config-*' -cf - "$(basename "$py")" | tar -C .device/py/lib -xf -
-  mkdir -p .device/gdb-data && cp -r /usr/share/gdb/python .device/gdb-data/
+    --exclude 'config-*' -cf - "$(basename "$py")" | tar -C "$dest/py/lib" -xf -
+  mkdir -p "$dest/gdb-data" && cp -r /usr/share/gdb/python "$dest/gdb-data/"
 fi
 # Conformance data: every case the CPU suite passes, found by running it here.
 report=$(mktemp)
 CNNRT_CONFORMANCE_REPORT="$report" "$bin/unit_tests" -tc="ONNX conformance on the CPU backend" > /dev/null 2>&1 || true
-mkdir -p .device/testdata
+mkdir -p "$dest/testdata"
 grep '^passed' "$report" | cut -f2 | while read -r case_name; do
-  mkdir -p ".device/testdata/$(dirname "$case_name")"
-  cp -r "/usr/share/libonnx-testdata/data/$case_name" ".device/testdata/$case_name"
+  mkdir -p "$dest/testdata/$(dirname "$case_name")"
+  cp -r "/usr/share/libonnx-testdata/data/$case_name" "$dest/testdata/$case_name"
 done
 rm -f "$report"
 # Fashion-MNIST's test set, for the GPU-against-CPU prediction test (tests/gpu/test_runtime.cpp).
-mkdir -p .device/data/fashion-mnist
-cp /usr/share/datasets/fashion-mnist/t10k-*.gz .device/data/fashion-mnist/
-# The device tool carries at most 64 MiB: ship it compressed; gpu_round.sh unpacks it there.
-# The commit the programs were built from (with "-dirty" if the tree had uncommitted changes).
-git describe --always --dirty > .device/commit.txt 2>/dev/null || echo unknown > .device/commit.txt
-XZ_OPT="-T2 ${XZ_OPT:--6}" tar -cJf .device.tar.xz .device
-du -sh .device .device.tar.xz
+mkdir -p "$dest/data/fashion-mnist"
+cp /usr/share/datasets/fashion-mnist/t10k-*.gz "$dest/data/fashion-mnist/"
+# The commit the programs were built from, as cnnrt --version also reports it.
+"$bin/cnnrt" --version | sed -n 's/.*(commit \(.*\))$/\1/p' > "$dest/commit.txt"
+XZ_OPT="-T2 ${XZ_OPT:--6}" tar -cJf .device.tar.xz "$dest"
+du -sh "$dest" .device.tar.xz

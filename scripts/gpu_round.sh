@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One round on the GPU machine (see ../shared/device/README.md): GPU tests, GPU conformance, benchmarks.
-# Build here first (cmake --preset release), then bundle:
-#   scripts/bundle_device.sh          # programs + libraries + conformance data into .device/
-# and run, on the GPU machine, from the repo root:
+# One round on a GPU machine (an H100 or H200 without this machine's Debian libraries): GPU tests, GPU
+# conformance, sanitizers, benchmarks. Build here first (scripts/build.sh), then bundle:
+#   scripts/bundle_device.sh          # programs + libraries + conformance data into .device.tar.xz
+# and run, on the GPU machine, from a copy of the repository with the bundle in its root:
 #   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [MODEL.onnx...]
 # BENCH_FLAGS (e.g. --no-launch-overlap) are added to every `cnnrt bench` of the bench and model steps.
 # Full logs and JSON go to $OUT (default /tmp/cnnrt-round); a short summary is printed last.
@@ -13,7 +13,8 @@ cd "$repo"
 export CNNRT_ONNX_TESTDATA="$repo/.device/testdata"
 export CNNRT_FASHION_MNIST="$repo/.device/data/fashion-mnist"
 source .device/env.sh  # sets its own variables (among them `here`): keep ours under other names
-# The device tool brings back only a few files: everything goes into $OUT/round/, packed at the end.
+# Everything goes into $OUT/round/ and is packed into $OUT/round.tar.gz after every step, so that a round cut
+# off by a time limit still leaves what finished, in one file easy to copy back.
 FINAL_OUT=${OUT:-/tmp/cnnrt-round}
 OUT="$FINAL_OUT/round"
 mkdir -p "$OUT"
@@ -40,8 +41,7 @@ test_cases() {
   gpu_tests -ltc -tc="$1" 2>/dev/null | sed -n '/^=*$/,/^=*$/p' | grep -v '^=*$' | grep -v '^\[doctest\]'
 }
 
-# Packs what the round has so far into $FINAL_OUT (the device tool brings back only a few files): after every
-# step, and inside long steps, so a round cut off by its time limit still brings back what finished.
+# Packs what the round has so far into $FINAL_OUT: after every step, and inside long steps.
 pack_round() {
   cp "$summary" "$FINAL_OUT/summary.txt"
   tar -czf "$FINAL_OUT/round.tar.gz.part" -C "$FINAL_OUT" round && mv "$FINAL_OUT/round.tar.gz.part" "$FINAL_OUT/round.tar.gz"

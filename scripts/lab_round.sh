@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs conv_lab on each shape given (N,C,H,W,F,K[,stride,pad]) on the GPU machine and writes one file per
-# shape under $OUT (names without commas: the device tool drops those), then prints the five fastest of each.
+# shape under $OUT (names without commas, which some copy tools refuse), then prints the fastest of each.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

@@ -102,7 +102,7 @@ TEST_CASE("cnnrt infer classifies images with the model's labels and normalisati
   }
   SUBCASE("--json: one record per image") {
     const CliResult js = run_cli(dir, {"infer", dir / "bright.onnx", dir.path().string(), "--device", "cpu",
-                                       "--json", "--batch", "1"});
+                                       "--json", "-", "--batch", "1"});
     CHECK(js.status == 0);
     const std::vector<std::string> records = lines_of(js.out);
     REQUIRE(records.size() == 2);  // the folder's images, sorted: black, white
@@ -162,7 +162,7 @@ TEST_CASE("cnnrt infer reports each bad image on one line, goes on, and exits wi
   }
   SUBCASE("--json records the errors too") {
     const CliResult js = run_cli(dir, {"infer", dir / "bright.onnx", dir / "empty.png", dir / "good.png",
-                                       "--device", "cpu", "--json"});
+                                       "--device", "cpu", "--json", "-"});
     CHECK(js.status == 4);
     const std::vector<std::string> records = lines_of(js.out);
     REQUIRE(records.size() == 2);
@@ -262,7 +262,7 @@ TEST_CASE("cnnrt eval: accuracy, confusion matrix and throughput on IDX files") 
   SUBCASE("--limit and --json") {
     const CliResult r = run_cli(dir, {"eval", dir / "bright.onnx", "--images", dir / "images-idx3-ubyte",
                                       "--labels", dir / "labels-idx1-ubyte", "--device", "cpu", "--limit", "4",
-                                      "--json"});
+                                      "--json", "-"});
     CHECK(r.status == 0);
     const nlohmann::json report = nlohmann::json::parse(r.out);
     CHECK(report["count"] == 4);

@@ -10,7 +10,7 @@ using namespace cnnrt;
 using namespace cnnrt::ir;
 using namespace cnnrt::test;
 
-TEST_CASE("the op table lists every op of docs/ir-ops.md, sorted, each with a CPU kernel unless shape-only") {
+TEST_CASE("the op table lists every op of docs/ops.md, sorted, each with a CPU kernel unless shape-only") {
   const std::vector<std::string> documented = {
       "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast", "Relu", "Sigmoid", "Tanh", "Abs",
       "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Softsign", "Softplus", "Erf", "HardSwish",

@@ -39,7 +39,7 @@ TEST_CASE("README main command: fashion_lenet classifies samples/fashion_0_ankle
 
 TEST_CASE("infer --json: every Fashion-MNIST sample gets its own class as top-1") {
   ScratchDir dir("samples_json");
-  std::vector<std::string> args = {"infer", lenet, "--device", "cpu", "--json", "--top-k", "3"};
+  std::vector<std::string> args = {"infer", lenet, "--device", "cpu", "--json", "-", "--top-k", "3"};
   size_t samples = 0;
   for (const auto& entry : std::filesystem::directory_iterator(source_dir + "/samples")) {
     if (entry.path().filename().string().rfind("fashion_", 0) != 0 || entry.path().extension() != ".png") continue;

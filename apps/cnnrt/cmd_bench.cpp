@@ -1,5 +1,6 @@
 // cnnrt bench: our kernels beside cuDNN on identical data, per layer (suites, --conv) or per model step,
 // and whole-model latency and throughput. Tables on stdout, --json FILE (docs/bench-json.md), --plot FILE.png.
+// Measures GPU kernels only: --device cpu is refused.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -24,7 +25,8 @@ json to_json(const bench::Environment& e) {
   return {{"gpu", e.gpu},          {"sm_count", e.sm_count}, {"sm_clock_mhz", e.sm_clock_mhz},
           {"memory_clock_mhz", e.memory_clock_mhz},          {"driver", e.driver},
           {"cuda_runtime", e.cuda_runtime},                  {"cudnn", e.cudnn},
-          {"cnnrt", e.engine},     {"precision", "fp32"},
+          {"cnnrt", e.engine},     {"cnnrt_commit", cnnrt::build_commit()},
+          {"precision", "fp32"},
           {"floor_memory_bytes_per_s", bench::kMemoryBytesPerSecond},
           {"floor_fp32_flops_per_s", bench::kFp32FlopsPerSecond}};
 }
@@ -98,6 +100,10 @@ struct BenchCommand {
     if (model_path.empty() && suites.empty() && convs.empty()) {
       throw cnnrt::Error(cnnrt::ErrorCode::Usage, "bench: give a model, --suite NAME or --conv N,C,H,W,F,K");
     }
+    if (engine.device == "cpu") {
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage, "bench: cnnrt bench times GPU kernels; --device cpu is not possible");
+    }
+    JsonSink json_out(json_path);
     bench::BenchOptions options;
     options.engine = engine.options();
     options.warmup_ms = warmup_ms;
@@ -117,12 +123,8 @@ struct BenchCommand {
     if (!layers.empty()) mismatch |= run_layers(layers, options, &doc);
     if (!model_path.empty()) mismatch |= run_model(options, &doc);
 
-    if (!json_path.empty()) {
-      std::ofstream out(json_path);
-      out << doc.dump(2) << "\n";
-      if (!out.good()) throw cnnrt::Error(cnnrt::ErrorCode::Io, "cannot write '" + json_path + "'");
-      fmt::print(stderr, "wrote {}\n", json_path);
-    }
+    json_out.write(doc.dump(2));
+    json_out.close();
     if (!plot_path.empty()) plot(doc);
     if (mismatch) fmt::print(stderr, "error: our output is more than 1e-5 from the exact answer on at least one layer (see MISMATCH)\n");
     return mismatch ? 1 : 0;
@@ -209,7 +211,7 @@ struct BenchCommand {
   // Draws the bars with scripts/plot_bench.py (Debian's python3-matplotlib) from the JSON.
   void plot(const json& doc) const {
     std::string json_file = json_path;
-    if (json_file.empty()) {
+    if (json_file.empty() || json_file == "-") {
       json_file = plot_path + ".json";
       std::ofstream(json_file) << doc.dump() << "\n";
     }
@@ -243,7 +245,7 @@ Action add_bench_command(CLI::App& app) {
   auto cmd = std::make_shared<BenchCommand>();
   CLI::App* sub = app.add_subcommand("bench", "Time a model or conv layers beside cuDNN (GPU only)");
   sub->add_option("model", cmd->model_path, "ONNX model (per-step table, latency, throughput)");
-  sub->add_option("--suite", cmd->suites, "Layer suite of shared/BENCHMARKS.md: special, general, small (repeatable)")
+  sub->add_option("--suite", cmd->suites, "Layer suite: special, general, small (repeatable; docs/performance.md)")
       ->check(CLI::IsMember({"special", "general", "small"}));
   sub->add_option("--conv", cmd->convs, "A conv layer N,C,H,W,F,K[,stride,pad] (repeatable)");
   sub->add_option("--batch", cmd->batch, "Batch size for the model (default 1)")->check(CLI::PositiveNumber);
@@ -252,9 +254,9 @@ Action add_bench_command(CLI::App& app) {
   sub->add_option("--duration", cmd->duration_s, "Or: seconds of single runs")->excludes(iters)->check(CLI::PositiveNumber);
   sub->add_option("--warmup-ms", cmd->warmup_ms, "Warm-up before timing (default 200)");
   sub->add_flag("--include-transfers", cmd->include_transfers, "Latency includes the host<->device copies");
-  sub->add_option("--json", cmd->json_path, "Write every figure as JSON (docs/bench-json.md)");
+  add_json_option(*sub, cmd->json_path, "every figure (docs/bench-json.md)");
   sub->add_option("--plot", cmd->plot_path, "Draw per-layer bars, ours vs cuDNN, as a PNG");
-  cmd->engine.add_to(*sub, false);
+  cmd->engine.add_to(*sub);
   return [cmd] {
     cmd->command_line_ = invocation();
     return cmd->run();

@@ -69,7 +69,7 @@ struct EvalCommand {
   std::string labels_path;
   int64_t batch = 64;
   int64_t limit = 0;
-  bool json_output = false;
+  std::string json_path;
   std::string resize = "auto";
   NormalizationFlags norm_flags;
   EngineFlags engine;
@@ -78,6 +78,7 @@ struct EvalCommand {
     if (batch < 1) throw Error(ErrorCode::Usage, "--batch must be at least 1");
     if (limit < 0) throw Error(ErrorCode::Usage, "--limit must not be negative");
     const ResizeFilter filter = parse_resize_filter(resize);
+    JsonSink json_out(json_path);
     const cnnrt::Model model = cnnrt::Model::load(model_path, engine.options());
     const ImageModelInput input = image_model_input(model);
     const Normalization norm = resolve_normalization(model.metadata(), norm_flags, input.channels);
@@ -133,7 +134,7 @@ struct EvalCommand {
     const double rate = seconds > 0 ? double(count) / seconds : 0.0;
     const double accuracy = 100.0 * double(confusion->correct()) / double(count);
 
-    if (json_output) {
+    if (json_out) {
       nlohmann::ordered_json matrix = nlohmann::ordered_json::array();
       for (int64_t t = 0; t < confusion->classes; ++t) {
         nlohmann::ordered_json row = nlohmann::ordered_json::array();
@@ -148,8 +149,7 @@ struct EvalCommand {
                                      {"accuracy", accuracy / 100.0}, {"classes", labels},
                                      {"confusion", matrix},     {"seconds", seconds},
                                      {"images_per_second", rate}, {"batch", batch_size}};
-      fmt::print("{}\n", report.dump());
-      return 0;
+      json_out.write(report.dump());
     }
     fmt::print("model: {} ({} backend)\n", model_path, cnnrt::to_string(model.device()));
     fmt::print("data: {} ({} images {}x{}{}), labels {}\n", images_path, count, shape.width, shape.height,
@@ -157,6 +157,7 @@ struct EvalCommand {
     fmt::print("accuracy: {:.2f}% ({}/{})\n", accuracy, confusion->correct(), count);
     fmt::print("{}", confusion->format(class_names));
     fmt::print("{} images in {:.3f} s: {:.1f} images/s (batches of {})\n", count, seconds, rate, batch_size);
+    json_out.close();
     return 0;
   }
 };
@@ -171,7 +172,7 @@ Action add_eval_command(CLI::App& app) {
   sub->add_option("--labels", cmd->labels_path, "IDX labels, N class indices (gzipped or not)")->required();
   sub->add_option("--batch", cmd->batch, "Images per run (default 64; a model with a fixed batch uses its own)");
   sub->add_option("--limit", cmd->limit, "Evaluate only the first N images (default: all)");
-  sub->add_flag("--json", cmd->json_output, "Print one JSON object instead of the text report");
+  add_json_option(*sub, cmd->json_path, "the report (accuracy, confusion matrix, throughput)");
   add_resize_option(*sub, cmd->resize);
   cmd->norm_flags.add_to(*sub);
   cmd->engine.add_to(*sub);

@@ -1,6 +1,7 @@
 // cnnrt infer MODEL IMAGE_OR_DIR...: classify images (top-k labels) or, for image-to-image models, write
-// the output maps as PNG. Results go to stdout (text or one JSON record per image), errors and the timing
-// summary to stderr. A bad image is reported on one line and skipped; the exit status then says so.
+// the output maps as PNG. Results go to stdout as text, and with --json as one JSON record per image (JSON
+// Lines); errors and the timing summary go to stderr. A bad image is reported on one line and skipped; the
+// exit status then says so.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -65,7 +66,7 @@ struct InferCommand {
   int64_t top_count = 5;
   std::string labels_file;
   int64_t batch = 16;
-  bool json_output = false;
+  std::string json_path;
   std::string save_outputs;
   std::string resize = "auto";
   NormalizationFlags norm_flags;
@@ -82,6 +83,7 @@ struct InferCommand {
   int64_t batch_size = 1;
   std::map<std::string, int> saved_names;
   bool warned_label_count = false;
+  std::unique_ptr<JsonSink> json_out;
 
   // Totals for the summary and the exit status.
   int64_t succeeded = 0;
@@ -94,6 +96,7 @@ struct InferCommand {
     if (batch < 1) throw cnnrt::Error(cnnrt::ErrorCode::Usage, "--batch must be at least 1");
     if (top_count < 1) throw cnnrt::Error(cnnrt::ErrorCode::Usage, "--top-k must be at least 1");
     filter = parse_resize_filter(resize);
+    json_out = std::make_unique<JsonSink>(json_path);
     model = std::make_unique<cnnrt::Model>(cnnrt::Model::load(model_path, engine.options()));
     input = image_model_input(*model);
     norm = resolve_normalization(model->metadata(), norm_flags, input.channels);
@@ -127,6 +130,7 @@ struct InferCommand {
     progress.finish();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     print_summary(seconds, static_cast<int64_t>(files.size()));
+    json_out->close();
     return first_error ? cnnrt::exit_code(*first_error) : 0;
   }
 
@@ -155,9 +159,7 @@ struct InferCommand {
     ++failed;
     if (!first_error) first_error = code;
     std::fprintf(stderr, "error: %s\n", message.c_str());
-    if (json_output) {
-      fmt::print("{}\n", json{{"file", entry.path}, {"error", message}, {"code", cnnrt::to_string(code)}}.dump());
-    }
+    json_out->write(json{{"file", entry.path}, {"error", message}, {"code", cnnrt::to_string(code)}}.dump());
   }
 
   void run_batch(const std::vector<Entry>& entries) {
@@ -222,13 +224,12 @@ struct InferCommand {
     }
     const std::vector<float> probabilities = to_probabilities(output.data.data() + size_t(row) * per_row, per_row);
     const std::vector<Prediction> best = top_k(probabilities, top_count);
-    if (json_output) {
+    if (*json_out) {
       json top = json::array();
       for (const Prediction& p : best) {
         top.push_back({{"index", p.index}, {"label", label_of(labels, p.index)}, {"probability", p.probability}});
       }
-      fmt::print("{}\n", json{{"file", entry.path}, {"top", top}}.dump());
-      return;
+      json_out->write(json{{"file", entry.path}, {"top", top}}.dump());
     }
     std::vector<std::string> parts;
     for (const Prediction& p : best) {
@@ -270,13 +271,10 @@ struct InferCommand {
                                     width, height, *lo, *hi, where));
       }
     }
-    if (json_output) {
-      fmt::print("{}\n", json{{"file", entry.path}, {"outputs", records}}.dump());
-    } else {
-      for (const std::string& line : lines) fmt::print("{}\n", line);
-      if (save_outputs.empty() && !lines.empty()) {
-        fmt::print("{}: (use --save-outputs DIR to write the maps as PNG)\n", entry.path);
-      }
+    if (*json_out) json_out->write(json{{"file", entry.path}, {"outputs", records}}.dump());
+    for (const std::string& line : lines) fmt::print("{}\n", line);
+    if (save_outputs.empty() && !lines.empty()) {
+      fmt::print("{}: (use --save-outputs DIR to write the maps as PNG)\n", entry.path);
     }
   }
 
@@ -305,7 +303,7 @@ Action add_infer_command(CLI::App& app) {
   sub->add_option("--top-k,-k", cmd->top_count, "How many classes to show per image (default 5)");
   sub->add_option("--labels", cmd->labels_file, "Class names, one per line (default: the model's `labels`)");
   sub->add_option("--batch", cmd->batch, "Images per run (default 16; a model with a fixed batch uses its own)");
-  sub->add_flag("--json", cmd->json_output, "One JSON record per image on stdout");
+  add_json_option(*sub, cmd->json_path, "one record per image (JSON Lines)");
   sub->add_option("--save-outputs", cmd->save_outputs, "Image-to-image models: write each output map as a PNG here");
   add_resize_option(*sub, cmd->resize);
   cmd->norm_flags.add_to(*sub);

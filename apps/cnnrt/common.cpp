@@ -1,5 +1,13 @@
 #include "common.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
 namespace cnnrt_cli {
 
 namespace {
@@ -23,20 +31,129 @@ cnnrt::Device parse_device(const std::string& name) {
   throw cnnrt::Error(cnnrt::ErrorCode::Usage, "--device must be auto, cpu or gpu, not '" + name + "'");
 }
 
-void EngineFlags::add_to(CLI::App& command, bool with_device) {
-  if (with_device) {
-    command.add_option("--device", device, "Backend: auto (GPU if usable, else CPU), gpu or cpu")
-        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-  }
+namespace {
+
+// Which command each EngineFlags belongs to, so that flags given before a command's name reach it.
+std::vector<std::pair<const CLI::App*, EngineFlags*>>& engine_flags_of_commands() {
+  static std::vector<std::pair<const CLI::App*, EngineFlags*>> registered;
+  return registered;
+}
+
+const char* const kEngineFlagNames[] = {"--device",       "--no-cuda-graph",    "--no-launch-overlap",
+                                        "--no-tuning",    "--tuning-cache",     "--disable-pass",
+                                        "--force-kernel", "--max-weight-bytes", "--max-activation-bytes"};
+
+}  // namespace
+
+void EngineFlags::add_to(CLI::App& command) {
+  command.add_option("--device", device, "Backend: auto (GPU if usable, else CPU), gpu or cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   command.add_flag("--no-cuda-graph", no_cuda_graph, "Launch steps one by one instead of replaying a CUDA graph");
   command.add_flag("--no-launch-overlap", no_launch_overlap,
                    "Launch each step after the previous one finished (no programmatic dependent launch)");
   command.add_flag("--no-tuning", no_tuning, "Choose kernels by heuristic instead of measuring them");
   command.add_option("--tuning-cache", tuning_cache, "Tuning cache file ('none' to disable)");
-  command.add_option("--disable-pass", disabled_passes, "Skip a graph pass (repeatable; see `cnnrt plan`)");
+  command.add_option("--disable-pass", disabled_passes, "Skip a graph pass (repeatable; cnnrt plan --list-passes)");
   command.add_option("--force-kernel", force_kernel, "Run convolutions (and LeNet-class chains: chain, separate_steps) with this kernel where it is eligible");
   command.add_option("--max-weight-bytes", max_weight_bytes, "Refuse models whose weights need more");
   command.add_option("--max-activation-bytes", max_activation_bytes, "Refuse plans whose arena needs more");
+  engine_flags_of_commands().emplace_back(&command, this);
+}
+
+void GlobalFlags::add_to_tool(CLI::App& tool) {
+  add_to_command(tool);
+  engine.add_to(tool);
+}
+
+void GlobalFlags::add_to_command(CLI::App& command) {
+  command.add_flag("-v,--verbose", verbose, "Log what the engine does (passes, kernel choices)");
+}
+
+void GlobalFlags::apply_to(const CLI::App& tool, const CLI::App& command) const {
+  std::vector<std::string> before;
+  for (const char* name : kEngineFlagNames) {
+    if (tool.count(name) > 0) before.emplace_back(name);
+  }
+  if (before.empty()) return;
+  const auto& registered = engine_flags_of_commands();
+  const auto it = std::find_if(registered.begin(), registered.end(),
+                               [&](const auto& entry) { return entry.first == &command; });
+  if (it == registered.end()) {
+    throw cnnrt::Error(cnnrt::ErrorCode::Usage, fmt::format("cnnrt {} loads no model and takes no engine option ({})",
+                                                            command.get_name(), fmt::join(before, ", ")));
+  }
+  EngineFlags& target = *it->second;
+  // A flag given after the command's name wins over the same flag given before it.
+  auto take = [&](const char* name) { return tool.count(name) > 0 && command.count(name) == 0; };
+  if (take("--device")) target.device = engine.device;
+  if (take("--no-cuda-graph")) target.no_cuda_graph = engine.no_cuda_graph;
+  if (take("--no-launch-overlap")) target.no_launch_overlap = engine.no_launch_overlap;
+  if (take("--no-tuning")) target.no_tuning = engine.no_tuning;
+  if (take("--tuning-cache")) target.tuning_cache = engine.tuning_cache;
+  if (take("--force-kernel")) target.force_kernel = engine.force_kernel;
+  if (take("--max-weight-bytes")) target.max_weight_bytes = engine.max_weight_bytes;
+  if (take("--max-activation-bytes")) target.max_activation_bytes = engine.max_activation_bytes;
+  if (tool.count("--disable-pass") > 0) {
+    target.disabled_passes.insert(target.disabled_passes.begin(), engine.disabled_passes.begin(),
+                                  engine.disabled_passes.end());
+  }
+}
+
+CLI::Option* add_json_option(CLI::App& command, std::string& path, const std::string& what) {
+  return command.add_option("--json", path,
+                            "Write " + what + " as JSON to this file ('-': to standard output, and the text to "
+                                              "standard error)")
+      ->type_name("FILE");
+}
+
+JsonSink::JsonSink(const std::string& path) : path_(path) {
+  if (path.empty()) return;
+  if (path == "-") {
+    // The JSON keeps the real standard output; everything printed as text from here on goes to stderr.
+    std::fflush(stdout);
+    const int json_fd = dup(STDOUT_FILENO);
+    if (json_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 || (file_ = fdopen(json_fd, "w")) == nullptr) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Io,
+                         fmt::format("--json -: cannot set standard output aside: {}", std::strerror(errno)));
+    }
+    return;
+  }
+  // Written beside it and renamed into place when complete: a failed run leaves no file, or the old one.
+  file_ = std::fopen(partial_path().c_str(), "w");
+  if (file_ == nullptr) {
+    throw cnnrt::Error(cnnrt::ErrorCode::Io, fmt::format("cannot write the --json file '{}': {}", path,
+                                                         std::strerror(errno)));
+  }
+}
+
+JsonSink::~JsonSink() {
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  if (!to_stdout()) std::remove(partial_path().c_str());
+}
+
+std::string JsonSink::partial_path() const { return path_ + ".part"; }
+
+void JsonSink::write(const std::string& json_text) {
+  if (file_ == nullptr) return;
+  std::fputs(json_text.c_str(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);  // with --json -, each record reaches the reader as it is made
+}
+
+void JsonSink::close() {
+  if (file_ == nullptr) return;
+  const bool written = std::fflush(file_) == 0 && std::ferror(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  const std::string where = to_stdout() ? std::string("standard output") : "'" + path_ + "'";
+  const bool in_place = to_stdout() || std::rename(partial_path().c_str(), path_.c_str()) == 0;
+  if (!written || !closed || !in_place) {
+    if (!to_stdout()) std::remove(partial_path().c_str());
+    throw cnnrt::Error(cnnrt::ErrorCode::Io, fmt::format("cannot write the JSON report to {}: {}", where,
+                                                         std::strerror(errno)));
+  }
+  if (!to_stdout()) fmt::print(stderr, "wrote {}\n", path_);
 }
 
 cnnrt::Options EngineFlags::options() const {

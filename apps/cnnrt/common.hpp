@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,7 +13,8 @@
 namespace cnnrt_cli {
 
 // Flags that shape how a model is loaded: --device, --no-cuda-graph, --no-launch-overlap, --no-tuning,
-// --tuning-cache, --disable-pass, --force-kernel, --max-*-bytes. Each command that loads a model adds them.
+// --tuning-cache, --disable-pass, --force-kernel, --max-*-bytes. Each command that loads a model adds them;
+// they may also come before the command's name (GlobalFlags below).
 struct EngineFlags {
   std::string device = "auto";
   bool no_cuda_graph = false;
@@ -24,8 +26,52 @@ struct EngineFlags {
   int64_t max_weight_bytes = cnnrt::Limits{}.max_weight_bytes;
   int64_t max_activation_bytes = cnnrt::Limits{}.max_activation_bytes;
 
-  void add_to(CLI::App& command, bool with_device = true);
+  // Registers the flags on `command`, bound to this object, and remembers which command they belong to.
+  void add_to(CLI::App& command);
   cnnrt::Options options() const;
+};
+
+// The flags every command takes, before or after its name: `cnnrt -v plan m.onnx` and `cnnrt plan -v m.onnx`
+// are the same. -v is every command's; the engine flags are those of the commands that load a model. main()
+// registers these on the tool and -v on each command (the commands add their own EngineFlags), and after
+// parsing hands what came before the name to the chosen command.
+struct GlobalFlags {
+  bool verbose = false;
+  EngineFlags engine;  // as given before the command's name
+
+  void add_to_tool(CLI::App& tool);
+  void add_to_command(CLI::App& command);
+  // Engine flags given before the command's name go to its EngineFlags unless the command was given the same
+  // flag itself (--disable-pass: both lists); a Usage error if the command loads no model.
+  void apply_to(const CLI::App& tool, const CLI::App& command) const;
+};
+
+// --json PATH, on every command that has it: the command's report as JSON, written to the file PATH, or with
+// `-` to standard output, which then carries the JSON alone (the text that would have gone there goes to
+// standard error).
+CLI::Option* add_json_option(CLI::App& command, std::string& path, const std::string& what);
+
+// Where --json writes. Opened before the command's work starts, so an unwritable path fails at once; a file
+// appears (or replaces the old one) only when close() succeeds.
+class JsonSink {
+ public:
+  explicit JsonSink(const std::string& path);  // "": no JSON
+  JsonSink(const JsonSink&) = delete;
+  JsonSink& operator=(const JsonSink&) = delete;
+  ~JsonSink();
+  explicit operator bool() const { return file_ != nullptr; }
+  bool to_stdout() const { return path_ == "-"; }
+  // One JSON text, then a newline (a report, or one record of a JSON Lines stream).
+  void write(const std::string& json_text);
+  // Flushes and closes; an Io error naming the file if anything failed to be written. Says "wrote PATH" on
+  // standard error for a file.
+  void close();
+
+ private:
+  std::string partial_path() const;
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
 };
 
 cnnrt::Device parse_device(const std::string& name);

@@ -22,8 +22,9 @@ struct Environment {
 };
 Environment environment();
 
-// Ceilings for the physical floor, measured on the H100 (shared/device/README.md): a device-to-device copy
-// moves 3.0 TB/s (bytes read + written); SGEMM reaches 51.6 TFLOP/s in plain FP32.
+// Ceilings for the physical floor, measured on the H100 80GB HBM3 of the published results with PyTorch and
+// cuDNN 9.19: a device-to-device copy moves 3.0 TB/s (bytes read + written); SGEMM reaches 51.6 TFLOP/s in
+// plain FP32 (no TF32).
 constexpr double kMemoryBytesPerSecond = 3.0e12;
 constexpr double kFp32FlopsPerSecond = 51.6e12;
 double floor_us(double flops, double bytes);
@@ -40,7 +41,10 @@ struct LayerSpec {
   std::string pool;        // "", MaxPool
   int64_t pool_k = 2, pool_s = 2;
 };
-// Suites of shared/BENCHMARKS.md: "special" (36 single-channel layers), "general" (20), "small" (6).
+// The layer suites (docs/performance.md). "special": 36 single-channel layers at batch 1, images 512^2 to
+// 4096^2 x filters 1x1/3x3/5x5 x 1/8/32 filters. "general": 20 multi-channel layers (56x56 c64 -> 64,
+// 28x28 c128 -> 128, 14x14 c256 -> 256, 112x112 c32 -> 64, 32x32 c64 -> 128; 3x3 and 5x5) at batch 1 and 32.
+// "small": LeNet's two conv + bias + ReLU + max-pool layers at batch 1, 64 and 1024.
 std::vector<LayerSpec> suite(const std::string& name);
 // "N,C,H,W,F,K[,stride,pad]" (Usage error naming the problem otherwise).
 LayerSpec parse_conv(const std::string& spec);

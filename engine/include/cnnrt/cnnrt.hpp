@@ -27,7 +27,11 @@ namespace cnnrt {
 // A cudaStream_t. nullptr means the context's own stream.
 using Stream = CUstream_st*;
 
+// The library's version ("0.1.0"), and the git commit it was built from: `git describe --always --dirty`
+// at build time (an abbreviated hash, with "-dirty" when the checkout had uncommitted changes), or
+// "unknown" when it was built outside a git checkout.
 const char* version();
+const char* build_commit();
 
 enum class ErrorCode {
   Usage,              // the caller asked for something impossible (bad option, wrong argument count)

@@ -1,6 +1,6 @@
 // The op table: each family file (ops_views, ops_elementwise, ops_window, ops_matrix, ops_fold, ops_fused,
 // ops_resize) adds its ops; this file assembles them once and answers look-ups. Canonical attributes are
-// documented per op in the family files and in docs/ir-ops.md.
+// documented per op in the family files and in docs/ops.md.
 #include <algorithm>
 
 #include "core/error.hpp"

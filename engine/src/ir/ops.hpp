@@ -9,7 +9,7 @@
 //   - defaults are made explicit (Softmax axis, Gemm alpha/beta/transA/transB, Concat/Gather axis >= 0);
 //   - ops whose output follows from shapes alone (Shape, Size, ConstantOfShape, ...) set Value::constant.
 // Canonical attributes are documented at the top of each family file (ops_views.cpp, ops_elementwise.cpp,
-// ops_window.cpp, ops_matrix.cpp, ops_fold.cpp) and in docs/ir-ops.md.
+// ops_window.cpp, ops_matrix.cpp, ops_fold.cpp) and in docs/ops.md.
 #pragma once
 
 #include <string>
