@@ -1,8 +1,8 @@
-// The ops that image-to-image and mobile nets need, end to end on the GPU against the CPU backend: ConvTranspose
-// (fused with its activation, 1-D, run-time weights), DepthToSpace (DCR, CRD) and SpaceToDepth, channel shuffle
-// (5-D Reshape/Transpose) and a 6-D pixel shuffle, InstanceNormalization with run-time parameters, and a fully
-// convolutional model with symbolic height and width planned and run for explicit input shapes (host and device
-// buffers). Random inputs, never zeros.
+// The ops the model zoo's image-to-image and mobile nets need, end to end on the GPU against the CPU backend:
+// ConvTranspose (fused with its activation, 1-D, run-time weights), DepthToSpace (DCR, CRD) and SpaceToDepth,
+// channel shuffle (5-D Reshape/Transpose) and a 6-D pixel shuffle, InstanceNormalization with run-time parameters,
+// and a fully convolutional model with symbolic height and width planned and run for explicit input shapes (host
+// and device buffers). Random inputs, never zeros.
 #include <doctest/doctest.h>
 
 #include <algorithm>
