@@ -157,6 +157,14 @@ TEST_CASE("ConvTranspose errors name the shapes and the values") {
   e = error({1, 1, 4, 4}, {1, 1, 3, 3}, attrs({{"strides", ints{int64_t{1} << 40, 1}}}));
   CHECK(e.second.find("out of range") != std::string::npos);
 
+  // Weights computed at run time bring their kernel extents from a shape alone: bounded like the attributes.
+  GraphBuilder huge;
+  huge.input("x", {1, 1, 4, 4}).input("w", {1, 1, int64_t{1} << 32, 1}).node("ConvTranspose", {"x", "w"}, {"y"});
+  huge.output("y");
+  e = error_of([&] { passes::bind_shapes(huge.graph, {{1, 1, 4, 4}, {1, 1, int64_t{1} << 32, 1}}); });
+  CHECK(e.first == ErrorCode::LimitExceeded);
+  CHECK(e.second.find("kernel extent 4294967296 of weight 1x1x4294967296x1 exceeds 2^31") != std::string::npos);
+
   OneNode bias{"ConvTranspose", attrs({{"group", int64_t{2}}})};
   bias.runtime = {{"x", ones({1, 2, 3, 3})}};
   bias.constants = {{"w", ones({2, 3, 2, 2})}, {"b", ones({3})}};

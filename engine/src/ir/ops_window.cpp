@@ -192,6 +192,11 @@ void infer_conv_transpose(Node& node, Graph& graph, int64_t opset) {
                 fmt::join(declared, ", "), shape_str(w));
   }
   check_window_bounds(node, spatial);
+  // Run-time weights take their extents from a shape, not from data: bound them as the attributes are.
+  for (int64_t extent : kernel) {
+    CNNRT_CHECK(extent <= (int64_t{1} << 31), ErrorCode::LimitExceeded, "kernel extent {} of weight {} exceeds 2^31",
+                extent, shape_str(w));
+  }
   const std::vector<WindowAxis> axes = resolve_transposed_window(node.attrs, spatial, kernel);
   Shape out{x[0], out_channels};
   for (int64_t extent : write_window_attrs(node, axes)) out.push_back(extent);
