@@ -11,9 +11,12 @@ the other in this one call:
      the float64 answer on the GPU for a seeded input; `cnnrt run --device gpu` must match it within the
      zoo's tolerance (rtol 1e-4, atol 1e-4), and PyTorch's own float32 error is recorded beside ours;
   2. PyTorch in float32 (TF32 off, cudnn.benchmark on): eager, then CUDA-graph replay; latency is the median
-     of single runs between two CUDA events, throughput comes from back-to-back runs;
-  3. `cnnrt bench MODEL --batch N --json FILE` (`--shape NAME=NxCxHxW` for image-to-image models): our
-     latency, throughput and per-step times beside cuDNN's (docs/bench-json.md).
+     of single runs between two CUDA events (500, or as many as fit in 2 s, at least 20), throughput comes
+     from back-to-back runs (2 s of them, at least 10);
+  3. `cnnrt bench MODEL --batch N --iterations I --json FILE` (`--shape NAME=NxCxHxW` for image-to-image
+     models; I = 1000, or as many of PyTorch's graph replays as fit in 2 s, at least 20): our latency,
+     throughput and per-step times beside cuDNN's (docs/bench-json.md).
+--quick: 100 single runs, 200 iterations, 0.5 s instead of 2 s.
 It writes DIR/zoo_bench.json (after every case, so a run cut short keeps what finished; --resume skips the
 cases already there) and DIR/zoo_bench.md, a Markdown table: per model and input, our latency and
 throughput, PyTorch's (eager and CUDA graphs), the speedups against PyTorch + CUDA graphs (PyTorch's time

@@ -6,12 +6,13 @@ with PyTorch's own outputs as test data.
 
 writes, for each model, <out>/<name>/model.onnx and <out>/<name>/test_data_set_0/{input_0,output_0}.pb (the
 layout of ONNX's node tests), which `cnnrt run <out>/<name>/model.onnx --test-data <out>/<name> --rtol 1e-4
---atol 1e-4` checks. The expected outputs are PyTorch's in float64 (rounded to float32): the exact answer
-for the float32 weights and input, which any float32 implementation misses by rounding only.
+--atol 1e-4` checks, and <out>/zoo.json, the index of the models (inputs, opsets, sizes, ops) that
+scripts/zoo_bench.py reads. The expected outputs are PyTorch's in float64 (rounded to float32): the exact
+answer for the float32 weights and input, which any float32 implementation misses by rounding only.
 
 The weights are random but not arbitrary: each convolution and linear layer is scaled, in the order the
 model runs them, so that its output has unit standard deviation on a calibration batch (so outputs are of
-order 1 and a tolerance of 1e-4 relative means something); then every batch-norm layer gets the running
+order 1 and an absolute tolerance of 1e-4 means something); then every batch-norm layer gets the running
 statistics it measures on that batch, perturbed (mean shifted, variance scaled), and random affine terms.
 The export keeps the BatchNormalization nodes (TrainingMode.PRESERVE on a module in eval mode; the
 default would fold them into the convolutions), so cnnrt's own folding is what the test data checks.
