@@ -3,7 +3,7 @@
 # conformance, sanitizers, benchmarks. Build here first (scripts/build.sh), then bundle:
 #   scripts/bundle_device.sh          # programs + libraries + conformance data into .device.tar.xz
 # and run, on the GPU machine, from a copy of the repository with the bundle in its root:
-#   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [MODEL.onnx...]
+#   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [zoo | zoo:MODEL,MODEL] [MODEL.onnx...]
 # BENCH_FLAGS (e.g. --no-launch-overlap) are added to every `cnnrt bench` of the bench and model steps.
 # Full logs and JSON go to $OUT (default /tmp/cnnrt-round); a short summary is printed last.
 set -u
@@ -159,6 +159,16 @@ for step in "${steps[@]}"; do
         cnnrt bench ${BENCH_FLAGS:-} --suite "$suite" --json "$OUT/bench_$suite.json" > "$OUT/bench_$suite.txt" 2> "$OUT/bench_$suite.err"
         echo "bench $suite exit $?: $(tail -1 "$OUT/bench_$suite.txt")" >> "$summary"
       done
+      ;;
+    zoo|zoo:*)
+      # The model zoo against PyTorch (scripts/zoo_bench.py, with the machine's python3, torch and onnx): `zoo`
+      # every model, `zoo:NAME,NAME` those. ZOO_FLAGS (e.g. --quick, --batches 1,16) are passed on.
+      models=()
+      [ "$step" = zoo ] || models=(--models "${step#zoo:}")
+      stdbuf -oL -eL python3 scripts/zoo_bench.py "${models[@]}" ${ZOO_FLAGS:-} --out "$OUT/zoo" > "$OUT/zoo_bench.txt" 2>&1
+      echo "zoo bench ${step}: exit $? ($(grep -c 'cnnrt .* us, PyTorch graph' "$OUT/zoo_bench.txt") cases timed)" >> "$summary"
+      grep -E 'FAILED|MISMATCH|zoo_bench:' "$OUT/zoo_bench.txt" | head -20 >> "$summary"
+      cat "$OUT/zoo/zoo_bench.md" >> "$summary" 2>/dev/null
       ;;
     *.onnx)
       name=$(basename "$step" .onnx)

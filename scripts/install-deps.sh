@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config python3
   libprotobuf-dev protobuf-compiler libonnx-dev
   libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libonnx-testdata dataset-fashion-mnist
