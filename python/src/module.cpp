@@ -154,6 +154,10 @@ int64_t Session::device_batch(const std::vector<ArrayView>& inputs) const {
   for (size_t i = 0; i < descs.size(); ++i) {
     const cnnrt::TensorDesc& d = descs[i];
     const Shape& given = inputs[i].shape;
+    if (d.shape.empty() && !given.empty()) {
+      fail(ErrorCode::Unsupported, model_label(*model_), " declares no shape for input '", d.name,
+           "': device arrays need one (pass a NumPy array)");
+    }
     if (d.shape.size() != given.size()) {
       fail(ErrorCode::InvalidInput, "input '", d.name, "' is declared with rank ", std::to_string(d.shape.size()),
            " but given shape ", shape_str(given));
