@@ -46,7 +46,8 @@ PyObject* class_for(ErrorCode code) {
 }
 
 void register_translator() {
-  py::register_exception_translator([](std::exception_ptr p) {
+  // Local: only this extension's functions, never those of another pybind11 module in the process.
+  py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const cnnrt::Error& e) {

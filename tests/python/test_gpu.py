@@ -14,9 +14,9 @@ import pytest
 import cnnrt
 from conftest import EDGES, LENET
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed: no GPU interop to test")
 if not cnnrt.with_cuda:
     pytest.skip("this build of cnnrt has no CUDA (CNNRT_ENABLE_CUDA=OFF)", allow_module_level=True)
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: no GPU interop to test")
 if not torch.cuda.is_available():
     pytest.skip("PyTorch sees no CUDA device", allow_module_level=True)
 
@@ -131,6 +131,7 @@ def test_every_mix_of_host_and_device(gpu_model, cpu_model):
 
 def test_cuda_array_interface_input(gpu_model, cpu_model):
     x = cuda_images(8, 6)
+    torch.cuda.synchronize()  # PyTorch's interface names no stream: the data must be ready when it is read
 
     class CudaArrayOnly:  # what CuPy and Numba arrays offer
         def __init__(self, t):
