@@ -33,6 +33,16 @@ class ModelBuilder {
     }
     return *this;
   }
+  // A float32 graph input with named dims: -1 dims take the name at the same index ("" leaves a dim unnamed).
+  ModelBuilder& input(const std::string& name, std::vector<int64_t> dims, const std::vector<std::string>& dim_names) {
+    input(name, dims);
+    auto* shape = model_.mutable_graph()->mutable_input(model_.graph().input_size() - 1)->mutable_type()
+                      ->mutable_tensor_type()->mutable_shape();
+    for (size_t i = 0; i < dims.size() && i < dim_names.size(); ++i) {
+      if (dims[i] < 0) shape->mutable_dim(static_cast<int>(i))->set_dim_param(dim_names[i]);
+    }
+    return *this;
+  }
   ModelBuilder& output(const std::string& name) {
     auto* out = model_.mutable_graph()->add_output();
     out->set_name(name);
@@ -76,6 +86,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(value);
   }
+  static void attr_float(onnx::NodeProto& n, const std::string& name, float value) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
   static void attr_string(onnx::NodeProto& n, const std::string& name, const std::string& value) {
     auto* a = n.add_attribute();
     a->set_name(name);
@@ -99,6 +115,25 @@ inline ModelBuilder tiny_conv_model() {
   auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
   ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
   m.node("Relu", {"c"}, {"y"}, "relu");
+  return m;
+}
+
+// A fully convolutional denoiser with symbolic batch, height and width: image[N,1,H,W] -> Conv 3x3 (4 maps,
+// pad 1) -> Relu -> Conv 3x3 (1 map, pad 1) -> noise; denoised = image - noise. Fixed weights, none zero.
+inline ModelBuilder fully_convolutional_denoiser() {
+  ModelBuilder m;
+  m.input("image", {-1, 1, -1, -1}, {"N", "", "H", "W"}).output("denoised");
+  std::vector<float> w1(36), w2(36);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.05f * static_cast<float>(i % 7) - 0.13f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.11f - 0.03f * static_cast<float>(i % 5);
+  m.initializer("w1", {4, 1, 3, 3}, w1).initializer("b1", {4}, {0.1f, -0.2f, 0.05f, 0.3f});
+  m.initializer("w2", {1, 4, 3, 3}, w2).initializer("b2", {1}, {-0.01f});
+  auto& conv1 = m.node("Conv", {"image", "w1", "b1"}, {"c1"}, "conv1");
+  ModelBuilder::attr_ints(conv1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& conv2 = m.node("Conv", {"r1", "w2", "b2"}, {"noise"}, "conv2");
+  ModelBuilder::attr_ints(conv2, "pads", {1, 1, 1, 1});
+  m.node("Sub", {"image", "noise"}, {"denoised"}, "residual");
   return m;
 }
 

@@ -164,3 +164,92 @@ TEST_CASE("dims with neither a size nor a name are independent of each other") {
   CHECK(e.code() == ErrorCode::InvalidInput);
   CHECK(contains(e, "declared with rank 2"));
 }
+
+// ---- explicit input shapes: symbolic dimensions other than the batch ---------------------------------
+
+TEST_CASE("explicit input shapes bind a fully convolutional model's symbolic H and W") {
+  const Model model = load(testing::fully_convolutional_denoiser());  // image [N, 1, H, W]
+  CHECK(model.inputs()[0].dim_names == std::vector<std::string>{"N", "", "H", "W"});
+  CHECK(model.output_shapes({{2, 1, 31, 33}}) == std::vector<Shape>{{2, 1, 31, 33}});
+  const std::string plan = model.describe_plan({{1, 1, 7, 1000}});
+  CHECK(plan.find("input  image: 1x1x7x1000") != std::string::npos);
+  CHECK(plan.find("output denoised: 1x1x7x1000") != std::string::npos);
+
+  // Caller buffers with explicit shapes give what host tensors give.
+  Context ctx(model);
+  const Tensor image = filled({1, 1, 9, 5});
+  const std::vector<Tensor> want = ctx.run({image});
+  std::vector<float> out(45, -7.0f);
+  const float* ins[] = {image.data.data()};
+  float* outs[] = {out.data()};
+  ctx.run(ins, outs, {{1, 1, 9, 5}});
+  CHECK(out == want[0].data);
+
+  // A batch alone cannot shape it; the error says how.
+  const Error e = error_of([&] { model.output_shapes(1); });
+  CHECK(e.code() == ErrorCode::Usage);
+  CHECK(contains(e, "dimension 2 ('H') is symbolic"));
+  CHECK(contains(e, "--shape image="));
+  CHECK(error_of([&] { ctx.run(ins, outs, 1); }).code() == ErrorCode::Usage);
+}
+
+TEST_CASE("explicit input shapes are refused clearly: count, rank, fixed dims, sizes, one size per symbol") {
+  const Model model = load(testing::fully_convolutional_denoiser());
+  Context ctx(model);
+  std::vector<float> buffer(64);
+  const float* ins[] = {buffer.data()};
+  float* outs[] = {buffer.data()};
+  struct Case {
+    std::vector<Shape> shapes;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{}, "'tiny.onnx' takes 1 input, got 0 shapes"},
+      {{{1, 1, 8, 8}, {1, 1, 8, 8}}, "takes 1 input, got 2 shapes"},
+      {{{1, 1, 8}}, "input 'image' has rank 4 (N x 1 x H x W), got shape 1x1x8 of rank 3"},
+      {{{1, 3, 8, 8}}, "input 'image' dimension 1 is fixed at 1, got 3"},
+      {{{1, 1, 0, 8}}, "input 'image' dimension 2 ('H') must be at least 1, got 0"},
+      {{{1, 1, 8, -4}}, "input 'image' dimension 3 ('W') must be at least 1, got -4"},
+      {{{0, 1, 8, 8}}, "input 'image' dimension 0 ('N') must be at least 1, got 0"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.message);
+    for (int call = 0; call < 3; ++call) {
+      const Error e = call == 0   ? error_of([&] { model.output_shapes(c.shapes); })
+                      : call == 1 ? error_of([&] { model.describe_plan(c.shapes); })
+                                  : error_of([&] { ctx.run(ins, outs, c.shapes); });
+      CHECK(e.code() == ErrorCode::InvalidInput);
+      CHECK(contains(e, c.message));
+    }
+  }
+  // Device buffers need the GPU backend, whatever the shapes.
+  CHECK(error_of([&] { ctx.enqueue(ins, outs, {{1, 1, 8, 8}}); }).code() == ErrorCode::Usage);
+  // Null buffers are a caller's bug, as with a batch size.
+  CHECK(contains(error_of([&] { ctx.run(nullptr, outs, {{1, 1, 8, 8}}); }), "null buffer array"));
+}
+
+TEST_CASE("one symbol shared by two inputs must get one size") {
+  ModelBuilder m;
+  m.input("a", {-1, 2, -1}, {"N", "", "L"}).input("b", {-1, 2, -1}, {"N", "", "L"}).output("y");
+  m.node("Add", {"a", "b"}, {"y"}, "add");
+  const Model model = load(m);
+  CHECK(model.output_shapes({{3, 2, 5}, {3, 2, 5}}) == std::vector<Shape>{{3, 2, 5}});
+  const Error e = error_of([&] { model.output_shapes({{3, 2, 5}, {3, 2, 6}}); });
+  CHECK(e.code() == ErrorCode::InvalidInput);
+  CHECK(contains(e, "input 'b' dimension 2 ('L') is given as 6, but 'a' has 'L' = 5"));
+}
+
+TEST_CASE("Options::input_shapes prepares plans at load, and a bad entry fails the load naming it") {
+  const ModelBuilder m = testing::fully_convolutional_denoiser();
+  const std::string bytes = m.bytes();
+  Options o;
+  o.device = Device::Cpu;
+  o.input_shapes = {{{1, 1, 16, 16}}, {{2, 1, 8, 12}}};
+  const Model model = Model::load_from_memory(bytes.data(), bytes.size(), o, "tiny.onnx");
+  CHECK(model.output_shapes({{2, 1, 8, 12}}) == std::vector<Shape>{{2, 1, 8, 12}});
+  o.input_shapes.push_back({{1, 1, 16}});
+  const Error e = error_of([&] { Model::load_from_memory(bytes.data(), bytes.size(), o, "tiny.onnx"); });
+  CHECK(e.code() == ErrorCode::InvalidInput);
+  CHECK(contains(e, "Options::input_shapes[2]: "));
+  CHECK(contains(e, "input 'image' has rank 4"));
+}

@@ -36,3 +36,19 @@ TEST_CASE("ONNX conformance on the CPU backend") {
     CHECK_MESSAGE((names_file && names_what), c.name << ": " << d);
   }
 }
+
+TEST_CASE("ONNX conformance on the CPU backend: every ConvTranspose, DepthToSpace, SpaceToDepth and "
+          "InstanceNormalization case passes") {
+  const std::string root = testing::onnx_testdata_root();
+  REQUIRE(std::filesystem::is_directory(root));
+  set_log_level(LogLevel::Off);
+  int passed = 0;
+  for (const std::string& name : testing::zoo_op_cases()) {
+    // Case by case (not run_conformance, which would rewrite CNNRT_CONFORMANCE_REPORT with these alone).
+    const testing::CaseResult c = testing::run_case(std::filesystem::path(root) / name, name, Device::Cpu);
+    CHECK_MESSAGE(c.outcome == "passed", c.name << ": " << c.detail);
+    passed += c.outcome == "passed";
+  }
+  set_log_level(LogLevel::Warn);
+  CHECK(passed == static_cast<int>(testing::zoo_op_cases().size()));
+}

@@ -15,10 +15,11 @@ TEST_CASE("the op table lists every op of docs/ir-ops.md, sorted, each with a CP
       "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast", "Relu", "Sigmoid", "Tanh", "Abs",
       "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Softsign", "Softplus", "Erf", "HardSwish",
       "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min",
-      "Sum", "Mean", "BatchNormalization", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Softmax", "LogSoftmax", "Gemm", "MatMul", "Transpose",
-      "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Shape", "Size", "ConstantOfShape", "Range", "Equal",
-      "Less", "Greater", "Where", "Not", "Resize", "Upsample"};
+      "Sum", "Mean", "BatchNormalization", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+      "GlobalMaxPool", "InstanceNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Softmax",
+      "LogSoftmax", "Gemm", "MatMul", "Transpose", "DepthToSpace", "SpaceToDepth", "Concat", "Split", "Slice",
+      "Gather", "Pad", "Expand", "Shape", "Size", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Where",
+      "Not", "Resize", "Upsample"};
   for (const std::string& op : documented) {
     const OpInfo* info = find_op(op);
     REQUIRE_MESSAGE(info != nullptr, op);

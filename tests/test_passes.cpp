@@ -316,6 +316,39 @@ TEST_CASE("fuse_activation fuses into Gemm, MatMul and MatMul + bias as FusedGem
   check_unchanged(m, {{2, 6}});
 }
 
+TEST_CASE("fuse_activation fuses an activation into ConvTranspose, and leaves one whose output has another reader") {
+  ModelBuilder m;
+  m.input("x", {1, 4, 5, 5}).output("y").output("z").output("t");
+  random_initializer(m, "up.w", {4, 3, 2, 2});  // [C, M/group, k, k]
+  random_initializer(m, "up.b", {3});
+  auto& up = m.node("ConvTranspose", {"x", "up.w", "up.b"}, {"u"}, "up");
+  ModelBuilder::attr_ints(up, "strides", {2, 2});
+  m.node("Sigmoid", {"u"}, {"y"}, "mask");
+  random_initializer(m, "up2.w", {4, 2, 3, 3});
+  auto& up2 = m.node("ConvTranspose", {"x", "up2.w"}, {"t"}, "up2");
+  ModelBuilder::attr_ints(up2, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"t"}, {"z"}, "relu");  // t is also a graph output: the Relu stays
+  const Passed p = check_unchanged(m, {{1, 4, 5, 5}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConvTranspose", "ConvTranspose", "Relu"});
+  const ir::Node& node = p.graph.nodes[0];
+  CHECK(node.domain == fused::kDomain);
+  CHECK(node.covers == std::vector<std::string>{"up", "mask"});
+  CHECK(node.attrs.get_string(fused::kActivation, "") == "Sigmoid");
+  CHECK(node.attrs.get_ints("strides") == std::vector<int64_t>{2, 2});
+  CHECK(node.input(2) == p.graph.find_value("up.b"));
+  CHECK(*p.graph.values[node.outputs[0]].shape == ir::Shape{1, 3, 10, 10});
+  CHECK(lines_of(p, "fuse_activation") ==
+        std::vector<std::string>{"ConvTranspose 'up' + Sigmoid 'mask' -> FusedConvTranspose"});
+  // A model file may not name the fused op.
+  ModelBuilder file;
+  file.input("x", {1, 4, 5, 5}).output("y");
+  random_initializer(file, "w", {4, 3, 2, 2});
+  file.node("FusedConvTranspose", {"x", "w"}, {"y"}, "sneaky");
+  const std::string bytes = file.bytes();
+  CHECK(error_of([&] { onnx_io::load_model_bytes(bytes.data(), bytes.size(), "test.onnx", "", Limits{}); }).first ==
+        ErrorCode::Unsupported);
+}
+
 TEST_CASE("fuse_activation leaves a conv output with another reader, and a pooled FusedConv") {
   ModelBuilder m;
   m.input("x", {1, 3, 6, 6}).output("y").output("z").output("c");

@@ -92,12 +92,18 @@ struct BenchCommand {
   bool include_transfers = false;
   std::string json_path;
   std::string plot_path;
+  ShapeFlags shapes;
   EngineFlags engine;
 
   int run() const {
     if (model_path.empty() && suites.empty() && convs.empty()) {
       throw cnnrt::Error(cnnrt::ErrorCode::Usage, "bench: give a model, --suite NAME or --conv N,C,H,W,F,K");
     }
+    if (shapes.given() && model_path.empty()) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage, "bench: --shape needs a model");
+    }
+    // Checked before the GPU is touched: a wrong shape is refused the same way everywhere.
+    const std::vector<cnnrt::Shape> model_shapes = shapes.given() ? input_shapes() : std::vector<cnnrt::Shape>{};
     bench::BenchOptions options;
     options.engine = engine.options();
     options.warmup_ms = warmup_ms;
@@ -115,7 +121,7 @@ struct BenchCommand {
     }
     for (const std::string& c : convs) layers.push_back(bench::parse_conv(c));
     if (!layers.empty()) mismatch |= run_layers(layers, options, &doc);
-    if (!model_path.empty()) mismatch |= run_model(options, &doc);
+    if (!model_path.empty()) mismatch |= run_model(options, model_shapes, &doc);
 
     if (!json_path.empty()) {
       std::ofstream out(json_path);
@@ -161,10 +167,27 @@ struct BenchCommand {
     return mismatch;
   }
 
-  bool run_model(const bench::BenchOptions& options, json* doc) const {
+  // The --shape flags as one shape per input: the names come from the model (read on the CPU, which also
+  // checks the shapes against it, so a wrong one is refused before the GPU is touched).
+  std::vector<cnnrt::Shape> input_shapes() const {
+    cnnrt::Options cpu = engine.options();
+    cpu.device = cnnrt::Device::Cpu;
+    const cnnrt::Model model = cnnrt::Model::load(model_path, cpu);
+    std::vector<cnnrt::Shape> resolved = shapes.resolve(model);
+    model.output_shapes(resolved);
+    return resolved;
+  }
+
+  // `model_shapes`: one per input (--shape), or empty for --batch.
+  bool run_model(const bench::BenchOptions& options, const std::vector<cnnrt::Shape>& model_shapes, json* doc) const {
     const bench::ModelReport r =
-        bench::bench_model(model_path, batch, options, iterations, duration_s, include_transfers);
-    fmt::print("model {} batch {} ({})\n", r.model, r.batch, r.cuda_graph ? "CUDA graph replay" : "no CUDA graph");
+        model_shapes.empty()
+            ? bench::bench_model(model_path, batch, options, iterations, duration_s, include_transfers)
+            : bench::bench_model(model_path, model_shapes, options, iterations, duration_s, include_transfers);
+    std::vector<std::string> shape_texts;
+    for (const cnnrt::Shape& s : r.input_shapes) shape_texts.push_back(shape_text(s));
+    fmt::print("model {} batch {}, input{} {} ({})\n", r.model, r.batch, r.input_shapes.size() == 1 ? "" : "s",
+               fmt::join(shape_texts, ", "), r.cuda_graph ? "CUDA graph replay" : "no CUDA graph");
     const auto& l = r.latency;
     fmt::print("latency{} over {} runs: min {:.2f} us, median {:.2f} us, mean {:.2f} us, p90 {:.2f} us, p99 {:.2f} us, "
                "max {:.2f} us\n", r.included_transfers ? " (with transfers)" : " (GPU compute)", l.samples, l.min_us,
@@ -192,6 +215,7 @@ struct BenchCommand {
     }
     (*doc)["model"] = {{"path", r.model},
                        {"batch", r.batch},
+                       {"input_shapes", r.input_shapes},
                        {"cuda_graph", r.cuda_graph},
                        {"included_transfers", r.included_transfers},
                        {"latency", to_json(r.latency)},
@@ -246,7 +270,9 @@ Action add_bench_command(CLI::App& app) {
   sub->add_option("--suite", cmd->suites, "Layer suite of shared/BENCHMARKS.md: special, general, small (repeatable)")
       ->check(CLI::IsMember({"special", "general", "small"}));
   sub->add_option("--conv", cmd->convs, "A conv layer N,C,H,W,F,K[,stride,pad] (repeatable)");
-  sub->add_option("--batch", cmd->batch, "Batch size for the model (default 1)")->check(CLI::PositiveNumber);
+  CLI::Option* batch = sub->add_option("--batch", cmd->batch, "Batch size for the model (default 1)")
+                           ->check(CLI::PositiveNumber);
+  cmd->shapes.add_to(*sub)->excludes(batch);
   auto* iters = sub->add_option("--iterations", cmd->iterations, "Single runs for the latency statistics (default 1000)")
                     ->check(CLI::PositiveNumber);
   sub->add_option("--duration", cmd->duration_s, "Or: seconds of single runs")->excludes(iters)->check(CLI::PositiveNumber);

@@ -69,6 +69,7 @@ struct InferCommand {
   std::string save_outputs;
   std::string resize = "auto";
   NormalizationFlags norm_flags;
+  ShapeFlags shapes;
   EngineFlags engine;
 
   // Set up by run().
@@ -96,6 +97,7 @@ struct InferCommand {
     filter = parse_resize_filter(resize);
     model = std::make_unique<cnnrt::Model>(cnnrt::Model::load(model_path, engine.options()));
     input = image_model_input(*model);
+    if (shapes.given()) apply_shape(shapes.resolve(*model).at(0));
     norm = resolve_normalization(model->metadata(), norm_flags, input.channels);
     labels = model_labels(model->metadata(), labels_file);
     task = task_from_metadata(model->metadata());
@@ -128,6 +130,23 @@ struct InferCommand {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     print_summary(seconds, static_cast<int64_t>(files.size()));
     return first_error ? cnnrt::exit_code(*first_error) : 0;
+  }
+
+  // --shape N x C x H x W: images resized to H x W, N of them a run (the engine checks it against the model).
+  void apply_shape(const cnnrt::Shape& shape) {
+    if (shape.size() != 4 || shape[1] != input.channels) {
+      throw cnnrt::Error(cnnrt::ErrorCode::InvalidInput,
+                         fmt::format("--shape {} for input '{}': infer takes N x {} x H x W", shape_text(shape),
+                                     input.name, input.channels));
+    }
+    if (shape[2] > kMaxImageSide || shape[3] > kMaxImageSide) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Unsupported, fmt::format("--shape {}: images are at most {}x{}",
+                                                                    shape_text(shape), kMaxImageSide, kMaxImageSide));
+    }
+    model->output_shapes({shape});  // rank, fixed dims and sizes >= 1, named, before any image is read
+    input.batch = shape[0];
+    input.height = shape[2];
+    input.width = shape[3];
   }
 
   Entry read_entry(const std::string& path) const {
@@ -304,7 +323,9 @@ Action add_infer_command(CLI::App& app) {
       ->expected(1, -1);
   sub->add_option("--top-k,-k", cmd->top_count, "How many classes to show per image (default 5)");
   sub->add_option("--labels", cmd->labels_file, "Class names, one per line (default: the model's `labels`)");
-  sub->add_option("--batch", cmd->batch, "Images per run (default 16; a model with a fixed batch uses its own)");
+  CLI::Option* batch = sub->add_option("--batch", cmd->batch,
+                                       "Images per run (default 16; a model with a fixed batch uses its own)");
+  cmd->shapes.add_to(*sub)->excludes(batch);
   sub->add_flag("--json", cmd->json_output, "One JSON record per image on stdout");
   sub->add_option("--save-outputs", cmd->save_outputs, "Image-to-image models: write each output map as a PNG here");
   add_resize_option(*sub, cmd->resize);

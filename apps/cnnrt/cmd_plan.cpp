@@ -14,6 +14,7 @@ struct PlanCommand {
   int64_t batch = 0;
   bool explain = false;
   bool list_passes = false;
+  ShapeFlags shapes;
   EngineFlags engine;
 
   int run() const {
@@ -23,7 +24,11 @@ struct PlanCommand {
     }
     if (model_path.empty()) throw cnnrt::Error(cnnrt::ErrorCode::Usage, "plan: a model is required");
     const cnnrt::Model model = cnnrt::Model::load(model_path, engine.options());
-    fmt::print("{}", model.describe_plan(batch, explain));
+    if (shapes.given()) {
+      fmt::print("{}", model.describe_plan(shapes.resolve(model), explain));
+    } else {
+      fmt::print("{}", model.describe_plan(batch, explain));
+    }
     return 0;
   }
 };
@@ -34,8 +39,10 @@ Action add_plan_command(CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   CLI::App* sub = app.add_subcommand("plan", "Show the steps, kernels, shapes and memory plan for a model");
   sub->add_option("model", cmd->model_path, "ONNX model");
-  sub->add_option("--batch", cmd->batch, "Batch size to plan for (default: as the model declares, 1 if symbolic)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* batch = sub->add_option("--batch", cmd->batch,
+                                       "Batch size to plan for (default: as the model declares, 1 if symbolic)")
+                           ->check(CLI::PositiveNumber);
+  cmd->shapes.add_to(*sub)->excludes(batch);
   sub->add_flag("--explain", cmd->explain, "Show each measured kernel choice with its runners-up");
   sub->add_flag("--list-passes", cmd->list_passes, "List the graph passes (names for --disable-pass)");
   cmd->engine.add_to(*sub);

@@ -1,5 +1,11 @@
 #include "common.hpp"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+
 namespace cnnrt_cli {
 
 namespace {
@@ -14,6 +20,81 @@ void set_invocation(int argc, char** argv) {
     if (i > 0) g_invocation += ' ';
     g_invocation += i == 0 ? "cnnrt" : argv[i];
   }
+}
+
+cnnrt::Shape parse_shape(const std::string& text, const std::string& spec) {
+  cnnrt::Shape shape;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find('x', start);
+    const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    char* rest = nullptr;
+    errno = 0;
+    const long long value = part.empty() ? 0 : std::strtoll(part.c_str(), &rest, 10);
+    if (part.empty() || *rest != '\0' || errno == ERANGE) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage,
+                         fmt::format("--shape '{}': '{}' is not a dimension (expected sizes joined by x, such as "
+                                     "1x1x512x512)", spec, part));
+    }
+    shape.push_back(value);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return shape;
+}
+
+std::string shape_text(const cnnrt::Shape& shape) { return fmt::format("{}", fmt::join(shape, "x")); }
+
+CLI::Option* ShapeFlags::add_to(CLI::App& command) {
+  return command.add_option("--shape", specs,
+                            "Input shape NAME=1x1x512x512 (repeatable; just the shape for a one-input model): binds "
+                            "symbolic dimensions such as an image's height and width");
+}
+
+std::vector<cnnrt::Shape> ShapeFlags::resolve(const cnnrt::Model& model) const {
+  const std::vector<cnnrt::TensorDesc>& inputs = model.inputs();
+  std::map<std::string, cnnrt::Shape> given;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.rfind('=');  // input names may hold '=', shapes never do
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    const cnnrt::Shape shape = parse_shape(eq == std::string::npos ? spec : spec.substr(eq + 1), spec);
+    if (eq == std::string::npos) {
+      if (inputs.size() != 1) {
+        throw cnnrt::Error(cnnrt::ErrorCode::Usage,
+                           fmt::format("--shape '{}' names no input, but '{}' has {} inputs; write NAME=SHAPE", spec,
+                                       model.name(), inputs.size()));
+      }
+      name = inputs[0].name;
+    }
+    bool known = false;
+    for (const cnnrt::TensorDesc& in : inputs) known = known || in.name == name;
+    if (!known) {
+      std::vector<std::string> names;
+      for (const cnnrt::TensorDesc& in : inputs) names.push_back("'" + in.name + "'");
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage, fmt::format("--shape '{}': '{}' has no input '{}' (its inputs: {})",
+                                                              spec, model.name(), name, fmt::join(names, ", ")));
+    }
+    if (!given.emplace(name, shape).second) {
+      throw cnnrt::Error(cnnrt::ErrorCode::Usage, fmt::format("--shape gives input '{}' twice", name));
+    }
+  }
+  std::vector<cnnrt::Shape> shapes;
+  for (const cnnrt::TensorDesc& in : inputs) {
+    auto it = given.find(in.name);
+    if (it != given.end()) {
+      shapes.push_back(it->second);
+      continue;
+    }
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      if (in.shape[d] < 0) {
+        throw cnnrt::Error(cnnrt::ErrorCode::Usage,
+                           fmt::format("input '{}' of '{}' has a symbolic dimension {} ('{}'); give its shape with "
+                                       "--shape {}=...", in.name, model.name(), d, in.dim_names[d], in.name));
+      }
+    }
+    shapes.push_back(in.shape);
+  }
+  return shapes;
 }
 
 cnnrt::Device parse_device(const std::string& name) {

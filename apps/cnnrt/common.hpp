@@ -28,6 +28,25 @@ struct EngineFlags {
   cnnrt::Options options() const;
 };
 
+// --shape NAME=1x1x512x512 (repeatable; --shape 1x1x512x512 for a model with one input): explicit input shapes,
+// which bind the model's symbolic dimensions (a fully convolutional net's height and width).
+struct ShapeFlags {
+  std::vector<std::string> specs;
+
+  // Adds --shape to `command` and returns the option (for excludes()).
+  CLI::Option* add_to(CLI::App& command);
+  bool given() const { return !specs.empty(); }
+  // One shape per model input, in the model's order: the given ones, and the declared shape of an input that
+  // has no symbolic dimension. Usage errors name the problem: a malformed shape, an unknown or repeated
+  // input name, an unnamed shape for a model of several inputs, an input with symbolic dimensions left out.
+  // The engine checks the shapes themselves (rank, fixed dimensions, sizes >= 1) when they are used.
+  std::vector<cnnrt::Shape> resolve(const cnnrt::Model& model) const;
+};
+
+// "1x1x512x512" -> {1, 1, 512, 512}; Usage error naming `spec` when a part is not an integer.
+cnnrt::Shape parse_shape(const std::string& text, const std::string& spec);
+std::string shape_text(const cnnrt::Shape& shape);  // "1x1x512x512"
+
 cnnrt::Device parse_device(const std::string& name);
 
 // The command line this process was started with (for reports that say how they were produced).

@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 
 #include "cnnrt/bench.hpp"
 #include "gpu_test_util.hpp"
+#include "model_builder.hpp"
 
 using namespace cnnrt;
 
@@ -43,4 +46,33 @@ TEST_CASE("bench: every small-suite layer (conv + ReLU + pool, batch 1 to 1024) 
   CHECK(ran > 0);
   MESSAGE(ran << " small-suite layers compared" << (max_batch < INT64_MAX ? " (CNNRT_TEST_MAX_BATCH set)" : ""));
   GPU_CHECK(cudaDeviceSynchronize());
+}
+
+TEST_CASE("bench: a fully convolutional model with symbolic H and W benches at explicit input shapes") {
+  const std::string path = (std::filesystem::temp_directory_path() / "cnnrt_bench_denoiser.onnx").string();
+  {
+    const std::string bytes = testing::fully_convolutional_denoiser().bytes();
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  const bench::ModelReport r = bench::bench_model(path, {{2, 1, 96, 128}}, quick_options(), 20, 0, false);
+  CHECK(r.input_shapes == std::vector<Shape>{{2, 1, 96, 128}});
+  CHECK(r.batch == 2);
+  CHECK(r.latency.samples == 20);
+  CHECK(r.latency.median_us > 0);
+  CHECK(r.throughput > 0);
+  CHECK(r.steps.size() >= 2);  // conv1 + relu1, conv2 (+ the residual Sub)
+  for (const bench::StepReport& step : r.steps) {
+    CAPTURE(step.timing.label);
+    CHECK(step.timing.ours_us > 0);
+    if (step.is_conv) CHECK_FALSE(step.timing.mismatch);
+  }
+  // Without shapes the symbolic H and W cannot be planned; the error says how to give them.
+  try {
+    bench::bench_model(path, 1, quick_options(), 20, 0, false);
+    FAIL("a model with symbolic H and W was benched without shapes");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::Usage);
+    CHECK(std::string(e.what()).find("--shape image=") != std::string::npos);
+  }
+  std::filesystem::remove(path);
 }

@@ -89,7 +89,8 @@ struct StepReport {
 struct ModelReport {
   Environment env;
   std::string model;
-  int64_t batch = 1;
+  int64_t batch = 1;                   // the first dimension of the first input: images per run
+  std::vector<Shape> input_shapes;     // every input's shape, as run
   bool cuda_graph = true;
   Timing latency;              // one run (GPU compute), events around each
   double throughput = 0;       // images/s from back-to-back runs
@@ -104,5 +105,9 @@ struct ModelReport {
 // `iterations` single runs for the latency statistics (or as many as fit in `duration_s` when > 0).
 ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptions& options, int iterations,
                         double duration_s, bool include_transfers);
+// The same for explicit input shapes (one per input, in the model's order), which bind every symbolic
+// dimension: a fully convolutional model at a given image size. Checked as Model::output_shapes checks them.
+ModelReport bench_model(const std::string& path, const std::vector<Shape>& input_shapes, const BenchOptions& options,
+                        int iterations, double duration_s, bool include_transfers);
 
 }  // namespace cnnrt::bench

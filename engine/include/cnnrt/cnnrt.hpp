@@ -27,6 +27,9 @@ namespace cnnrt {
 // A cudaStream_t. nullptr means the context's own stream.
 using Stream = CUstream_st*;
 
+// A tensor shape: one extent per dimension, outermost first (NCHW for images).
+using Shape = std::vector<int64_t>;
+
 const char* version();
 
 enum class ErrorCode {
@@ -78,6 +81,10 @@ struct Limits {
 struct Options {
   Device device = Device::Auto;          // Auto: the GPU when one is usable, else the CPU with a warning
   std::vector<int64_t> batch_sizes;      // plans to prepare at load; other sizes are planned on first use
+  // Shapes to prepare at load, in addition to batch_sizes (each entry: one shape per input, in the model's
+  // input order). This is how a model with symbolic dimensions other than the batch (a fully convolutional
+  // net's height and width) gets its plan at load time; other shapes are planned on first use.
+  std::vector<std::vector<Shape>> input_shapes;
   bool tuning = true;                    // time candidate kernels per layer (cached); false: heuristic choice
   std::string tuning_cache;              // file for measured choices; "" = default location, "none" = off
   bool cuda_graphs = true;               // replay each run as one CUDA graph
@@ -139,10 +146,15 @@ class Model {
 
   // Output shapes for the given batch size (the first dimension of every input); batch 0 means the
   // declared shapes, with a symbolic batch dimension as 1.
-  std::vector<std::vector<int64_t>> output_shapes(int64_t batch) const;
+  std::vector<Shape> output_shapes(int64_t batch) const;
+  // Output shapes for explicit input shapes (one per input, in the model's order), which bind every
+  // symbolic dimension. A wrong count or rank, a fixed dimension contradicted, a dimension of 0 or less, or
+  // one symbol given two sizes: InvalidInput naming the input and the dimension.
+  std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const;
   // The text `cnnrt plan` prints: steps, kernels, shapes and the memory plan for this batch size
-  // (0: as declared).
+  // (0: as declared), or for explicit input shapes (checked as output_shapes does).
   std::string describe_plan(int64_t batch, bool explain = false) const;
+  std::string describe_plan(const std::vector<Shape>& input_shapes, bool explain = false) const;
 
  private:
   friend class Context;
@@ -161,16 +173,22 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // Host tensors in, host tensors out. The batch size is the first dimension of the inputs.
+  // Host tensors in, host tensors out. The batch size is the first dimension of the inputs; every input's
+  // shape binds the model's symbolic dimensions.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   // Host buffers the caller owns (one per input and output, in the model's order, sized for `batch`).
   // Copies through pinned staging buffers and returns when the outputs are in place. Allocates nothing
   // once the plan for this batch size exists.
   void run(const float* const* inputs, float* const* outputs, int64_t batch);
+  // The same for explicit input shapes (one per input; checked as Model::output_shapes checks them), for
+  // models with symbolic dimensions other than the batch. Outputs sized as Model::output_shapes says.
+  void run(const float* const* inputs, float* const* outputs, const std::vector<Shape>& input_shapes);
 
   // Device buffers the caller owns (GPU backend only). Queued on the stream; no copies, no waiting.
   void enqueue(const float* const* device_inputs, float* const* device_outputs, int64_t batch);
+  void enqueue(const float* const* device_inputs, float* const* device_outputs,
+               const std::vector<Shape>& input_shapes);
   void synchronize();
 
   Stream stream() const;

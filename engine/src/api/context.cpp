@@ -33,6 +33,25 @@ struct ContextImpl {
     return *executors.emplace(shapes, std::move(executor)).first->second;
   }
 
+  void check_host_buffers(const float* const* inputs, float* const* outputs) const {
+    CNNRT_CHECK(inputs != nullptr && outputs != nullptr, ErrorCode::Usage, "Context::run: null buffer array");
+    for (size_t i = 0; i < model->inputs.size(); ++i) {
+      CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "Context::run: input {} ('{}') is null", i,
+                  model->inputs[i].name);
+    }
+    for (size_t i = 0; i < model->outputs.size(); ++i) {
+      CNNRT_CHECK(outputs[i] != nullptr, ErrorCode::Usage, "Context::run: output {} ('{}') is null", i,
+                  model->outputs[i].name);
+    }
+  }
+
+  void check_device_buffers(const float* const* device_inputs, float* const* device_outputs) const {
+    CNNRT_CHECK(model->device == Device::Gpu, ErrorCode::Usage,
+                "Context::enqueue takes device buffers, but this model runs on the CPU; use Context::run");
+    CNNRT_CHECK(device_inputs != nullptr && device_outputs != nullptr, ErrorCode::Usage,
+                "Context::enqueue: null buffer array");
+  }
+
   std::vector<ir::Shape> shapes_of(const std::vector<Tensor>& inputs) const {
     CNNRT_CHECK(inputs.size() == model->inputs.size(), ErrorCode::InvalidInput,
                 "'{}' takes {} input{}, got {}", model->graph.model_name, model->inputs.size(),
@@ -62,6 +81,11 @@ struct ContextImpl {
 runtime::Executor& ContextAccess::executor(Context& context, int64_t batch) {
   ContextImpl& impl = *context.impl_;
   return impl.executor_for(impl.model->shapes_for_batch(batch));
+}
+
+runtime::Executor& ContextAccess::executor(Context& context, const std::vector<Shape>& input_shapes) {
+  ContextImpl& impl = *context.impl_;
+  return impl.executor_for(impl.model->checked_shapes(input_shapes));
 }
 
 }  // namespace detail
@@ -97,27 +121,29 @@ std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
 }
 
 void Context::run(const float* const* inputs, float* const* outputs, int64_t batch) {
-  CNNRT_CHECK(inputs != nullptr && outputs != nullptr, ErrorCode::Usage, "Context::run: null buffer array");
+  impl_->check_host_buffers(inputs, outputs);
   // 0 means the declared shapes (a symbolic batch as 1); a negative batch is a caller's bug, not a default.
   CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::run: batch {} is negative", batch);
-  for (size_t i = 0; i < impl_->model->inputs.size(); ++i) {
-    CNNRT_CHECK(inputs[i] != nullptr, ErrorCode::Usage, "Context::run: input {} ('{}') is null", i,
-                impl_->model->inputs[i].name);
-  }
-  for (size_t i = 0; i < impl_->model->outputs.size(); ++i) {
-    CNNRT_CHECK(outputs[i] != nullptr, ErrorCode::Usage, "Context::run: output {} ('{}') is null", i,
-                impl_->model->outputs[i].name);
-  }
   impl_->executor_for(impl_->model->shapes_for_batch(batch)).run_host(inputs, outputs);
 }
 
+void Context::run(const float* const* inputs, float* const* outputs, const std::vector<Shape>& input_shapes) {
+  const std::vector<ir::Shape> shapes = impl_->model->checked_shapes(input_shapes);
+  impl_->check_host_buffers(inputs, outputs);
+  impl_->executor_for(shapes).run_host(inputs, outputs);
+}
+
 void Context::enqueue(const float* const* device_inputs, float* const* device_outputs, int64_t batch) {
-  CNNRT_CHECK(impl_->model->device == Device::Gpu, ErrorCode::Usage,
-              "Context::enqueue takes device buffers, but this model runs on the CPU; use Context::run");
-  CNNRT_CHECK(device_inputs != nullptr && device_outputs != nullptr, ErrorCode::Usage,
-              "Context::enqueue: null buffer array");
+  impl_->check_device_buffers(device_inputs, device_outputs);
   CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::enqueue: batch {} is negative", batch);
   impl_->executor_for(impl_->model->shapes_for_batch(batch)).enqueue_device(device_inputs, device_outputs);
+}
+
+void Context::enqueue(const float* const* device_inputs, float* const* device_outputs,
+                      const std::vector<Shape>& input_shapes) {
+  impl_->check_device_buffers(device_inputs, device_outputs);
+  const std::vector<ir::Shape> shapes = impl_->model->checked_shapes(input_shapes);
+  impl_->executor_for(shapes).enqueue_device(device_inputs, device_outputs);
 }
 
 void Context::synchronize() {

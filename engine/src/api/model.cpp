@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <map>
 #include <sstream>
 
 #include "api/model_impl.hpp"
@@ -29,6 +30,16 @@ TensorDesc describe_value(const ir::Value& v) {
   return d;
 }
 
+// "N x 1 x H x W": an input's declared dims, symbols by name.
+std::string describe_dims(const TensorDesc& in) {
+  std::vector<std::string> dims;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    const bool named = d < in.dim_names.size() && !in.dim_names[d].empty();
+    dims.push_back(in.shape[d] >= 0 ? std::to_string(in.shape[d]) : named ? in.dim_names[d] : "?");
+  }
+  return fmt::format("{}", fmt::join(dims, " x "));
+}
+
 std::string describe_shapes(const std::vector<ir::Shape>& shapes) {
   std::vector<std::string> parts;
   for (const ir::Shape& s : shapes) parts.push_back(ir::shape_str(s));
@@ -55,11 +66,18 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
   impl->device = choose_device(options.device);
   if (impl->device == Device::Gpu) impl->gpu = runtime::GpuModel::create(options);
 
-  // Prepare the batch sizes asked for. With none, bind the declared shapes once (a symbolic batch
-  // dimension as 1) so that shape errors surface at load time rather than at the first run; models with
-  // other symbolic dimensions (image size) are bound when the caller gives full shapes.
+  // Prepare the batch sizes and input shapes asked for. With none, bind the declared shapes once (a symbolic
+  // batch dimension as 1) so that shape errors surface at load time rather than at the first run; models
+  // with other symbolic dimensions (image size) are bound when the caller gives full shapes.
   for (int64_t batch : options.batch_sizes) impl->prepare(impl->shapes_for_batch(batch));
-  if (options.batch_sizes.empty()) {
+  for (size_t i = 0; i < options.input_shapes.size(); ++i) {
+    try {
+      impl->prepare(impl->checked_shapes(options.input_shapes[i]));
+    } catch (const Error& e) {
+      rethrow_with_prefix(e, fmt::format("Options::input_shapes[{}]", i));
+    }
+  }
+  if (options.batch_sizes.empty() && options.input_shapes.empty()) {
     const std::vector<ir::Shape> declared = impl->declared_shapes();
     if (!declared.empty() || impl->inputs.empty()) impl->prepare(declared);
   }
@@ -84,11 +102,54 @@ std::vector<ir::Shape> ModelImpl::declared_shapes() const {
   return shapes;
 }
 
+std::vector<ir::Shape> ModelImpl::checked_shapes(const std::vector<ir::Shape>& shapes) const {
+  CNNRT_CHECK(shapes.size() == inputs.size(), ErrorCode::InvalidInput, "'{}' takes {} input{}, got {} shape{}",
+              graph.model_name, inputs.size(), inputs.size() == 1 ? "" : "s", shapes.size(),
+              shapes.size() == 1 ? "" : "s");
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;  // dim name -> size and the input that set it
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const TensorDesc& in = inputs[i];
+    const ir::Shape& s = shapes[i];
+    const std::string given = fmt::format("{}", fmt::join(s, "x"));
+    CNNRT_CHECK(in.shape.empty() || s.size() == in.shape.size(), ErrorCode::InvalidInput,
+                "'{}': input '{}' has rank {} ({}), got shape {} of rank {}", graph.model_name, in.name,
+                in.shape.size(), describe_dims(in), given, s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      const std::string dim_name = d < in.dim_names.size() && !in.dim_names[d].empty() && in.dim_names[d] != "?"
+                                       ? fmt::format(" ('{}')", in.dim_names[d])
+                                       : "";
+      CNNRT_CHECK(s[d] >= 1, ErrorCode::InvalidInput, "'{}': input '{}' dimension {}{} must be at least 1, got {}",
+                  graph.model_name, in.name, d, dim_name, s[d]);
+      if (d < in.shape.size() && in.shape[d] >= 0) {
+        CNNRT_CHECK(in.shape[d] == s[d], ErrorCode::InvalidInput,
+                    "'{}': input '{}' dimension {} is fixed at {}, got {}", graph.model_name, in.name, d, in.shape[d],
+                    s[d]);
+      } else if (!dim_name.empty()) {
+        auto [it, added] = symbols.emplace(in.dim_names[d], std::make_pair(s[d], in.name));
+        CNNRT_CHECK(added || it->second.first == s[d], ErrorCode::InvalidInput,
+                    "'{}': input '{}' dimension {}{} is given as {}, but '{}' has '{}' = {}", graph.model_name,
+                    in.name, d, dim_name, s[d], it->second.second, in.dim_names[d], it->second.first);
+      }
+    }
+  }
+  return shapes;
+}
+
 std::vector<ir::Shape> ModelImpl::shapes_for_batch(int64_t batch) const {
   if (batch <= 0) {
     std::vector<ir::Shape> shapes = declared_shapes();
-    CNNRT_CHECK(!shapes.empty() || inputs.empty(), ErrorCode::Usage,
-                "'{}' has symbolic input dimensions other than the batch; give full input shapes", graph.model_name);
+    if (shapes.empty() && !inputs.empty()) {
+      for (const TensorDesc& in : inputs) {
+        for (size_t d = 1; d < in.shape.size(); ++d) {
+          CNNRT_CHECK(in.shape[d] >= 0, ErrorCode::Usage,
+                      "'{}': input '{}' dimension {} ('{}') is symbolic; give full input shapes (the API's "
+                      "input_shapes overloads, `--shape {}=...` on the command line)",
+                      graph.model_name, in.name, d, in.dim_names[d], in.name);
+        }
+      }
+      fail(ErrorCode::Usage, "'{}' has inputs without declared shapes; give full input shapes (the API's "
+           "input_shapes overloads, `--shape NAME=...` on the command line)", graph.model_name);
+    }
     return shapes;
   }
   std::vector<ir::Shape> shapes;
@@ -103,8 +164,9 @@ std::vector<ir::Shape> ModelImpl::shapes_for_batch(int64_t batch) const {
     s[0] = batch;
     for (size_t d = 1; d < s.size(); ++d) {
       CNNRT_CHECK(s[d] >= 0, ErrorCode::Usage,
-                  "'{}': input '{}' dimension {} ('{}') is symbolic; give full input shapes, not just a batch size",
-                  graph.model_name, in.name, d, in.dim_names[d]);
+                  "'{}': input '{}' dimension {} ('{}') is symbolic; give full input shapes, not just a batch size "
+                  "(the API's input_shapes overloads, `--shape {}=...` on the command line)",
+                  graph.model_name, in.name, d, in.dim_names[d], in.name);
     }
     shapes.push_back(std::move(s));
   }
@@ -162,12 +224,21 @@ const std::vector<TensorDesc>& Model::outputs() const { return impl_->outputs; }
 const std::map<std::string, std::string>& Model::metadata() const { return impl_->graph.metadata; }
 Device Model::device() const { return impl_->device; }
 
-std::vector<std::vector<int64_t>> Model::output_shapes(int64_t batch) const {
+std::vector<Shape> Model::output_shapes(int64_t batch) const {
   return impl_->prepare(impl_->shapes_for_batch(batch))->output_shapes;
+}
+
+std::vector<Shape> Model::output_shapes(const std::vector<Shape>& input_shapes) const {
+  return impl_->prepare(impl_->checked_shapes(input_shapes))->output_shapes;
 }
 
 std::string Model::describe_plan(int64_t batch, bool explain) const {
   auto prepared = impl_->prepare(impl_->shapes_for_batch(batch));
+  return plan::describe(*prepared, impl_->device, explain);
+}
+
+std::string Model::describe_plan(const std::vector<Shape>& input_shapes, bool explain) const {
+  auto prepared = impl_->prepare(impl_->checked_shapes(input_shapes));
   return plan::describe(*prepared, impl_->device, explain);
 }
 

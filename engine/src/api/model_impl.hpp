@@ -28,6 +28,9 @@ struct ModelImpl {
   std::vector<ir::Shape> shapes_for_batch(int64_t batch) const;
   // The declared dims with a symbolic batch dimension as 1; empty when other dims are symbolic.
   std::vector<ir::Shape> declared_shapes() const;
+  // Explicit input shapes from the caller, checked against the declared inputs: the count, each rank, fixed
+  // dims, sizes >= 1 and one size per symbol (InvalidInput naming the input and the dimension).
+  std::vector<ir::Shape> checked_shapes(const std::vector<ir::Shape>& shapes) const;
   // Bound + optimized (+ planned, on the GPU) graph for these input shapes; cached, thread-safe.
   std::shared_ptr<const plan::Prepared> prepare(const std::vector<ir::Shape>& input_shapes) const;
 

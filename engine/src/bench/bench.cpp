@@ -434,23 +434,38 @@ Comparison bench_conv_layer(const ConvLayer& L, const BenchOptions& o) {
   return c;
 }
 
-ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptions& o, int iterations,
-                        double duration_s, bool include_transfers) {
+namespace {
+
+// The model's input shapes for one batch size, or as given (checked by the engine).
+struct ShapeRequest {
+  int64_t batch = 0;               // used when `shapes` is empty
+  std::vector<Shape> shapes;
+};
+
+ModelReport bench_loaded_model(const std::string& path, const ShapeRequest& request, const BenchOptions& o,
+                               int iterations, double duration_s, bool include_transfers) {
   ModelReport r;
   r.env = environment();
   r.model = path;
-  r.batch = batch;
   r.cuda_graph = o.engine.cuda_graphs;
   r.included_transfers = include_transfers;
   Options engine = o.engine;
   engine.device = Device::Gpu;
-  engine.batch_sizes = {batch};
+  if (request.shapes.empty()) {
+    engine.batch_sizes = {request.batch};
+  } else {
+    engine.input_shapes = {request.shapes};
+  }
   const Model model = Model::load(path, engine);
   Context context(model);
-  runtime::Executor& executor = detail::ContextAccess::executor(context, batch);
   const auto& impl = detail::ContextAccess::model(model);
-  const std::vector<ir::Shape> in_shapes = impl.shapes_for_batch(batch);
-  const auto out_shapes = model.output_shapes(batch);
+  const std::vector<ir::Shape> in_shapes = request.shapes.empty() ? impl.shapes_for_batch(request.batch)
+                                                                  : impl.checked_shapes(request.shapes);
+  runtime::Executor& executor = detail::ContextAccess::executor(context, in_shapes);
+  const auto out_shapes = model.output_shapes(in_shapes);
+  r.input_shapes = in_shapes;
+  r.batch = !in_shapes.empty() && !in_shapes[0].empty() ? in_shapes[0][0] : 1;
+  const int64_t batch = r.batch;
 
   // Device buffers with random inputs, pinned host copies for the transfer timings.
   std::vector<gpu::DeviceAllocation> d_in, d_out;
@@ -475,7 +490,7 @@ ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptio
   }
   OwnedStream s;
   context.set_stream(s.stream);
-  context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+  context.enqueue(in_ptrs.data(), out_ptrs.data(), in_shapes);
   context.synchronize();
 
   // Transfers, timed separately.
@@ -507,7 +522,7 @@ ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptio
   // Latency: events around single runs (each a CUDA graph replay unless graphs are off), after warm-up.
   const auto warm_start = std::chrono::steady_clock::now();
   while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count() < o.warmup_ms) {
-    context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+    context.enqueue(in_ptrs.data(), out_ptrs.data(), in_shapes);
     context.synchronize();
   }
   std::vector<double> single;
@@ -521,7 +536,7 @@ ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptio
         CNNRT_CUDA_CHECK(cudaMemcpyAsync(d_in[i].get(), h_in[i].floats(), d_in[i].bytes(), cudaMemcpyHostToDevice, s.stream));
       }
     }
-    context.enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+    context.enqueue(in_ptrs.data(), out_ptrs.data(), in_shapes);
     if (include_transfers) {
       for (size_t i = 0; i < d_out.size(); ++i) {
         CNNRT_CUDA_CHECK(cudaMemcpyAsync(h_out[i].floats(), d_out[i].get(), d_out[i].bytes(), cudaMemcpyDeviceToHost, s.stream));
@@ -561,6 +576,23 @@ ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptio
   }
   for (StepReport& step : r.steps) step.share = r.steps_ours_us > 0 ? step.timing.ours_us / r.steps_ours_us : 0;
   return r;
+}
+
+}  // namespace
+
+ModelReport bench_model(const std::string& path, int64_t batch, const BenchOptions& o, int iterations,
+                        double duration_s, bool include_transfers) {
+  ShapeRequest request;
+  request.batch = batch;
+  return bench_loaded_model(path, request, o, iterations, duration_s, include_transfers);
+}
+
+ModelReport bench_model(const std::string& path, const std::vector<Shape>& input_shapes, const BenchOptions& o,
+                        int iterations, double duration_s, bool include_transfers) {
+  CNNRT_CHECK(!input_shapes.empty(), ErrorCode::Usage, "bench_model: no input shapes given");
+  ShapeRequest request;
+  request.shapes = input_shapes;
+  return bench_loaded_model(path, request, o, iterations, duration_s, include_transfers);
 }
 
 }  // namespace cnnrt::bench

@@ -1,5 +1,6 @@
-// Fused kernels (FusedConv, FusedGemm; conventions in ir/fused.hpp) as the unfused reference kernels run
-// one after the other, in the epilogue order of the GPU kernels: conv + bias, + residual, activation, pool.
+// Fused kernels (FusedConv, FusedGemm, FusedConvTranspose; conventions in ir/fused.hpp) as the unfused reference
+// kernels run one after the other, in the epilogue order of the GPU kernels: conv + bias, + residual, activation,
+// pool.
 // Each stage rounds to float32 as the unfused graph does, so fusion changes nothing on the CPU.
 #include "cpu/kernel_util.hpp"
 #include "ir/fused.hpp"
@@ -69,12 +70,21 @@ void fused_gemm_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
   apply_activation(node, *out[0]);
 }
 
+// Inputs X, W, B (or nullptr): ConvTranspose, then the activation.
+void fused_conv_transpose_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  ir::Node conv = node;  // the window attributes are ConvTranspose's own
+  conv.op = "ConvTranspose";
+  run_kernel(conv, in, out);
+  apply_activation(node, *out[0]);
+}
+
 }  // namespace
 
 void add_fused_kernels(KernelTable& table) {
   table.insert(table.end(), {
       {ir::fused::kFusedConv, fused_conv_kernel},
       {ir::fused::kFusedGemm, fused_gemm_kernel},
+      {ir::fused::kFusedConvTranspose, fused_conv_transpose_kernel},
   });
 }
 

@@ -1,10 +1,12 @@
 // Data movement kernels, for float32 activations and int64 constants alike: the views (a copy here),
-// Cast, Transpose, Slice, Expand (all through copy_through_view), Concat, Split, Gather and Pad.
+// Cast, Transpose, Slice, Expand (all through copy_through_view), DepthToSpace, SpaceToDepth, Concat, Split,
+// Gather and Pad.
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "cpu/kernel_util.hpp"
+#include "ir/depth_space.hpp"
 
 namespace cnnrt::cpu {
 namespace {
@@ -42,6 +44,19 @@ void cast_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
       y.f32()[i] = static_cast<float>(x.value_at(i));
     }
   }
+}
+
+// DepthToSpace, SpaceToDepth: the output in row-major order over the 6-D index space of ir/depth_space.hpp.
+void depth_space_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  const ir::BlockRearrangement r = ir::block_rearrangement(node, in[0]->shape());
+  StridedView view;
+  view.strides = r.in_strides;
+  dispatch_dtype(in[0]->dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = data_of<T>(*in[0]);
+    T* dst = data_of<T>(*out[0]);
+    for_each_index(r.dims, {view}, [&](int64_t o, const int64_t* offsets) { dst[o] = src[offsets[0]]; });
+  });
 }
 
 void transpose_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
@@ -217,6 +232,8 @@ void add_movement_kernels(KernelTable& table) {
       {"Unsqueeze", copy_kernel},
       {"Cast", cast_kernel},
       {"Transpose", transpose_kernel},
+      {"DepthToSpace", depth_space_kernel},
+      {"SpaceToDepth", depth_space_kernel},
       {"Slice", slice_kernel},
       {"Expand", expand_kernel},
       {"Concat", concat_kernel},

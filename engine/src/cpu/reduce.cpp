@@ -1,5 +1,5 @@
-// Reduction kernels: ReduceMean/Sum/Max/Min over canonical `axes`, and Softmax/LogSoftmax (numerically
-// stable: the maximum is subtracted before exponentiating; sums in double).
+// Reduction kernels: ReduceMean/Sum/Max/Min over canonical `axes`, Softmax/LogSoftmax (numerically
+// stable: the maximum is subtracted before exponentiating; sums in double) and InstanceNormalization.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -79,6 +79,31 @@ void softmax_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
   }
 }
 
+// InstanceNormalization: each (n, c) plane normalized by its own mean and (biased) variance,
+// y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c]. Two passes in double: the mean, then the variance.
+void instance_norm_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  const HostTensor& x = *in[0];
+  const float* scale = in[1]->f32();
+  const float* bias = in[2]->f32();
+  const double epsilon = node.attrs.get_float("epsilon", 1e-5f);
+  const int64_t channels = x.shape()[1];
+  const int64_t planes = x.shape()[0] * channels;
+  const int64_t plane = extent_product(x.shape(), 2, x.shape().size());
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* values = x.f32() + p * plane;
+    float* result = out[0]->f32() + p * plane;
+    double sum = 0.0;
+    for (int64_t i = 0; i < plane; ++i) sum += values[i];
+    const double mean = plane > 0 ? sum / static_cast<double>(plane) : 0.0;
+    double squares = 0.0;
+    for (int64_t i = 0; i < plane; ++i) squares += (values[i] - mean) * (values[i] - mean);
+    const double variance = plane > 0 ? squares / static_cast<double>(plane) : 0.0;
+    const int64_t c = p % channels;
+    const double gain = scale[c] / std::sqrt(variance + epsilon);
+    for (int64_t i = 0; i < plane; ++i) result[i] = static_cast<float>((values[i] - mean) * gain + bias[c]);
+  }
+}
+
 }  // namespace
 
 void add_reduce_kernels(KernelTable& table) {
@@ -89,6 +114,7 @@ void add_reduce_kernels(KernelTable& table) {
       {"ReduceMin", reduce_kernel<Reduction::Min>},
       {"Softmax", softmax_kernel<false>},
       {"LogSoftmax", softmax_kernel<true>},
+      {"InstanceNormalization", instance_norm_kernel},
   });
 }
 

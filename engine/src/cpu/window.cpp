@@ -1,6 +1,6 @@
-// Window kernels: Conv, MaxPool, AveragePool (1-D and 2-D, run as 2-D with a unit leading axis) and the
-// global pools. They read the canonical attributes (kernel_shape, strides, dilations, pads) and take output
-// extents from the pre-allocated output, never re-deriving them.
+// Window kernels: Conv, ConvTranspose, MaxPool, AveragePool (1-D and 2-D, run as 2-D with a unit leading
+// axis) and the global pools. They read the canonical attributes (kernel_shape, strides, dilations, pads) and
+// take output extents from the pre-allocated output, never re-deriving them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -128,6 +128,61 @@ void conv_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
   }
 }
 
+// ---- ConvTranspose -----------------------------------------------------------------------------------
+
+// X [N, C, H, W] * W [C, M/group, KH, KW] (+ B [M]) -> Y [N, M, OH, OW]. Scattered, as the op is defined:
+// input pixel (iy, ix) of channel c adds x * w[c, m, ky, kx] to output (iy * stride + ky * dilation - pad_begin,
+// likewise for x) when that lies inside the output (pads may be negative: ir::resolve_transposed_window).
+// The GPU kernel gathers instead, so the two formulations check each other. Sums in double.
+void conv_transpose_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  const HostTensor& x = *in[0];
+  const float* weight = in[1]->f32();
+  const float* bias = in.size() > 2 && in[2] != nullptr ? in[2]->f32() : nullptr;
+  HostTensor& y = *out[0];
+  const Window2d window = window_2d(node, x.shape(), y.shape());
+  const WindowAxis& rows = window.rows;
+  const WindowAxis& cols = window.cols;
+  const int64_t group = node.attrs.get_int("group", 1);
+  const int64_t batch = x.shape()[0];
+  const int64_t in_channels = x.shape()[1];
+  const int64_t out_channels = y.shape()[1];
+  const int64_t in_per_group = in_channels / group;
+  const int64_t out_per_group = out_channels / group;
+  const int64_t in_plane = rows.input * cols.input;
+  const int64_t out_plane = rows.output * cols.output;
+  const int64_t kernel_plane = rows.kernel * cols.kernel;
+  std::vector<double> sums(static_cast<size_t>(out_channels * out_plane));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t m = 0; m < out_channels; ++m) {
+      std::fill_n(sums.begin() + m * out_plane, out_plane, bias != nullptr ? bias[m] : 0.0);
+    }
+    for (int64_t c = 0; c < in_channels; ++c) {
+      const float* x_plane = x.f32() + (n * in_channels + c) * in_plane;
+      const int64_t first_out_channel = (c / in_per_group) * out_per_group;
+      for (int64_t mg = 0; mg < out_per_group; ++mg) {
+        const float* w_plane = weight + (c * out_per_group + mg) * kernel_plane;
+        double* y_plane = sums.data() + (first_out_channel + mg) * out_plane;
+        for (int64_t iy = 0; iy < rows.input; ++iy) {
+          for (int64_t ky = 0; ky < rows.kernel; ++ky) {
+            const int64_t oy = iy * rows.stride + ky * rows.dilation - rows.pad_begin;
+            if (oy < 0 || oy >= rows.output) continue;
+            for (int64_t ix = 0; ix < cols.input; ++ix) {
+              const double value = x_plane[iy * cols.input + ix];
+              for (int64_t kx = 0; kx < cols.kernel; ++kx) {
+                const int64_t ox = ix * cols.stride + kx * cols.dilation - cols.pad_begin;
+                if (ox < 0 || ox >= cols.output) continue;
+                y_plane[oy * cols.output + ox] += value * w_plane[ky * cols.kernel + kx];
+              }
+            }
+          }
+        }
+      }
+    }
+    float* result = y.f32() + n * out_channels * out_plane;
+    for (size_t i = 0; i < sums.size(); ++i) result[i] = static_cast<float>(sums[i]);
+  }
+}
+
 // ---- MaxPool / AveragePool ---------------------------------------------------------------------------
 
 // Visits every (n, c) plane and output position with the taps inside the input; `pool` returns the value.
@@ -217,6 +272,7 @@ void global_max_pool_kernel(const ir::Node& node, const Inputs& in, Outputs& out
 void add_window_kernels(KernelTable& table) {
   table.insert(table.end(), {
       {"Conv", conv_kernel},
+      {"ConvTranspose", conv_transpose_kernel},
       {"MaxPool", max_pool_kernel},
       {"AveragePool", average_pool_kernel},
       {"GlobalAveragePool", global_average_pool_kernel},

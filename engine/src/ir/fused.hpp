@@ -2,7 +2,7 @@
 // their attributes. The GPU lowering (plan/gpu/lower_window.cpp, lower_matrix.cpp), the CPU reference
 // (cpu/fused.cpp) and shape inference (ir/ops_fused.cpp) all read them through these constants.
 //
-// Both are in domain "cnnrt" (kDomain) and keep the name and ONNX index of the node they extend.
+// All are in domain "cnnrt" (kDomain) and keep the name and ONNX index of the node they extend.
 // FusedConv   inputs X, W, B (optional), residual (optional, input 3, exactly the conv output's shape)
 //             attributes: Conv's canonical ones (kernel_shape, strides, dilations, pads, group), then
 //               activation   "" (none), "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh"
@@ -14,6 +14,8 @@
 //             combined (the kernels' Epilogue forbids it).
 // FusedGemm   inputs A, B, optional C: exactly Gemm (alpha, beta, transA, transB), then
 //               activation   as for FusedConv, its parameters in alpha_act, beta_act (alpha/beta are Gemm's)
+// FusedConvTranspose  inputs X, W, optional B: exactly ConvTranspose's canonical form, then
+//               activation, alpha, beta   as for FusedConv (epilogue: + bias, activation)
 #pragma once
 
 #include <cstddef>
@@ -27,6 +29,7 @@ namespace cnnrt::ir::fused {
 inline constexpr const char* kDomain = "cnnrt";  // Node::domain of the fused ops
 inline constexpr const char* kFusedConv = "FusedConv";
 inline constexpr const char* kFusedGemm = "FusedGemm";
+inline constexpr const char* kFusedConvTranspose = "FusedConvTranspose";
 
 inline constexpr size_t kResidualInput = 3;  // FusedConv input slot of the residual operand
 
@@ -51,7 +54,8 @@ struct Activation {
   float beta = 0.0f;   // Clip max
 };
 
-// Turns `node` (a copy of the op it extends) into fused op `op` (kFusedConv, kFusedGemm) in cnnrt's domain.
+// Turns `node` (a copy of the op it extends) into fused op `op` (kFusedConv, kFusedGemm, kFusedConvTranspose) in
+// cnnrt's domain.
 void make_fused(Node& node, const char* op);
 
 // The activation a canonical node computes, when it is one the fused ops can apply; nullopt otherwise.

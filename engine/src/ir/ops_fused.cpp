@@ -1,6 +1,6 @@
-// cnnrt's fused ops (FusedConv, FusedGemm; conventions in ir/fused.hpp): shape inference that checks what
-// the passes wrote, by running Conv's and Gemm's own inference and then the epilogue's. A model file may
-// not contain them: only the passes write them.
+// cnnrt's fused ops (FusedConv, FusedGemm, FusedConvTranspose; conventions in ir/fused.hpp): shape inference
+// that checks what the passes wrote, by running the unfused op's own inference (Conv, Gemm, ConvTranspose) and
+// then the epilogue's. A model file may not contain them: only the passes write them.
 #include <fmt/format.h>
 
 #include <limits>
@@ -153,12 +153,18 @@ void infer_fused_gemm(Node& node, Graph& graph, int64_t opset) {
   check_fused_activation(node);
 }
 
+void infer_fused_conv_transpose(Node& node, Graph& graph, int64_t opset) {
+  infer_as(node, graph, opset, "ConvTranspose", 3);
+  check_fused_activation(node);
+}
+
 }  // namespace
 
 void add_fused_ops(std::vector<OpInfo>& table) {
   // name, inputs min..max, outputs min..max, check, infer, shape_only, internal
   table.push_back({fused::kFusedConv, 2, 4, 1, 1, check_internal_op, infer_fused_conv, false, true});
   table.push_back({fused::kFusedGemm, 2, 3, 1, 1, check_internal_op, infer_fused_gemm, false, true});
+  table.push_back({fused::kFusedConvTranspose, 2, 3, 1, 1, check_internal_op, infer_fused_conv_transpose, false, true});
 }
 
 }  // namespace cnnrt::ir

@@ -11,9 +11,13 @@
 //   Pad        pads (2 * rank, >= 0: begins then ends), mode (constant, edge, reflect), value (float)
 //   Split      axis (>= 0), split (the size of each output along axis, one per output, summing to the extent)
 //   Expand     -   the output shape is the value's shape
+//   DepthToSpace   blocksize, mode ("DCR" or "CRD", explicit); input [N, C, H, W] with C a multiple of blocksize^2
+//   SpaceToDepth   blocksize; input [N, C, H, W] with H and W multiples of blocksize
+//                  (both rearrangements are spelled out in ir/depth_space.hpp)
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "ir/ops_util.hpp"
@@ -92,6 +96,45 @@ void infer_transpose(Node& node, Graph& graph, int64_t opset) {
   Shape out;
   for (int64_t axis : perm) out.push_back(x[axis]);
   node.attrs.set("perm", perm);
+  set_output(node, graph, 0, dtype, std::move(out));
+}
+
+// ---- DepthToSpace / SpaceToDepth --------------------------------------------------------------------
+
+void check_depth_space(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+  check_input_dtypes(node, graph, problems);
+  const std::string mode = node.attrs.get_string("mode", "DCR");
+  if (node.op == "DepthToSpace" && mode != "DCR" && mode != "CRD") {
+    problems.push_back(fmt::format("mode '{}' is not one of DCR, CRD", mode));
+  }
+}
+
+void infer_depth_space(Node& node, Graph& graph, int64_t opset) {
+  const DType dtype = common_numeric_dtype(node, graph);
+  const Shape& x = input_shape(node, graph, 0);
+  CNNRT_CHECK(x.size() == 4, ErrorCode::InvalidModel, "input {} is not N x C x H x W", shape_str(x));
+  CNNRT_CHECK(node.attrs.has("blocksize"), ErrorCode::InvalidModel, "attribute 'blocksize' is missing");
+  const int64_t b = node.attrs.get_int("blocksize", 0);
+  // 2^15 squared still fits any later product with an extent bounded by the tensor size.
+  CNNRT_CHECK(b >= 1 && b <= (int64_t{1} << 15), ErrorCode::InvalidModel, "blocksize {} is not in [1, 32768]", b);
+  Shape out;
+  if (node.op == "DepthToSpace") {
+    CNNRT_CHECK(x[1] % (b * b) == 0, ErrorCode::InvalidModel,
+                "{} channels of input {} are not a multiple of blocksize^2 = {}", x[1], shape_str(x), b * b);
+    CNNRT_CHECK(x[2] <= INT64_MAX / b && x[3] <= INT64_MAX / b, ErrorCode::InvalidModel,
+                "input {} times blocksize {} overflows int64", shape_str(x), b);
+    out = {x[0], x[1] / (b * b), x[2] * b, x[3] * b};
+    const std::string mode = node.attrs.get_string("mode", "DCR");
+    CNNRT_CHECK(mode == "DCR" || mode == "CRD", ErrorCode::InvalidModel, "mode '{}' is not one of DCR, CRD", mode);
+    node.attrs.set("mode", mode);
+  } else {
+    CNNRT_CHECK(x[2] % b == 0 && x[3] % b == 0, ErrorCode::InvalidModel,
+                "height and width of input {} are not multiples of blocksize {}", shape_str(x), b);
+    CNNRT_CHECK(x[1] <= INT64_MAX / (b * b), ErrorCode::InvalidModel, "input {} times blocksize^2 = {} overflows int64",
+                shape_str(x), b * b);
+    out = {x[0], x[1] * b * b, x[2] / b, x[3] / b};
+  }
+  node.attrs.set("blocksize", b);
   set_output(node, graph, 0, dtype, std::move(out));
 }
 
@@ -360,6 +403,8 @@ void add_matrix_ops(std::vector<OpInfo>& table) {
   table.push_back({"Gemm", 2, 3, 1, 1, check_dtypes_only, infer_gemm});
   table.push_back({"MatMul", 2, 2, 1, 1, check_dtypes_only, infer_matmul});
   table.push_back({"Transpose", 1, 1, 1, 1, check_dtypes_only, infer_transpose});
+  table.push_back({"DepthToSpace", 1, 1, 1, 1, check_depth_space, infer_depth_space});
+  table.push_back({"SpaceToDepth", 1, 1, 1, 1, check_depth_space, infer_depth_space});
   table.push_back({"Concat", 1, -1, 1, 1, check_dtypes_only, infer_concat});
   table.push_back({"Slice", 1, 5, 1, 1, check_slice, infer_slice});
   table.push_back({"Gather", 2, 2, 1, 1, check_gather, infer_gather});

@@ -1,13 +1,21 @@
-// Window ops (Conv, MaxPool, AveragePool, global pools) and reductions (Reduce*, Softmax, LogSoftmax).
+// Window ops (Conv, ConvTranspose, MaxPool, AveragePool, global pools), InstanceNormalization and reductions
+// (Reduce*, Softmax, LogSoftmax).
 //
 // Canonical forms (input X is [N, C, spatial...]; 1-D and 2-D windows):
 //   Conv         kernel_shape, strides, dilations, pads (begin..., end...), group; inputs X, W, optional B
+//   ConvTranspose  kernel_shape, strides, dilations, pads, group; inputs X, W [C, M/group, k...], optional
+//                B [M] (W and B may be computed at run time). pads are resolved so that each output extent is
+//                stride * (in - 1) + (k - 1) * dilation + 1 - pad_begin - pad_end (ir::transposed_output_size):
+//                output_padding and output_shape are folded into them (an end pad may be negative);
+//                auto_pad, output_padding and output_shape are erased
+//   InstanceNormalization  epsilon; inputs X (rank >= 3), scale [C], B [C] (may be computed at run time)
 //   MaxPool      kernel_shape, strides, dilations, pads, ceil_mode; one output
 //   AveragePool  kernel_shape, strides, pads, ceil_mode, count_include_pad
 //   GlobalAveragePool, GlobalMaxPool   -   (any rank >= 3)
 //   ReduceMean/Sum/Max/Min   axes (sorted, >= 0), keepdims, noop_with_empty_axes (1 exactly when axes is empty)
 //   Softmax, LogSoftmax      axis (>= 0), coerce_2d (1: normalize over all axes from `axis` on, opset < 13)
-// auto_pad is resolved into pads by ir::resolve_window, the one place output sizes are computed.
+// auto_pad is resolved into pads by ir::resolve_window (ir::resolve_transposed_window for ConvTranspose), the
+// one place output sizes are computed.
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -17,14 +25,24 @@
 namespace cnnrt::ir {
 namespace {
 
-// "convolution" or "pooling", for messages.
-const char* window_kind(const Node& node) { return node.op == "Conv" ? "convolution" : "pooling"; }
+// "convolution", "transposed convolution" or "pooling", for messages.
+const char* window_kind(const Node& node) {
+  if (node.op == "Conv") return "convolution";
+  if (node.op == "ConvTranspose") return "transposed convolution";
+  return "pooling";
+}
 
 // The number of spatial axes the node asks for, when it can be told before shapes are known.
 int64_t declared_spatial_rank(const Node& node, const Graph& graph) {
   if (node.attrs.has("kernel_shape")) return static_cast<int64_t>(node.attrs.get_ints("kernel_shape").size());
-  const HostTensor* weight = input_constant(node, graph, 1);
-  if (node.op == "Conv" && weight != nullptr) return weight->rank() - 2;
+  if (node.op != "Conv" && node.op != "ConvTranspose") return 0;
+  if (const HostTensor* weight = input_constant(node, graph, 1)) return weight->rank() - 2;
+  // ConvTranspose may take its weights from a model input, whose declared shape tells the rank.
+  if (node.has_input(1) && node.input(1) < static_cast<int>(graph.values.size())) {
+    const Value& weight = graph.values[node.input(1)];
+    const std::optional<Shape>& dims = weight.declared ? weight.declared : weight.shape;
+    if (dims && !dims->empty()) return static_cast<int64_t>(dims->size()) - 2;
+  }
   return 0;
 }
 
@@ -45,11 +63,11 @@ Shape spatial_extents(const Node& node, const Shape& x) {
   return Shape(x.begin() + 2, x.end());
 }
 
-// Resolves the window after bounding its attributes: 2^31 pixels is far beyond any image, and the bound keeps
-// the window arithmetic (extent + pads, (kernel - 1) * dilation) inside int64.
-std::vector<WindowAxis> bounded_window(const Node& node, const Shape& spatial, const Shape& kernel, bool ceil_mode) {
+// Bounds the window attributes and extents: 2^31 pixels is far beyond any image, and the bound keeps the window
+// arithmetic (extent + pads, (kernel - 1) * dilation, stride * extent) inside int64.
+void check_window_bounds(const Node& node, const Shape& spatial) {
   constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
-  for (const char* name : {"kernel_shape", "strides", "dilations", "pads"}) {
+  for (const char* name : {"kernel_shape", "strides", "dilations", "pads", "output_padding", "output_shape"}) {
     for (int64_t value : node.attrs.get_ints(name)) {
       CNNRT_CHECK(value >= -kMaxWindowValue && value <= kMaxWindowValue, ErrorCode::InvalidModel,
                   "{} value {} is out of range", name, value);
@@ -58,6 +76,11 @@ std::vector<WindowAxis> bounded_window(const Node& node, const Shape& spatial, c
   for (int64_t extent : spatial) {
     CNNRT_CHECK(extent <= kMaxWindowValue, ErrorCode::LimitExceeded, "spatial extent {} exceeds 2^31", extent);
   }
+}
+
+// Resolves the window after bounding its attributes (check_window_bounds).
+std::vector<WindowAxis> bounded_window(const Node& node, const Shape& spatial, const Shape& kernel, bool ceil_mode) {
+  check_window_bounds(node, spatial);
   return resolve_window(node.attrs, spatial, kernel, ceil_mode);
 }
 
@@ -130,6 +153,69 @@ void infer_conv(Node& node, Graph& graph, int64_t opset) {
   for (int64_t extent : write_window_attrs(node, axes)) out.push_back(extent);
   node.attrs.set("group", group);
   set_output(node, graph, 0, DType::Float32, std::move(out));
+}
+
+// ---- ConvTranspose -----------------------------------------------------------------------------------
+
+void check_conv_transpose(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+  check_input_dtypes(node, graph, problems);
+  check_spatial_rank(node, graph, problems);
+}
+
+void infer_conv_transpose(Node& node, Graph& graph, int64_t opset) {
+  require_float_input(node, graph, 0);
+  require_float_input(node, graph, 1);
+  const Shape& x = input_shape(node, graph, 0);
+  const Shape spatial = spatial_extents(node, x);
+  const Shape& w = input_shape(node, graph, 1);
+  CNNRT_CHECK(w.size() == x.size(), ErrorCode::InvalidModel, "weight {} and input {} differ in rank", shape_str(w),
+              shape_str(x));
+  const int64_t group = node.attrs.get_int("group", 1);
+  CNNRT_CHECK(group >= 1, ErrorCode::InvalidModel, "group {} must be positive", group);
+  const int64_t in_channels = x[1];
+  CNNRT_CHECK(w[0] == in_channels, ErrorCode::InvalidModel,
+              "weight {} is for {} input channels but input {} has {} (ConvTranspose weights are "
+              "[C, M/group, k...])", shape_str(w), w[0], shape_str(x), in_channels);
+  CNNRT_CHECK(in_channels % group == 0, ErrorCode::InvalidModel, "{} input channels do not split into {} groups",
+              in_channels, group);
+  const int64_t out_channels = w[1] * group;
+  if (node.has_input(2)) {
+    require_float_input(node, graph, 2);
+    const Shape& b = input_shape(node, graph, 2);
+    CNNRT_CHECK(b == Shape{out_channels}, ErrorCode::InvalidModel, "bias {} does not match the {} output channels "
+                "of weight {} with {} groups", shape_str(b), out_channels, shape_str(w), group);
+  }
+  const Shape kernel(w.begin() + 2, w.end());
+  if (node.attrs.has("kernel_shape")) {
+    const std::vector<int64_t> declared = node.attrs.get_ints("kernel_shape");
+    CNNRT_CHECK(declared == kernel, ErrorCode::InvalidModel, "kernel_shape [{}] does not match weight {}",
+                fmt::join(declared, ", "), shape_str(w));
+  }
+  check_window_bounds(node, spatial);
+  const std::vector<WindowAxis> axes = resolve_transposed_window(node.attrs, spatial, kernel);
+  Shape out{x[0], out_channels};
+  for (int64_t extent : write_window_attrs(node, axes)) out.push_back(extent);
+  node.attrs.erase("output_padding");
+  node.attrs.erase("output_shape");
+  node.attrs.set("group", group);
+  set_output(node, graph, 0, DType::Float32, std::move(out));
+}
+
+// ---- InstanceNormalization ---------------------------------------------------------------------------
+
+void infer_instance_norm(Node& node, Graph& graph, int64_t opset) {
+  for (size_t i = 0; i < 3; ++i) require_float_input(node, graph, i);
+  const Shape& x = input_shape(node, graph, 0);
+  CNNRT_CHECK(x.size() >= 3, ErrorCode::InvalidModel, "input {} has no spatial axes (expected N x C x ...)",
+              shape_str(x));
+  for (size_t i = 1; i < 3; ++i) {
+    const Shape& param = input_shape(node, graph, i);
+    CNNRT_CHECK(param == Shape{x[1]}, ErrorCode::InvalidModel, "{} {} does not match the {} channels of input {}",
+                i == 1 ? "scale" : "bias", shape_str(param), x[1], shape_str(x));
+  }
+  node.attrs.set("epsilon", node.attrs.get_float("epsilon", 1e-5f));
+  node.attrs.erase("consumed_inputs");  // opset 1's legacy bookkeeping, meaningless at inference
+  set_output(node, graph, 0, DType::Float32, x);
 }
 
 // ---- MaxPool / AveragePool ---------------------------------------------------------------------------
@@ -251,6 +337,8 @@ void infer_softmax(Node& node, Graph& graph, int64_t opset) {
 void add_window_ops(std::vector<OpInfo>& table) {
   // name, inputs min..max, outputs min..max, check, infer
   table.push_back({"Conv", 2, 3, 1, 1, check_conv, infer_conv});
+  table.push_back({"ConvTranspose", 2, 3, 1, 1, check_conv_transpose, infer_conv_transpose});
+  table.push_back({"InstanceNormalization", 3, 3, 1, 1, check_dtypes_only, infer_instance_norm});
   table.push_back({"MaxPool", 1, 1, 1, 2, check_pool, infer_pool});
   table.push_back({"AveragePool", 1, 1, 1, 1, check_pool, infer_pool});
   table.push_back({"GlobalAveragePool", 1, 1, 1, 1, check_dtypes_only, infer_global_pool});

@@ -2,6 +2,7 @@
 //   a Conv, or a FusedConv with no activation and no pool       -> FusedConv with the activation
 //   a Gemm, a MatMul of two matrices, or MatMul + bias Add (the bias as in fold_bias_add), or a FusedGemm
 //   with no activation                                           -> FusedGemm with the activation
+//   a ConvTranspose                                              -> FusedConvTranspose with the activation
 // A pooled FusedConv keeps its activation outside: the pool would have to run after it.
 #include <fmt/format.h>
 
@@ -36,6 +37,8 @@ std::optional<ir::Node> with_activation(const ir::Graph& graph, const ir::Node& 
     result.attrs.set("transB", int64_t{0});
   } else if (producer.op == fused::kFusedGemm) {
     if (fused::fused_activation(producer)) return std::nullopt;
+  } else if (producer.op == "ConvTranspose") {
+    fused::make_fused(result, fused::kFusedConvTranspose);
   } else {
     return std::nullopt;
   }

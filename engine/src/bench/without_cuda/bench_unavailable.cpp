@@ -14,5 +14,8 @@ namespace {
 Environment environment() { no_gpu(); }
 Comparison bench_conv_layer(const ConvLayer&, const BenchOptions&) { no_gpu(); }
 ModelReport bench_model(const std::string&, int64_t, const BenchOptions&, int, double, bool) { no_gpu(); }
+ModelReport bench_model(const std::string&, const std::vector<Shape>&, const BenchOptions&, int, double, bool) {
+  no_gpu();
+}
 
 }  // namespace cnnrt::bench

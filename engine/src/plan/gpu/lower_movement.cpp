@@ -1,5 +1,7 @@
-// Lowering of data movement (Transpose, Slice, Concat, Split, Pad, Gather) and row-wise ops (Softmax,
-// LogSoftmax, Reduce*). Views (Reshape, Flatten, ...) never get here: the planner aliases them.
+// Lowering of data movement (Transpose, DepthToSpace, SpaceToDepth, Slice, Concat, Split, Pad, Gather) and
+// row-wise ops (Softmax, LogSoftmax, Reduce*). Views (Reshape, Flatten, ...) never get here: the planner
+// aliases them.
+#include "ir/depth_space.hpp"
 #include "kernels/movement.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/softmax.cuh"
@@ -18,6 +20,31 @@ void lower_transpose(const ir::Node& node, LowerContext& lc) {
   const kernels::StridedCopyDesc desc = kernels::transpose_desc(rank_of(in), in.data(), perm.data());
   add_simple_step(lc, node, "strided_copy", fmt::format("perm {}", fmt::join(perm, ",")),
                   [desc](const float* const* i, float* const* o, Stream s) { kernels::launch_strided_copy(i[0], o[0], desc, s); });
+}
+
+// DepthToSpace, SpaceToDepth: exactly a 6-D transpose (ir/depth_space.hpp), so the strided copy runs them; it
+// merges the axes it can, and its writes are coalesced.
+void lower_depth_space(const ir::Node& node, LowerContext& lc) {
+  const ir::Shape& in = input_shape(lc, node, 0);
+  const ir::BlockRearrangement r = ir::block_rearrangement(node, in);
+  kernels::StridedCopyDesc desc;
+  desc.rank = rank_of(r.dims);
+  for (int d = 0; d < desc.rank; ++d) {
+    desc.dims[d] = r.dims[d];
+    desc.in_strides[d] = r.in_strides[d];
+  }
+  int64_t stride = 1;  // the output is written contiguously in the order of the index space
+  for (int d = desc.rank - 1; d >= 0; --d) {
+    desc.out_strides[d] = stride;
+    stride *= desc.dims[d];
+  }
+  const std::string config = node.op == "SpaceToDepth"
+                                 ? fmt::format("block {}", node.attrs.get_int("blocksize", 0))
+                                 : fmt::format("block {} {}", node.attrs.get_int("blocksize", 0),
+                                               node.attrs.get_string("mode", "DCR"));
+  add_simple_step(lc, node, "strided_copy", config, [desc](const float* const* i, float* const* o, Stream s) {
+    kernels::launch_strided_copy(i[0], o[0], desc, s);
+  });
 }
 
 void lower_slice(const ir::Node& node, LowerContext& lc) {
@@ -152,7 +179,8 @@ void lower_reduce(const ir::Node& node, LowerContext& lc) {
 }  // namespace
 
 std::vector<LoweringEntry> movement_lowerings() {
-  return {{"Transpose", lower_transpose}, {"Slice", lower_slice},   {"Concat", lower_concat},
+  return {{"Transpose", lower_transpose}, {"DepthToSpace", lower_depth_space}, {"SpaceToDepth", lower_depth_space},
+          {"Slice", lower_slice},         {"Concat", lower_concat},
           {"Split", lower_split},         {"Pad", lower_pad},       {"Gather", lower_gather},
           {"Softmax", lower_softmax},     {"LogSoftmax", lower_softmax}, {"ReduceMean", lower_reduce},
           {"ReduceSum", lower_reduce},    {"ReduceMax", lower_reduce},   {"ReduceMin", lower_reduce}};

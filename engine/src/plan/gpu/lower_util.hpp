@@ -47,5 +47,7 @@ std::vector<LoweringEntry> window_lowerings();
 std::vector<LoweringEntry> matrix_lowerings();
 std::vector<LoweringEntry> movement_lowerings();
 std::vector<LoweringEntry> resize_lowerings();
+std::vector<LoweringEntry> conv_transpose_lowerings();  // lower_conv_transpose.cpp
+std::vector<LoweringEntry> normalization_lowerings();   // lower_normalization.cpp
 
 }  // namespace cnnrt::plan

@@ -32,7 +32,7 @@ LowerFn find_lowering(std::string_view op) {
   static const std::map<std::string, LowerFn, std::less<>> table = [] {
     std::map<std::string, LowerFn, std::less<>> t;
     for (auto family : {elementwise_lowerings, window_lowerings, matrix_lowerings, movement_lowerings,
-                        resize_lowerings}) {
+                        resize_lowerings, conv_transpose_lowerings, normalization_lowerings}) {
       for (const LoweringEntry& e : family()) t.emplace(e.op, e.fn);
     }
     return t;
