@@ -15,6 +15,8 @@ ArrayLike = Any
 # A CUDA stream: an int handle, or an object with .cuda_stream (torch.cuda.Stream) or __cuda_stream__().
 StreamLike = Any
 Inputs = Union[Mapping[str, ArrayLike], Sequence[ArrayLike], ArrayLike]
+# One shape per input: {input name: shape}, a list of shapes in input order, or one shape (one-input models).
+ShapeSet = Union[Mapping[str, Sequence[int]], Sequence[Sequence[int]], Sequence[int]]
 
 class Error(RuntimeError):
     """Base class of every cnnrt error; the message is the one the cnnrt tool prints after 'error: '."""
@@ -92,6 +94,7 @@ class Model:
         max_activation_bytes: Optional[int] = None,
         max_nodes: Optional[int] = None,
         name: Optional[str] = None,
+        input_shapes: Optional[Sequence[ShapeSet]] = None,
     ) -> None: ...
     @property
     def name(self) -> str: ...
@@ -105,8 +108,8 @@ class Model:
     def metadata(self) -> Dict[str, str]: ...
     @property
     def device(self) -> Literal["cpu", "gpu"]: ...
-    def output_shapes(self, batch: Optional[int] = None) -> List[List[int]]: ...
-    def explain(self, batch: Optional[int] = None) -> str:
+    def output_shapes(self, batch: Optional[int] = None, *, input_shapes: Optional[ShapeSet] = None) -> List[List[int]]: ...
+    def explain(self, batch: Optional[int] = None, *, input_shapes: Optional[ShapeSet] = None) -> str:
         """The plan as `cnnrt plan --explain` prints it."""
     @overload
     def run(
@@ -132,7 +135,8 @@ class Model:
     def bench(
         self,
         *,
-        batch: int = 1,
+        batch: Optional[int] = None,
+        input_shapes: Optional[ShapeSet] = None,
         iterations: int = 200,
         duration_s: float = 0.0,
         warmup_ms: float = 200.0,
@@ -143,7 +147,8 @@ class Model:
     def bench(
         self,
         *,
-        batch: int = 1,
+        batch: Optional[int] = None,
+        input_shapes: Optional[ShapeSet] = None,
         iterations: int = 200,
         duration_s: float = 0.0,
         warmup_ms: float = 200.0,

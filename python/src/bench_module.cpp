@@ -53,9 +53,10 @@ py::dict timing_dict(const bench::Timing& t) {
   return d;
 }
 
-py::object bench_model(const std::string& path, int64_t batch, const py::dict& options, int iterations,
-                       double duration_s, double warmup_ms, bool include_transfers, bool report) {
-  if (batch < 1) fail(cnnrt::ErrorCode::Usage, "bench: batch must be at least 1, not ", std::to_string(batch));
+py::object bench_model(const std::string& path, int64_t batch, const std::optional<std::vector<cnnrt::Shape>>& shapes,
+                       const py::dict& options, int iterations, double duration_s, double warmup_ms,
+                       bool include_transfers, bool report) {
+  if (!shapes && batch < 1) fail(cnnrt::ErrorCode::Usage, "bench: batch must be at least 1, not ", std::to_string(batch));
   if (iterations < 1) fail(cnnrt::ErrorCode::Usage, "bench: iterations must be at least 1");
   bench::BenchOptions o;
   o.engine = options_from_dict(options);
@@ -63,7 +64,8 @@ py::object bench_model(const std::string& path, int64_t batch, const py::dict& o
   bench::ModelReport r;
   {
     py::gil_scoped_release release;
-    r = bench::bench_model(path, batch, o, iterations, duration_s, include_transfers);
+    r = shapes ? bench::bench_model(path, *shapes, o, iterations, duration_s, include_transfers)
+               : bench::bench_model(path, batch, o, iterations, duration_s, include_transfers);
   }
   py::list steps;
   for (const bench::StepReport& s : r.steps) steps.append(step_dict(s));
@@ -79,6 +81,7 @@ py::object bench_model(const std::string& path, int64_t batch, const py::dict& o
   d["environment"] = env;
   d["model"] = r.model;
   d["batch"] = r.batch;
+  d["input_shapes"] = r.input_shapes;
   d["cuda_graph"] = r.cuda_graph;
   d["latency"] = timing_dict(r.latency);
   d["included_transfers"] = r.included_transfers;
@@ -101,6 +104,7 @@ PYBIND11_MODULE(_bench, module) {
   using namespace cnnrt_python;
   module.doc() = "cnnrt's bench library (cuDNN comparisons), behind cnnrt.Model.bench.";
   use_errors_of(py::module_::import("cnnrt._cnnrt"));
-  module.def("bench_model", &bench_model, py::arg("path"), py::arg("batch"), py::arg("options"), py::arg("iterations"),
+  module.def("bench_model", &bench_model, py::arg("path"), py::arg("batch"), py::arg("input_shapes"), py::arg("options"),
+             py::arg("iterations"),
              py::arg("duration_s"), py::arg("warmup_ms"), py::arg("include_transfers"), py::arg("report"));
 }

@@ -91,7 +91,6 @@ class Session {
 
   std::vector<ArrayView> collect_inputs(const py::handle& inputs, const DeviceRules& rules) const;
   py::object finish(std::vector<py::object> values, bool as_dict) const;
-  int64_t device_batch(const std::vector<ArrayView>& inputs) const;
 
   static constexpr size_t kStreamsKept = 4;
   std::shared_ptr<const ModelState> model_;
@@ -144,45 +143,6 @@ std::vector<ArrayView> Session::collect_inputs(const py::handle& inputs, const D
     views.push_back(view_array(objects[i], "input '" + descs[i].name + "'", rules, false));
   }
   return views;
-}
-
-// The batch size for Context::enqueue, which takes device buffers without their shapes: each array's shape
-// must be the declared one with the batch dimension set, and the batch the same for all.
-int64_t Session::device_batch(const std::vector<ArrayView>& inputs) const {
-  const std::vector<cnnrt::TensorDesc>& descs = model_->model.inputs();
-  int64_t batch = 0;  // 0: as declared
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const cnnrt::TensorDesc& d = descs[i];
-    const Shape& given = inputs[i].shape;
-    if (d.shape.empty() && !given.empty()) {
-      fail(ErrorCode::Unsupported, model_label(*model_), " declares no shape for input '", d.name,
-           "': device arrays need one (pass a NumPy array)");
-    }
-    if (d.shape.size() != given.size()) {
-      fail(ErrorCode::InvalidInput, "input '", d.name, "' is declared with rank ", std::to_string(d.shape.size()),
-           " but given shape ", shape_str(given));
-    }
-    for (size_t k = 0; k < given.size(); ++k) {
-      if (d.shape[k] >= 0 && d.shape[k] != given[k]) {
-        fail(ErrorCode::InvalidInput, "input '", d.name, "' dim ", std::to_string(k), " is declared as ",
-             std::to_string(d.shape[k]), " but given as ", std::to_string(given[k]));
-      }
-      if (d.shape[k] < 0 && k > 0) {
-        fail(ErrorCode::Unsupported, "input '", d.name, "' dim ", std::to_string(k), " ('", d.dim_names[k],
-             "') is symbolic: device arrays can vary only the batch dimension of ", model_label(*model_),
-             "; pass NumPy arrays for other shapes");
-      }
-      if (d.shape[k] < 0 && k == 0) {
-        if (given[0] < 1) fail(ErrorCode::InvalidInput, "input '", d.name, "' has batch size ", std::to_string(given[0]));
-        if (batch != 0 && batch != given[0]) {
-          fail(ErrorCode::InvalidInput, "input '", d.name, "' has batch size ", std::to_string(given[0]),
-               ", another input ", std::to_string(batch));
-        }
-        batch = given[0];
-      }
-    }
-  }
-  return batch;
 }
 
 py::object Session::finish(std::vector<py::object> values, bool as_dict) const {
@@ -244,19 +204,33 @@ py::object Session::run(const py::handle& inputs, bool as_dict, const py::object
   for (const ArrayView& v : views) any_device |= v.on_device;
   const size_t n_out = m.model.outputs().size();
 
-  // Host arrays in, NumPy out, no stream: the engine's own host path (its pinned staging on the GPU).
+  // The arrays' shapes bind every symbolic dimension; the engine checks them (InvalidInput naming the
+  // input and the dimension) and plans a new shape on its first run.
+  std::vector<Shape> shapes;
+  for (const ArrayView& v : views) shapes.push_back(v.shape);
+  std::vector<Shape> out_shapes;
+  {
+    py::gil_scoped_release release;
+    out_shapes = m.model.output_shapes(shapes);
+  }
+
+  // Host arrays in, NumPy out, no stream: the engine's own host path (its pinned staging on the GPU), read
+  // from the arrays in place and written into the vectors the NumPy results will own.
   if (!gpu || (!any_device && kind == OutputKind::Numpy && !caller && out.is_none())) {
-    std::vector<cnnrt::Tensor> results;
+    std::vector<cnnrt::Tensor> results(n_out);
     {
       py::gil_scoped_release release;
-      std::vector<cnnrt::Tensor> tensors(views.size());
-      for (size_t i = 0; i < views.size(); ++i) {
-        tensors[i].shape = views[i].shape;
+      std::vector<const float*> in_ptrs;
+      for (const ArrayView& v : views) in_ptrs.push_back(v.data);
+      std::vector<float*> out_ptrs;
+      for (size_t i = 0; i < n_out; ++i) {
+        results[i].shape = out_shapes[i];
         size_t count = 1;
-        for (int64_t d : views[i].shape) count *= static_cast<size_t>(d);
-        tensors[i].data.assign(views[i].data, views[i].data + count);
+        for (int64_t d : out_shapes[i]) count *= static_cast<size_t>(d);
+        results[i].data.resize(count);
+        out_ptrs.push_back(results[i].data.data());
       }
-      results = context->run(tensors);
+      context->run(in_ptrs.data(), out_ptrs.data(), shapes);
     }
     std::vector<py::object> values;
     for (cnnrt::Tensor& t : results) values.push_back(to_numpy(std::move(t)));
@@ -264,8 +238,6 @@ py::object Session::run(const py::handle& inputs, bool as_dict, const py::object
   }
 
   // Device buffers: the caller's (zero copy), or ours for host arrays and for outputs.
-  const int64_t batch = device_batch(views);
-  const std::vector<Shape> out_shapes = m.model.output_shapes(batch);
   std::vector<ArrayView> out_views;
   std::vector<py::object> out_objects;
   if (!out.is_none()) {
@@ -325,7 +297,7 @@ py::object Session::run(const py::handle& inputs, bool as_dict, const py::object
       produced.push_back(std::make_shared<cuda::DeviceBuffer>(bytes));
       out_ptrs.push_back(static_cast<float*>(produced.back()->data()));
     }
-    context->enqueue(in_ptrs.data(), out_ptrs.data(), batch);
+    context->enqueue(in_ptrs.data(), out_ptrs.data(), shapes);
     if (kind == OutputKind::Numpy && out_views.empty()) {
       for (size_t i = 0; i < n_out; ++i) {
         host_results.push_back({out_shapes[i], std::vector<float>(produced[i]->bytes() / sizeof(float))});
@@ -354,6 +326,70 @@ py::object Session::run(const py::handle& inputs, bool as_dict, const py::object
   return finish(std::move(values), as_dict);
 }
 
+// One shape per model input, from what a caller writes for input_shapes: a dict {input name: shape} (an
+// input left out must have no symbolic dimension: its declared shape), a list of shapes in the model's input
+// order, or, for a model with one input, the shape alone. Mistakes are Usage errors, as the tool's --shape
+// reports them; the engine then checks the shapes themselves.
+std::vector<Shape> shape_set(const cnnrt::Model& model, const py::handle& set, const std::string& what) {
+  const std::vector<cnnrt::TensorDesc>& inputs = model.inputs();
+  auto names = [&] {
+    std::string s;
+    for (const auto& d : inputs) s += (s.empty() ? "'" : ", '") + d.name + "'";
+    return s;
+  };
+  auto to_shape = [&](const py::handle& h, const std::string& of) {
+    try {
+      return h.cast<Shape>();
+    } catch (const py::cast_error&) {
+      fail(ErrorCode::Usage, what, ": the shape of ", of, " must be a sequence of ints, not ",
+           std::string(py::repr(h)));
+    }
+  };
+  std::vector<Shape> shapes;
+  if (py::isinstance<py::dict>(set)) {
+    const py::dict given = py::reinterpret_borrow<py::dict>(set);
+    for (const auto& item : given) {
+      const std::string name = py::str(item.first);
+      bool known = false;
+      for (const auto& d : inputs) known = known || d.name == name;
+      if (!known) fail(ErrorCode::Usage, what, ": '", model.name(), "' has no input '", name, "' (its inputs: ", names(), ")");
+    }
+    for (const cnnrt::TensorDesc& d : inputs) {
+      if (given.contains(d.name)) {
+        shapes.push_back(to_shape(given[py::str(d.name)], "input '" + d.name + "'"));
+        continue;
+      }
+      for (size_t k = 0; k < d.shape.size(); ++k) {
+        if (d.shape[k] < 0) {
+          fail(ErrorCode::Usage, what, ": input '", d.name, "' of '", model.name(), "' has a symbolic dimension ",
+               std::to_string(k), " ('", d.dim_names[k], "'); give its shape");
+        }
+      }
+      shapes.push_back(d.shape);
+    }
+    return shapes;
+  }
+  if (!py::isinstance<py::sequence>(set) || py::isinstance<py::str>(set)) {
+    fail(ErrorCode::Usage, what, " must be a dict {input name: shape} or a list of shapes, not ",
+         std::string(py::repr(set)));
+  }
+  const py::sequence seq = py::reinterpret_borrow<py::sequence>(set);
+  if (seq.size() > 0 && py::isinstance<py::int_>(seq[0])) {  // one shape
+    if (inputs.size() != 1) {
+      fail(ErrorCode::Usage, what, ": a shape alone names no input, but '", model.name(), "' has ",
+           std::to_string(inputs.size()), " inputs; give {name: shape}");
+    }
+    shapes.push_back(to_shape(seq, "input '" + inputs[0].name + "'"));
+    return shapes;
+  }
+  if (seq.size() != inputs.size()) {
+    fail(ErrorCode::Usage, what, ": ", std::to_string(seq.size()), " shapes for the ", std::to_string(inputs.size()),
+         " inputs of '", model.name(), "' (", names(), ")");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) shapes.push_back(to_shape(seq[i], "input '" + inputs[i].name + "'"));
+  return shapes;
+}
+
 // The Python Model: the loaded model, and a Session that Model.run uses.
 class PyModel {
  public:
@@ -362,7 +398,7 @@ class PyModel {
           const std::string& force_kernel, const std::optional<std::string>& log_level,
           const std::optional<int64_t>& max_model_bytes, const std::optional<int64_t>& max_weight_bytes,
           const std::optional<int64_t>& max_activation_bytes, const std::optional<int64_t>& max_nodes,
-          const std::optional<std::string>& name) {
+          const std::optional<std::string>& name, const py::object& input_shapes) {
     cnnrt::Options o;
     o.device = parse_device(device);
     o.batch_sizes = batch_sizes;
@@ -394,6 +430,25 @@ class PyModel {
     }
     auto state = std::make_shared<ModelState>(ModelState{std::move(*model), o, path, 0});
     if (state->model.device() == cnnrt::Device::Gpu) state->device = cuda::current_device();
+    // Options::input_shapes, once the inputs' names are known: the same plans, made the same way.
+    if (!input_shapes.is_none()) {
+      if (!py::isinstance<py::sequence>(input_shapes) || py::isinstance<py::str>(input_shapes)) {
+        fail(ErrorCode::Usage, "input_shapes must be a list of shape sets (each a dict {input name: shape}, a list "
+             "of shapes, or one shape for a one-input model)");
+      }
+      size_t i = 0;
+      for (const py::handle set : input_shapes) {
+        const std::string what = "input_shapes[" + std::to_string(i++) + "]";
+        std::vector<Shape> shapes = shape_set(state->model, set, what);
+        try {
+          py::gil_scoped_release release;
+          state->model.output_shapes(shapes);
+        } catch (const cnnrt::Error& e) {
+          throw cnnrt::Error(e.code(), what + ": " + e.what());
+        }
+        state->options.input_shapes.push_back(std::move(shapes));
+      }
+    }
     state_ = std::move(state);
   }
 
@@ -442,9 +497,12 @@ int64_t batch_arg(const std::optional<int64_t>& batch) {
   return *batch;
 }
 
-py::object bench(const PyModel& self, int64_t batch, int iterations, double duration_s, double warmup_ms,
-                 bool include_transfers, bool report) {
+py::object bench(const PyModel& self, const std::optional<int64_t>& batch, const py::object& input_shapes,
+                 int iterations, double duration_s, double warmup_ms, bool include_transfers, bool report) {
   const ModelState& m = self.state();
+  if (batch && !input_shapes.is_none()) fail(ErrorCode::Usage, "bench: give batch= or input_shapes=, not both");
+  const py::object shapes = input_shapes.is_none() ? py::object(py::none())
+                                                   : py::cast(shape_set(m.model, input_shapes, "input_shapes"));
   if (m.path.empty()) fail(ErrorCode::Usage, "bench() loads the model again from its file; this one was loaded from bytes");
   py::module_ bench_module;
   try {
@@ -453,8 +511,8 @@ py::object bench(const PyModel& self, int64_t batch, int iterations, double dura
     if (!e.matches(PyExc_ImportError)) throw;
     fail(ErrorCode::DeviceUnavailable, "bench() needs cnnrt._bench, which links cuDNN, and it did not load: ", e.what());
   }
-  return bench_module.attr("bench_model")(m.path, batch, options_to_dict(m.options), iterations, duration_s, warmup_ms,
-                                          include_transfers, report);
+  return bench_module.attr("bench_model")(m.path, batch.value_or(1), shapes, options_to_dict(m.options), iterations,
+                                          duration_s, warmup_ms, include_transfers, report);
 }
 
 const char* kRunDoc = R"doc(
@@ -549,6 +607,9 @@ An ONNX model, loaded, checked and planned (ONNX Runtime's InferenceSession, in 
 model: a path, or the model's bytes.
 device: 'auto' (the GPU when one is usable, else the CPU with a warning), 'gpu' or 'cpu'.
 batch_sizes: plans to prepare now; other batch sizes are planned on their first run.
+input_shapes: more plans to prepare now, for models with symbolic dimensions besides the batch: a list of
+    shape sets, each a dict {input name: shape}, a list of shapes in input order, or one shape for a model
+    with one input (e.g. [(1, 1, 512, 512)]). Other shapes are planned on their first run.
 tuning, tuning_cache, cuda_graphs, disabled_passes, force_kernel, log_level, max_*: as cnnrt::Options
     (docs/api.md) and the cnnrt tool's flags of the same names.
 name: what error messages call a model loaded from bytes.
@@ -558,13 +619,13 @@ its own cnnrt.Context.)doc")
       .def(py::init<const py::object&, const std::string&, const std::vector<int64_t>&, bool, const std::string&, bool,
                     const std::vector<std::string>&, const std::string&, const std::optional<std::string>&,
                     const std::optional<int64_t>&, const std::optional<int64_t>&, const std::optional<int64_t>&,
-                    const std::optional<int64_t>&, const std::optional<std::string>&>(),
+                    const std::optional<int64_t>&, const std::optional<std::string>&, const py::object&>(),
            py::arg("model"), py::arg("device") = "auto", py::arg("batch_sizes") = std::vector<int64_t>{}, py::kw_only(),
            py::arg("tuning") = true, py::arg("tuning_cache") = "", py::arg("cuda_graphs") = true,
            py::arg("disabled_passes") = std::vector<std::string>{}, py::arg("force_kernel") = "",
            py::arg("log_level") = py::none(), py::arg("max_model_bytes") = py::none(),
            py::arg("max_weight_bytes") = py::none(), py::arg("max_activation_bytes") = py::none(),
-           py::arg("max_nodes") = py::none(), py::arg("name") = py::none())
+           py::arg("max_nodes") = py::none(), py::arg("name") = py::none(), py::arg("input_shapes") = py::none())
       .def_property_readonly("name", [](const PyModel& m) { return m.state().model.name(); },
                              "The model's name (its graph name, else the file name).")
       .def_property_readonly("path", [](const PyModel& m) -> py::object {
@@ -579,29 +640,47 @@ its own cnnrt.Context.)doc")
       .def_property_readonly("device", [](const PyModel& m) { return cnnrt::to_string(m.state().model.device()); },
                              "The backend chosen at load: 'gpu' or 'cpu'.")
       .def("output_shapes",
-           [](const PyModel& m, std::optional<int64_t> batch) {
+           [](const PyModel& m, std::optional<int64_t> batch, const py::object& input_shapes) {
+             const cnnrt::Model& model = m.state().model;
+             if (!input_shapes.is_none()) {
+               const std::vector<Shape> shapes = shape_set(model, input_shapes, "input_shapes");
+               if (batch) fail(ErrorCode::Usage, "output_shapes: give batch or input_shapes, not both");
+               py::gil_scoped_release release;
+               return model.output_shapes(shapes);
+             }
              const int64_t b = batch_arg(batch);
              py::gil_scoped_release release;
-             return m.state().model.output_shapes(b);
+             return model.output_shapes(b);
            },
-           py::arg("batch") = py::none(),
-           "The output shapes for a batch size (None: as declared, a symbolic batch as 1).")
+           py::arg("batch") = py::none(), py::kw_only(), py::arg("input_shapes") = py::none(),
+           "The output shapes for a batch size, or for input_shapes (a dict {input name: shape}, a list of shapes, "
+           "or one shape for a one-input model). Neither: as declared, a symbolic batch as 1.")
       .def("explain",
-           [](const PyModel& m, std::optional<int64_t> batch) {
+           [](const PyModel& m, std::optional<int64_t> batch, const py::object& input_shapes) {
+             const cnnrt::Model& model = m.state().model;
+             if (!input_shapes.is_none()) {
+               const std::vector<Shape> shapes = shape_set(model, input_shapes, "input_shapes");
+               if (batch) fail(ErrorCode::Usage, "explain: give batch or input_shapes, not both");
+               py::gil_scoped_release release;
+               return model.describe_plan(shapes, true);
+             }
              const int64_t b = batch_arg(batch);
              py::gil_scoped_release release;
-             return m.state().model.describe_plan(b, true);
+             return model.describe_plan(b, true);
            },
-           py::arg("batch") = py::none(),
+           py::arg("batch") = py::none(), py::kw_only(), py::arg("input_shapes") = py::none(),
            "The plan as `cnnrt plan --explain` prints it: steps, kernels with their measured runners-up, shapes "
-           "and the memory plan, for a batch size (None: as declared).")
+           "and the memory plan, for a batch size or input_shapes (as output_shapes takes them; neither: as "
+           "declared).")
       .def("run", &PyModel::run, py::arg("inputs"), py::kw_only(), py::arg("as_dict") = false,
            py::arg("output") = py::none(), py::arg("stream") = py::none(), py::arg("out") = py::none(), kRunDoc)
-      .def("bench", &bench, py::kw_only(), py::arg("batch") = 1, py::arg("iterations") = 200,
+      .def("bench", &bench, py::kw_only(), py::arg("batch") = py::none(), py::arg("input_shapes") = py::none(),
+           py::arg("iterations") = 200,
            py::arg("duration_s") = 0.0, py::arg("warmup_ms") = 200.0, py::arg("include_transfers") = false,
            py::arg("report") = false, R"doc(
-Time the model on the GPU beside cuDNN, as `cnnrt bench MODEL --batch N` does (random inputs; the model is
-loaded again from its file with this model's options).
+Time the model on the GPU beside cuDNN, as `cnnrt bench MODEL --batch N` (or --shape) does (random inputs;
+the model is loaded again from its file with this model's options). batch: images per run (default 1);
+input_shapes: explicit shapes instead, as output_shapes takes them.
 
 Returns one dict per planned step: step, nodes, kernel, output_shape, ours_us (median GPU time), share (of
 the sum of steps), floor_us, and for convolutions cuDNN's figures: cudnn_algo, cudnn_us, speedup,

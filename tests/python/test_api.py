@@ -119,6 +119,20 @@ def test_symbolic_dimensions_bound_by_the_arrays():
         np.testing.assert_allclose(y[-1, 3, 4, 5], (x[-1, 0, 3:6, 4:7] * k).sum(), rtol=1e-5)
 
 
+def test_input_shapes_for_plans(cli):
+    """Plans for explicit shapes: at load (input_shapes=), in explain() and output_shapes(), as the tool's
+    --shape gives them."""
+    m = cnnrt.Model(EDGES, device="cpu", input_shapes=[{"input": (1, 1, 64, 48)}, [(2, 1, 9, 9)], (1, 1, 5, 7)])
+    assert m.output_shapes(input_shapes={"input": (3, 1, 20, 10)}) == [[3, 5, 20, 10]]
+    assert m.output_shapes(input_shapes=[(1, 1, 4, 4)]) == [[1, 5, 4, 4]]
+    assert m.output_shapes(input_shapes=(1, 1, 4, 6)) == [[1, 5, 4, 6]]
+    text = m.explain(input_shapes=(1, 1, 64, 48))
+    assert "1x1x64x48" in text
+    result = cli("plan", EDGES, "--explain", "--device", "cpu", "--shape", "input=1x1x64x48")
+    assert result.returncode == 0, result.stderr
+    assert text == result.stdout
+
+
 def test_symbolic_everything():
     relu = w.model([w.node("Relu", ["x"], ["y"])], [("x", ["N", "C", "H", "W"])], [("y", ["N", "C", "H", "W"])])
     m = cnnrt.Model(relu, device="cpu", name="relu.onnx")
@@ -171,7 +185,7 @@ def test_stubs_match_the_module():
         assert name in stub, f"{name} is missing from __init__.pyi"
     for name, members in stub.items():
         obj = getattr(cnnrt, name, None)
-        if name in ("ArrayLike", "StreamLike", "Inputs"):
+        if name in ("ArrayLike", "StreamLike", "Inputs", "ShapeSet"):
             continue
         assert obj is not None, f"__init__.pyi declares {name}, which cnnrt lacks"
         if isinstance(obj, type) and not issubclass(obj, BaseException):

@@ -173,7 +173,7 @@ def test_device_input_errors(gpu_model):
         gpu_model.run({"input": x.half()})
     with pytest.raises(cnnrt.InvalidInput, match="not C-contiguous"):
         gpu_model.run({"input": x.transpose(2, 3)})
-    with pytest.raises(cnnrt.InvalidInput, match="dim 2 is declared as 28 but given as 27"):
+    with pytest.raises(cnnrt.InvalidInput, match="dimension 2 is fixed at 28, got 27"):
         gpu_model.run({"input": x[:, :, :27, :].contiguous()})
     flat = torch.zeros(8 * 784 + 1, device="cuda")
     with pytest.raises(cnnrt.InvalidInput, match="not 16-byte aligned"):
@@ -184,11 +184,16 @@ def test_device_input_errors(gpu_model):
 
 
 def test_symbolic_model_on_the_gpu():
-    """edges.onnx's H and W: device arrays vary only the batch for now; host arrays any size."""
-    gpu = cnnrt.Model(EDGES, device="gpu")
+    """edges.onnx's N, H and W bound by each GPU array's shape, in place, against the CPU backend."""
+    gpu = cnnrt.Model(EDGES, device="gpu", input_shapes=[(1, 1, 64, 64)])
     cpu = cnnrt.Model(EDGES, device="cpu")
-    x = torch.rand((2, 1, 40, 56), device="cuda")
-    close(gpu.run({"input": x.cpu().numpy()})[0], cpu.run({"input": x.cpu().numpy()})[0])
+    for shape in ((1, 1, 64, 64), (2, 1, 40, 56), (1, 1, 17, 300)):
+        x = torch.rand(shape, device="cuda")
+        out = gpu.run({"input": x}, output="dlpack")[0]
+        assert out.shape == (shape[0], 5) + shape[2:]
+        expected = cpu.run({"input": x.cpu().numpy()})[0]
+        close(torch.from_dlpack(out).cpu().numpy(), expected)
+        close(gpu.run({"input": x.cpu().numpy()})[0], expected)
 
 
 def test_contexts_on_their_own_streams_in_threads(cpu_model):
@@ -223,6 +228,9 @@ def test_bench_on_the_gpu(gpu_model):
     assert {"step", "nodes", "output_shape", "share", "cudnn_algo", "cudnn_us", "speedup"} <= set(steps[0])
     report = gpu_model.bench(batch=8, iterations=50, report=True)
     assert report["batch"] == 8 and report["latency"]["median_us"] > 0 and report["steps"]
+    edges = cnnrt.Model(EDGES, device="gpu").bench(input_shapes={"input": (1, 1, 256, 256)}, iterations=50,
+                                                     report=True)
+    assert edges["input_shapes"] == [[1, 1, 256, 256]] and edges["steps"]
 
 
 def test_explain_on_the_gpu(gpu_model):
