@@ -167,6 +167,56 @@ def test_array_likes_through_numpy_protocols(lenet_cpu):
         lenet_cpu.run(ArrayLike(x.astype(np.float64)))
 
 
+class DlpackOnly:
+    """A DLPack producer with nothing else (no buffer protocol): NumPy's own __dlpack__ underneath."""
+
+    def __init__(self, a):
+        self.a = a
+        self.capsules = []
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __dlpack__(self, stream=None):
+        capsule = self.a.__dlpack__()
+        self.capsules.append(capsule)
+        return capsule
+
+
+def capsule_name(capsule):
+    import ctypes
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get_name(capsule)
+
+
+def test_host_dlpack_producers(lenet_cpu):
+    """A CPU DLPack tensor is read in place, its capsule taken (renamed) and its deleter called once."""
+    import sys
+    x = images(3, seed=4)
+    refs = sys.getrefcount(x)
+    producer = DlpackOnly(x)
+    np.testing.assert_array_equal(lenet_cpu.run({"input": producer})[0], lenet_cpu.run(x)[0])
+    assert [capsule_name(c) for c in producer.capsules] == [b"used_dltensor"]
+    del producer
+    assert sys.getrefcount(x) == refs  # the deleter released NumPy's reference: no leak
+    with pytest.raises(cnnrt.InvalidInput, match="has dtype float64"):
+        lenet_cpu.run(DlpackOnly(x.astype(np.float64)))
+    with pytest.raises(cnnrt.InvalidInput, match="not C-contiguous"):
+        lenet_cpu.run(DlpackOnly(np.zeros((1, 1, 28, 56), np.float32)[..., ::2]))
+
+
+def test_pytorch_cpu_tensors(lenet_cpu):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    x = images(2, seed=5)
+    t = torch.from_numpy(x.copy())
+    np.testing.assert_array_equal(lenet_cpu.run({"input": t})[0], lenet_cpu.run(x)[0])
+    with pytest.raises(cnnrt.InvalidInput, match="has dtype float64"):
+        lenet_cpu.run(t.double())
+    with pytest.raises(cnnrt.InvalidInput, match="not C-contiguous"):
+        lenet_cpu.run(t.transpose(2, 3))
+
+
 def test_stubs_match_the_module():
     """Every public name of the package is in the stubs, with the same methods on its classes."""
     stub_path = os.path.join(os.path.dirname(cnnrt.__file__), "__init__.pyi")

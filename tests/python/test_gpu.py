@@ -5,6 +5,7 @@ cnnrt, PyTorch with CUDA, or a GPU.
 On the GPU machine (PyTorch there): see docs/python.md, "Testing on a GPU".
 """
 
+import ctypes
 import gc
 import threading
 
@@ -141,17 +142,47 @@ def test_cuda_array_interface_input(gpu_model, cpu_model):
     close(gpu_model.run({"input": CudaArrayOnly(x)})[0], cpu_model.run(x.cpu().numpy())[0])
 
 
+def capsule_name(capsule):
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get_name(capsule)
+
+
+class DLTensor(ctypes.Structure):  # the DLPack spec's layout
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
 def test_dlpack_capsule_forms(gpu_model, cpu_model):
     x = cuda_images(8, 7)
     out = gpu_model.run({"input": x}, output="dlpack")[0]
     expected = cpu_model.run(x.cpu().numpy())[0]
-    legacy = torch.utils.dlpack.from_dlpack(out.__dlpack__())  # a "dltensor" capsule
-    versioned = torch.from_dlpack(out.__dlpack__(max_version=(1, 0)))  # "dltensor_versioned"
-    for t in (legacy, versioned):
-        assert t.data_ptr() == out.data_ptr
-        close(t.cpu().numpy(), expected)
+    legacy_capsule = out.__dlpack__()
+    assert capsule_name(legacy_capsule) == b"dltensor"
+    legacy = torch.utils.dlpack.from_dlpack(legacy_capsule)
+    assert legacy.data_ptr() == out.data_ptr
+    close(legacy.cpu().numpy(), expected)
+    # DLPack 1.0 for a consumer that asks with max_version: its fields, read as the spec lays them out. Not
+    # consumed: the capsule's destructor frees it (no leak, no double free).
+    versioned = out.__dlpack__(max_version=(1, 2))
+    assert capsule_name(versioned) == b"dltensor_versioned"
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    m = DLManagedTensorVersioned.from_address(get_pointer(versioned, b"dltensor_versioned"))
+    t = m.dl_tensor
+    assert (m.major, m.minor, m.flags) == (1, 0, 0)
+    assert (t.data, t.device_type, t.device_id, t.ndim) == (out.data_ptr, 2, 0, 2)
+    assert (t.code, t.bits, t.lanes, t.shape[0], t.shape[1], t.strides, t.byte_offset) == (2, 32, 1, 8, 10, None, 0)
+    del versioned, m, t
+    gc.collect()
     assert out.__dlpack_device__() == (2, 0)
-    out.__dlpack__()  # a capsule nobody consumes frees its tensor (no leak, no double free)
     with pytest.raises(BufferError):
         out.__dlpack__(copy=True)
 
