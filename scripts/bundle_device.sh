@@ -65,6 +65,25 @@ if [ -n "$gdb_path" ]; then
     --exclude 'config-*' -cf - "$(basename "$py")" | tar -C "$dest/py/lib" -xf -
   mkdir -p "$dest/gdb-data" && cp -r /usr/share/gdb/python "$dest/gdb-data/"
 fi
+# The Python package, built for the GPU machine's Python (3.12 there: DEVICE_PYTHON_TAG=cpython-312). The
+# release build has it when configured with -DCNNRT_PYTHON_EXTRA_INTERPRETERS=<a Python 3.12 with its
+# headers>; its Debian libraries are the programs', already in .device/lib (checked below).
+py_tag=${DEVICE_PYTHON_TAG:-cpython-312}
+if compgen -G "build/release/python/cnnrt/_cnnrt.$py_tag-*.so" > /dev/null; then
+  mkdir -p .device/python/cnnrt
+  cp build/release/python/cnnrt/__init__.py build/release/python/cnnrt/__init__.pyi build/release/python/cnnrt/py.typed \
+    build/release/python/cnnrt/*."$py_tag"-*.so .device/python/cnnrt/
+  for lib in $(ldd .device/python/cnnrt/*.so | awk '/=> \//{print $3}' | sort -u); do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libz.so*) ;;
+      libcuda.so*|libcudnn*|libcublas*|libcudart*|libnvrtc*|libnvJitLink*|_cnnrt.*) ;;
+      *) [ -e ".device/lib/$(basename "$lib")" ] || cp -L "$lib" .device/lib/ ;;
+    esac
+  done
+else
+  echo "bundle_device: no Python extension for $py_tag in build/release/python: the python step of gpu_round.sh" \
+       "will have nothing to test (configure with -DCNNRT_PYTHON_EXTRA_INTERPRETERS=/path/to/python3.12)" >&2
+fi
 # Conformance data: every case the CPU suite passes, found by running it here.
 report=$(mktemp)
 CNNRT_CONFORMANCE_REPORT="$report" "$bin/unit_tests" -tc="ONNX conformance on the CPU backend" > /dev/null 2>&1 || true

@@ -3,7 +3,7 @@
 # conformance, sanitizers, benchmarks. Build here first (scripts/build.sh), then bundle:
 #   scripts/bundle_device.sh          # programs + libraries + conformance data into .device.tar.xz
 # and run, on the GPU machine, from a copy of the repository with the bundle in its root:
-#   scripts/gpu_round.sh [tests] [sanitize] [bench | bench:SUITE,SUITE] [zoo | zoo:MODEL,MODEL] [MODEL.onnx...]
+#   scripts/gpu_round.sh [tests] [python] [sanitize] [bench | bench:SUITE,SUITE] [zoo | zoo:MODEL,MODEL] [MODEL.onnx...]
 # BENCH_FLAGS (e.g. --no-launch-overlap) are added to every `cnnrt bench` of the bench and model steps.
 # Full logs and JSON go to $OUT (default /tmp/cnnrt-round); a short summary is printed last.
 set -u
@@ -145,6 +145,19 @@ for step in "${steps[@]}"; do
         conv_lab "$shape" > "$OUT/lab_$shape.txt" 2>&1
         echo "conv_lab $shape exit $?: $(grep -v '^#' "$OUT/lab_$shape.txt" | sed -n 1,6p | tr -s ' ' | tr '\n' ';')" >> "$summary"
       done
+      ;;
+    python)
+      # The Python package's tests (tests/python) under the machine's python3 and PyTorch: test_gpu.py's
+      # DLPack and stream cases, and every host case, against the bundled cnnrt tool. bundle_device.sh puts
+      # the package (for the machine's Python version) into .device/python.
+      if [ -d .device/python/cnnrt ]; then
+        PYTHONPATH="$repo/.device/python${PYTHONPATH:+:$PYTHONPATH}" CNNRT_CLI=$(command -v cnnrt) PYTHONDONTWRITEBYTECODE=1 \
+          python3 -m pytest -v -rs -p no:cacheprovider tests/python > "$OUT/python_tests.log" 2>&1
+        echo "python tests exit $?: $(tail -1 "$OUT/python_tests.log")" >> "$summary"
+        grep -E "^(FAILED|ERROR|SKIPPED)" "$OUT/python_tests.log" | head -20 >> "$summary"
+      else
+        echo "python tests: no .device/python/cnnrt in the bundle (see scripts/bundle_device.sh)" >> "$summary"
+      fi
       ;;
     soak|soak:*)
       n=2000

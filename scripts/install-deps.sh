@@ -13,10 +13,11 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libonnx-testdata dataset-fashion-mnist
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest
 )
 for arg in "$@"; do
   case "$arg" in
-    --dev)  packages+=(python3-torch python3-onnx python3-numpy python3-matplotlib python3-skimage) ;;
+    --dev)  packages+=(python3-torch python3-onnx python3-matplotlib python3-skimage) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     *) echo "install-deps.sh: unknown option '$arg' (use --dev or --fuzz)" >&2; exit 2 ;;
   esac

@@ -1,7 +1,7 @@
 # The package test: install this build into a fresh prefix, build apps/examples against it with
 # find_package(cnnrt), and run the example on a model whose answers are known.
 #
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DWRITER=... -DWITH_CUDA=ON|OFF
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DWRITER=... -DWITH_CUDA=ON|OFF -DWITH_PYTHON=ON|OFF
 #       -DCXX_COMPILER=... -DGENERATOR=... -DMAKE_PROGRAM=... -DCMAKE_AR=... [-DSANITIZE_LINK_FLAGS=...]
 #       -P package_test.cmake
 # SANITIZE_LINK_FLAGS: in a sanitizer build the installed library is instrumented, so the example links
@@ -15,8 +15,13 @@ function(run_step what)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 
-# The engine and the model writer may be stale if only unit_tests was built.
-run_step("building the engine" ${CMAKE_COMMAND} --build ${BUILD_DIR} --target cnnrt_engine write_embed_test_model)
+# The engine and the model writer may be stale if only unit_tests was built; the install also copies the
+# Python package when the build has it.
+set(install_targets cnnrt_engine write_embed_test_model)
+if(WITH_PYTHON)
+  list(APPEND install_targets cnnrt_python)
+endif()
+run_step("building the engine" ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${install_targets})
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
