@@ -12,7 +12,9 @@ packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
   libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libcpp-httplib-dev
   libonnx-testdata dataset-fashion-mnist
+  python3
 )
 for arg in "$@"; do
   case "$arg" in
