@@ -9,9 +9,10 @@ histogram (from /metrics, the difference over the run).
 The reference: `cnnrt run --device cpu` on the same inputs (--cnnrt, default build/release/bin/cnnrt or
 build/cpu/bin/cnnrt), `--distinct` different inputs in all (random, seeded), compared with --rtol/--atol as
 `cnnrt run` compares. Clients are threads spread over --processes processes (Python's GIL would otherwise be
-the bottleneck); each keeps one HTTP/1.1 connection open. Request bodies are encoded once, before the clock
-starts. Exit status: 0 when every answer arrived and matched (and, with --expect-batching, the server ran
-batches of more than one row), 1 otherwise, 2 for bad arguments.
+the bottleneck); each keeps one HTTP/1.1 connection open. Requests are encoded once, before the clock starts,
+and sent and read by a lean client of its own (KeepAliveClient). Exit status: 0 when every answer arrived and
+matched (and, with --expect-batching, the server ran batches of more than one row), 1 otherwise, 2 for bad
+arguments.
 
 Only the Python standard library is used. tests/serve/test_serve.py imports this file for its load case.
 """
@@ -24,6 +25,7 @@ import multiprocessing
 import os
 import random
 import re
+import socket
 import struct
 import subprocess
 import sys
@@ -194,8 +196,9 @@ def encode_request(inputs, encoding, request_id=None):
 
 
 def decode_response(body, headers):
-    """(doc, {output name: list of floats}) of an inference response, JSON or binary."""
-    length = headers.get("Inference-Header-Content-Length")
+    """(doc, {output name: list of floats}) of an inference response, JSON or binary. headers: a mapping of
+    the response's headers (names in any case)."""
+    length = next((v for k, v in headers.items() if k.lower() == "inference-header-content-length"), None)
     if length is None:
         doc = json.loads(body)
         return doc, {o["name"]: o["data"] for o in doc["outputs"]}
@@ -267,6 +270,61 @@ def get(url, path, timeout=30):
 # Clients.
 
 
+class KeepAliveClient:
+    """A lean HTTP/1.1 client on one keep-alive connection, so that the load generator spends its time on the
+    server's answers rather than in http.client's header parsing. Requests are sent as prepared bytes."""
+
+    def __init__(self, host, port, timeout):
+        self.address, self.timeout = (host, port), timeout
+        self.sock, self.buffer = None, b""
+
+    def connect(self):
+        self.close()
+        self.sock = socket.create_connection(self.address, timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += chunk
+
+    def request(self, payload):
+        """(status, {header name lowercased: value}, body) of one request."""
+        if self.sock is None:
+            self.connect()
+        self.sock.sendall(payload)
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        while len(self.buffer) < length:
+            self._fill()
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        if headers.get("connection", "").lower() == "close":
+            self.close()  # (the server ends a connection after many requests: the next one reconnects)
+        return status, headers, body
+
+
+def prepare_request(host, port, model, body, headers):
+    """The bytes of a POST /v2/models/MODEL/infer request."""
+    lines = ["POST /v2/models/%s/infer HTTP/1.1" % model, "Host: %s:%d" % (host, port),
+             "Content-Length: %d" % len(body)] + ["%s: %s" % kv for kv in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
 def _client_process_to(queue, index, args):
     try:
         queue.put((index, _client_process(args)))
@@ -276,9 +334,9 @@ def _client_process_to(queue, index, args):
 
 def _client_process(args):
     """One process: `threads` clients. Returns latencies (s), outcome counts, first errors, start/end times."""
-    (url, model, bodies, references, threads, requests, first_client, rtol, atol, connect_timeout) = args
+    (url, model, bodies, references, threads, requests, first_client, rtol, atol, timeout) = args
     parts = urllib.parse.urlsplit(url)
-    path = "/v2/models/%s/infer" % model
+    payloads = [prepare_request(parts.hostname, parts.port, model, body, headers) for body, headers in bodies]
     lock = threading.Lock()
     result = {"latencies": [], "ok": 0, "wrong": 0, "failed": 0, "lost": 0, "errors": [], "start": None, "end": 0.0}
     barrier = threading.Barrier(threads)
@@ -290,29 +348,25 @@ def _client_process(args):
                 result["errors"].append("%s: %s" % (kind, text))
 
     def client(c):
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=connect_timeout)
+        conn = KeepAliveClient(parts.hostname, parts.port, timeout)
         latencies = []
         try:
-            body, headers = bodies[c % len(bodies)]
-            conn.request("POST", path, body, headers)  # warm-up: opens the connection; not counted
-            conn.getresponse().read()
+            conn.request(payloads[c % len(payloads)])  # warm-up: opens the connection; not counted
         except Exception as e:  # noqa: BLE001 (reported, not raised: the other clients go on)
             note_error("lost", "client %d could not connect: %s" % (c, e))
+            conn.close()
         barrier.wait()
         start = time.monotonic()
         for j in range(requests):
-            k = (c * requests + j) % len(bodies)
-            body, headers = bodies[k]
+            k = (c * requests + j) % len(payloads)
             t0 = time.monotonic()
             try:
-                conn.request("POST", path, body, headers)
-                response = conn.getresponse()
-                payload = response.read()
+                status, headers, payload = conn.request(payloads[k])
                 latencies.append(time.monotonic() - t0)
-                if response.status != 200:
-                    note_error("failed", "HTTP %d: %s" % (response.status, payload[:300]))
+                if status != 200:
+                    note_error("failed", "HTTP %d: %s" % (status, payload[:300]))
                     continue
-                _, values = decode_response(payload, dict(response.getheaders()))
+                _, values = decode_response(payload, headers)
                 bad = None
                 for name, want in references[k].items():
                     bad = mismatch(values.get(name, []), want, rtol, atol)
@@ -327,7 +381,6 @@ def _client_process(args):
             except Exception as e:  # noqa: BLE001
                 note_error("lost", "client %d request %d: %s: %s" % (c, j, type(e).__name__, e))
                 conn.close()
-                conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=connect_timeout)
         end = time.monotonic()
         conn.close()
         with lock:

@@ -6,7 +6,8 @@
 #   scripts/serve_round.sh MODEL.onnx [MODEL.onnx ...]
 #
 # Uses the bundle (scripts/bundle_device.sh; .device/ or .device.tar.xz) when there is one, else `cnnrt` on
-# PATH. Settings from the environment: CLIENTS (64), SAT_CLIENTS (256), REQUESTS per client (300), ENCODING
+# PATH. A model file called model.onnx (the zoo's layout) is named after its folder. Settings from the
+# environment: CLIENTS (64), SAT_CLIENTS (256), REQUESTS per client (300), ROWS per request (1), ENCODING
 # (binary), DISTINCT inputs (32), INSTANCES per GPU (2), MAX_BATCH (64), DELAY_US (500), SERVE_FLAGS (extra
 # flags for every server). Logs and the JSON of every run go to $OUT (default /tmp/cnnrt-serve); the summary
 # table is printed last.
@@ -25,6 +26,7 @@ export CNNRT_CACHE_DIR="$OUT/cache"  # tuning measured once per model, reused by
 CLIENTS=${CLIENTS:-64}
 SAT_CLIENTS=${SAT_CLIENTS:-256}
 REQUESTS=${REQUESTS:-300}
+ROWS=${ROWS:-1}
 ENCODING=${ENCODING:-binary}
 DISTINCT=${DISTINCT:-32}
 INSTANCES=${INSTANCES:-2}
@@ -35,18 +37,20 @@ summary="$OUT/summary.txt"
 {
   echo "serve round: $(cat .device/commit.txt 2>/dev/null || git describe --always --dirty 2>/dev/null)," \
     "$gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
-  echo "clients $CLIENTS (saturation $SAT_CLIENTS) x $REQUESTS requests, $ENCODING, instances $INSTANCES per GPU," \
+  echo "clients $CLIENTS (saturation $SAT_CLIENTS) x $REQUESTS requests of $ROWS row(s), $ENCODING, instances" \
+    "$INSTANCES per GPU," \
     "max batch $MAX_BATCH, delay $DELAY_US us, extra flags: ${SERVE_FLAGS:-none}"
-  printf '%-22s %-26s %7s %11s %9s %9s %10s %s\n' model config clients "requests/s" "p50 ms" "p99 ms" "mean batch" \
-    "ok/wrong/failed/lost"
+  printf '%-18s %-24s %7s %11s %11s %9s %9s %10s %s\n' model config clients "requests/s" "rows/s" "p50 ms" \
+    "p99 ms" "mean batch" "ok/wrong/failed/lost"
 } > "$summary"
 
 # Starts a server with the given flags, runs the load test, stops the server: run NAME MODEL CLIENTS FLAGS...
 run() {
   local name=$1 model=$2 clients=$3; shift 3
-  local log="$OUT/$name.server.log" port="" pid rc
+  local log="$OUT/$name.server.log" port="" pid rc served
+  served=${name%%__*}
   # shellcheck disable=SC2086
-  cnnrt serve "$model" --host 127.0.0.1 --port 0 "$@" ${SERVE_FLAGS:-} > "$log" 2>&1 &
+  cnnrt serve "$model" --name "$served" --host 127.0.0.1 --port 0 "$@" ${SERVE_FLAGS:-} > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do  # up to 10 minutes of planning and tuning before it listens
     port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
@@ -60,23 +64,24 @@ run() {
     kill $pid 2> /dev/null; wait $pid 2> /dev/null
     return
   fi
-  python3 scripts/load_test.py --url "http://127.0.0.1:$port" --onnx "$model" --clients "$clients" \
-    --requests "$REQUESTS" --encoding "$ENCODING" --distinct "$DISTINCT" --json "$OUT/$name.json" \
+  python3 scripts/load_test.py --url "http://127.0.0.1:$port" --model "$served" --onnx "$model" \
+    --clients "$clients" --requests "$REQUESTS" --rows "$ROWS" --encoding "$ENCODING" --distinct "$DISTINCT" \
+    --json "$OUT/$name.json" \
     > "$OUT/$name.load.txt" 2>&1
   cat "$OUT/$name.load.txt"
   kill -TERM $pid; wait $pid; rc=$?
   [ $rc -eq 0 ] || echo "$name: the server exited with status $rc after SIGTERM" | tee -a "$summary"
-  python3 - "$OUT/$name.json" "$name" "$(basename "$model" .onnx)" "$clients" >> "$summary" <<'PY'
+  python3 - "$OUT/$name.json" "$name" "$served" "$clients" >> "$summary" <<'PY'
 import json, sys
 path, name, model, clients = sys.argv[1:]
 try:
     s = json.load(open(path))
 except (OSError, ValueError):
-    print("%-22s %-26s no result (see %s)" % (model, name.split("__")[-1], path.replace(".json", ".load.txt")))
+    print("%-18s %-24s no result (see %s)" % (model, name.split("__")[-1], path.replace(".json", ".load.txt")))
     sys.exit()
-print("%-22s %-26s %7s %11.0f %9.3f %9.3f %10.1f %d/%d/%d/%d" % (
-    model, name.split("__")[-1], clients, s["requests_per_s"], s["p50_ms"], s["p99_ms"], s["mean_batch"],
-    s["ok"], s["wrong"], s["failed"], s["lost"]))
+print("%-18s %-24s %7s %11.0f %11.0f %9.3f %9.3f %10.1f %d/%d/%d/%d" % (
+    model, name.split("__")[-1], clients, s["requests_per_s"], s["rows_per_s"], s["p50_ms"], s["p99_ms"],
+    s["mean_batch"], s["ok"], s["wrong"], s["failed"], s["lost"]))
 PY
 }
 
@@ -95,6 +100,7 @@ PY
 
 for model in "$@"; do
   m=$(basename "$model" .onnx)
+  [ "$m" = model ] && m=$(basename "$(dirname "$model")")
   # Every client's keep-alive connection holds an HTTP thread: give one to each, and some to spare.
   threads=$(( (CLIENTS > SAT_CLIENTS ? CLIENTS : SAT_CLIENTS) + 64 ))
   common=(--instances "$INSTANCES" --max-queue-delay-us "$DELAY_US" --http-threads "$threads")

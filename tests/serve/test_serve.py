@@ -422,7 +422,7 @@ class EngineFailure(ServeCase):
         per_row = int(re.search(r"needs (\d+) bytes of activations", result.stderr).group(1))
         # Room for 2 rows: a merged batch of 8 rows fails, and so does a request of 3 rows on its own.
         server = Server("--max-activation-bytes", str(2 * per_row + per_row // 2), "--max-batch", "8",
-                        "--max-queue-delay-us", "2000000")
+                        "--max-queue-delay-us", "10000000")  # a full batch of 8 rows starts at once
         try:
             sets, refs = lenet_inputs(8, seed=5)
             rows = [1, 1, 3, 1, 2]
