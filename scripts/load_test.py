@@ -18,6 +18,7 @@ Only the Python standard library is used. tests/serve/test_serve.py imports this
 """
 
 import argparse
+import hashlib
 import http.client
 import json
 import math
@@ -403,8 +404,29 @@ def percentile(sorted_values, p):
     return sorted_values[index]
 
 
+def cached_reference(cache_dir, cnnrt, onnx_path, sets, meta, seed, log):
+    """cpu_reference, kept in cache_dir (when given) under a key of the model file and the inputs' recipe."""
+    key = None
+    if cache_dir:
+        st = os.stat(onnx_path)
+        recipe = json.dumps([os.path.abspath(onnx_path), st.st_size, st.st_mtime_ns, seed, len(sets),
+                             [[n, s] for n, s, _ in sets[0]], meta["outputs"]])
+        key = os.path.join(cache_dir, "reference-%s.json" % hashlib.sha1(recipe.encode()).hexdigest()[:16])
+        if os.path.exists(key):
+            with open(key) as f:
+                return json.load(f)
+    log("reference: cnnrt run --device cpu on %d inputs (%s)" % (len(sets), onnx_path))
+    answers = cpu_reference(cnnrt or default_cnnrt(), onnx_path, sets)
+    if key:
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(key + ".part", "w") as f:
+            json.dump(answers, f)
+        os.replace(key + ".part", key)
+    return answers
+
+
 def run_load(url, model, onnx_path, clients, requests, encoding="binary", distinct=64, processes=None,
-             cnnrt=None, rtol=1e-4, atol=1e-5, rows=1, seed=1, timeout=60, log=print):
+             cnnrt=None, rtol=1e-4, atol=1e-5, rows=1, seed=1, timeout=60, log=print, reference_cache=None):
     """Runs the load and returns a summary dict (see main for what it prints)."""
     status, body = get(url, "/v2/models/%s" % model)
     if status != 200:
@@ -421,8 +443,7 @@ def run_load(url, model, onnx_path, clients, requests, encoding="binary", distin
                 count *= d
             inputs.append((spec["name"], shape, [rng.random() for _ in range(count)]))
         sets.append(inputs)
-    log("reference: cnnrt run --device cpu on %d inputs (%s)" % (distinct, onnx_path))
-    answers = cpu_reference(cnnrt or default_cnnrt(), onnx_path, sets)
+    answers = cached_reference(reference_cache, cnnrt, onnx_path, sets, meta, seed, log)
     output_names = [o["name"] for o in meta["outputs"]]
     references = [dict(zip(output_names, a)) for a in answers]
     bodies = []
@@ -528,12 +549,13 @@ def main():
     p.add_argument("--atol", type=float, default=1e-5)
     p.add_argument("--expect-batching", action="store_true", help="fail unless some batch had more than one row")
     p.add_argument("--json", help="also write the summary here as JSON")
+    p.add_argument("--reference-cache", help="keep the CPU reference in this folder, for later runs")
     a = p.parse_args()
     if a.clients < 1 or a.requests < 1 or a.distinct < 1 or a.rows < 1:
         p.error("--clients, --requests, --distinct and --rows must be at least 1")
     model = a.model or os.path.splitext(os.path.basename(a.onnx))[0]
     s = run_load(a.url, model, a.onnx, a.clients, a.requests, a.encoding, a.distinct, a.processes, a.cnnrt,
-                 a.rtol, a.atol, a.rows)
+                 a.rtol, a.atol, a.rows, reference_cache=a.reference_cache)
     report(s)
     if a.json:
         with open(a.json, "w") as f:

@@ -66,7 +66,7 @@ run() {
   fi
   python3 scripts/load_test.py --url "http://127.0.0.1:$port" --model "$served" --onnx "$model" \
     --clients "$clients" --requests "$REQUESTS" --rows "$ROWS" --encoding "$ENCODING" --distinct "$DISTINCT" \
-    --json "$OUT/$name.json" \
+    --json "$OUT/$name.json" --reference-cache "$OUT/reference" \
     > "$OUT/$name.load.txt" 2>&1
   cat "$OUT/$name.load.txt"
   kill -TERM $pid; wait $pid; rc=$?
