@@ -390,6 +390,10 @@ class Errors(ServeCase):
         status, _, answer = self.server.infer(body, {"Content-Type": "application/x-www-form-urlencoded"})
         self.assertEqual(status, 200, answer)
         self.assertClose(json.loads(answer)["outputs"][0]["data"], refs[2][0])
+        form = (b"--xyz\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n" + body +
+                b"\r\n--xyz--\r\n")
+        self.assertError(self.server.infer(form, {"Content-Type": "multipart/form-data; boundary=xyz"}), 415,
+                         "multipart/form-data body is not an inference request")
 
     def test_garbage_and_hang_ups(self):
         # Not HTTP at all, a request cut off mid-body, a client gone before the answer: the server stays up.
