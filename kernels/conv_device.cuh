@@ -3,6 +3,7 @@
 
 #ifndef __CUDACC_RTC__
 #include <mutex>
+#include <utility>
 #elif !defined(INFINITY)
 #define INFINITY __int_as_float(0x7f800000)  // (NVRTC has no <cmath>)
 #endif
@@ -13,19 +14,39 @@ namespace cnnrt::kernels {
 
 #ifndef __CUDACC_RTC__  // (NVRTC: conv_chain_device.cuh)
 
-// Lets `Kernel` use `bytes` of dynamic shared memory (above the 48 KB default); done once per kernel.
+// Runs a setup once per CUDA device, on the calling thread's current one. A kernel's attributes belong to the
+// kernel on one device: a process that runs on GPUs 0 and 1 must set them on each.
+class OncePerDevice {
+ public:
+  template <class Setup>
+  void call(Setup&& setup) {
+    int device = 0;
+    cudaGetDevice(&device);
+    if (device < 0 || device >= kMaxDevices) {
+      setup();  // (beyond the table: every time, which is correct, only slower)
+      return;
+    }
+    std::call_once(done_[device], std::forward<Setup>(setup));
+  }
+
+ private:
+  static constexpr int kMaxDevices = 64;
+  std::once_flag done_[kMaxDevices];
+};
+
+// Lets `Kernel` use `bytes` of dynamic shared memory (above the 48 KB default); done once per kernel and device.
 template <auto Kernel>
 void allow_dynamic_smem(int bytes) {
-  static std::once_flag once;
-  std::call_once(once, [bytes] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); });
+  static OncePerDevice once;
+  once.call([bytes] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); });
 }
 
-// Lets `Kernel` run in clusters of more than 8 blocks (H100: up to 16); done once per kernel. A refused opt-in
-// makes the launch fail, and the runtime's launch check names the step.
+// Lets `Kernel` run in clusters of more than 8 blocks (H100: up to 16); done once per kernel and device. A
+// refused opt-in makes the launch fail, and the runtime's launch check names the step.
 template <auto Kernel>
 void allow_large_clusters() {
-  static std::once_flag once;
-  std::call_once(once, [] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); });
+  static OncePerDevice once;
+  once.call([] { cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); });
 }
 #endif  // __CUDACC_RTC__
 

@@ -12,6 +12,7 @@ packages=(
   cmake ninja-build g++ pkg-config python3
   libprotobuf-dev protobuf-compiler libonnx-dev
   libspdlog-dev libfmt-dev doctest-dev libstb-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libcpp-httplib-dev
   libonnx-testdata dataset-fashion-mnist
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest
 )

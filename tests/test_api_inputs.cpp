@@ -252,4 +252,22 @@ TEST_CASE("Options::input_shapes prepares plans at load, and a bad entry fails t
   CHECK(e.code() == ErrorCode::InvalidInput);
   CHECK(contains(e, "Options::input_shapes[2]: "));
   CHECK(contains(e, "input 'image' has rank 4"));
+
+TEST_CASE("Options::gpu_index: -1 or a device number; ignored on the CPU; a device that is not there is refused") {
+  const std::string bytes = testing::tiny_conv_model().bytes();
+  Options o;
+  o.device = Device::Cpu;
+  o.gpu_index = -2;
+  Error e = error_of([&] { Model::load_from_memory(bytes.data(), bytes.size(), o, "tiny.onnx"); });
+  CHECK(e.code() == ErrorCode::Usage);
+  CHECK(contains(e, "Options::gpu_index is -2"));
+
+  o.gpu_index = 3;  // the CPU backend has no devices to pick from
+  CHECK(Model::load_from_memory(bytes.data(), bytes.size(), o, "tiny.onnx").device() == Device::Cpu);
+
+  // No machine has a thousand GPUs: without CUDA or a GPU, and with one, this is DeviceUnavailable.
+  o.device = Device::Gpu;
+  o.gpu_index = 1000;
+  e = error_of([&] { Model::load_from_memory(bytes.data(), bytes.size(), o, "tiny.onnx"); });
+  CHECK(e.code() == ErrorCode::DeviceUnavailable);
 }

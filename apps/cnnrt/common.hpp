@@ -107,5 +107,6 @@ Action add_ops_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_infer_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
+Action add_serve_command(CLI::App& app);
 
 }  // namespace cnnrt_cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       {"plan", cnnrt_cli::add_plan_command},
       {"bench", cnnrt_cli::add_bench_command},
       {"ops", cnnrt_cli::add_ops_command},
+      {"serve", cnnrt_cli::add_serve_command},
   };
   std::vector<std::pair<CLI::App*, cnnrt_cli::Action>> actions;
   for (const auto& [name, add] : commands) {

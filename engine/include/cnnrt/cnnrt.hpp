@@ -84,6 +84,9 @@ struct Limits {
 
 struct Options {
   Device device = Device::Auto;          // Auto: the GPU when one is usable, else the CPU with a warning
+  int gpu_index = -1;                    // the CUDA device to load onto (0, 1, ...); -1: the loading thread's
+                                         // current device. Contexts of the model always run on that device,
+                                         // whichever device their thread has current.
   std::vector<int64_t> batch_sizes;      // plans to prepare at load; other sizes are planned on first use
   // Shapes to prepare at load, in addition to batch_sizes (each entry: one shape per input, in the model's
   // input order). This is how a model with symbolic dimensions other than the batch (a fully convolutional

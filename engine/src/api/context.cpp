@@ -5,6 +5,7 @@
 #include "api/context_access.hpp"
 #include "api/model_impl.hpp"
 #include "core/error.hpp"
+#include "runtime/device.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/gpu_model.hpp"
 
@@ -19,6 +20,7 @@ struct ContextImpl {
   std::map<std::vector<ir::Shape>, std::unique_ptr<runtime::Executor>> executors;
 
   ~ContextImpl() {
+    runtime::ScopedDevice on_device(model->gpu_ordinal);
     executors.clear();
     if (own_stream) model->gpu->destroy_stream(stream);
   }
@@ -80,6 +82,7 @@ struct ContextImpl {
 
 runtime::Executor& ContextAccess::executor(Context& context, int64_t batch) {
   ContextImpl& impl = *context.impl_;
+  runtime::ScopedDevice on_device(impl.model->gpu_ordinal);
   return impl.executor_for(impl.model->shapes_for_batch(batch));
 }
 
@@ -93,6 +96,7 @@ runtime::Executor& ContextAccess::executor(Context& context, const std::vector<S
 Context::Context(const Model& model, Stream stream) : impl_(std::make_unique<detail::ContextImpl>()) {
   impl_->model = model.impl_;
   impl_->stream = stream;
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   if (impl_->model->device == Device::Gpu && stream == nullptr) {
     impl_->stream = impl_->model->gpu->create_stream();
     impl_->own_stream = true;
@@ -104,6 +108,7 @@ Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 
 std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   const std::vector<ir::Shape> shapes = impl_->shapes_of(inputs);
   runtime::Executor& executor = impl_->executor_for(shapes);
   const auto& output_shapes = impl_->model->prepare(shapes)->output_shapes;
@@ -121,6 +126,7 @@ std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
 }
 
 void Context::run(const float* const* inputs, float* const* outputs, int64_t batch) {
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   impl_->check_host_buffers(inputs, outputs);
   // 0 means the declared shapes (a symbolic batch as 1); a negative batch is a caller's bug, not a default.
   CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::run: batch {} is negative", batch);
@@ -128,6 +134,7 @@ void Context::run(const float* const* inputs, float* const* outputs, int64_t bat
 }
 
 void Context::run(const float* const* inputs, float* const* outputs, const std::vector<Shape>& input_shapes) {
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   const std::vector<ir::Shape> shapes = impl_->model->checked_shapes(input_shapes);
   impl_->check_host_buffers(inputs, outputs);
   impl_->executor_for(shapes).run_host(inputs, outputs);
@@ -136,17 +143,20 @@ void Context::run(const float* const* inputs, float* const* outputs, const std::
 void Context::enqueue(const float* const* device_inputs, float* const* device_outputs, int64_t batch) {
   impl_->check_device_buffers(device_inputs, device_outputs);
   CNNRT_CHECK(batch >= 0, ErrorCode::Usage, "Context::enqueue: batch {} is negative", batch);
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   impl_->executor_for(impl_->model->shapes_for_batch(batch)).enqueue_device(device_inputs, device_outputs);
 }
 
 void Context::enqueue(const float* const* device_inputs, float* const* device_outputs,
                       const std::vector<Shape>& input_shapes) {
   impl_->check_device_buffers(device_inputs, device_outputs);
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   const std::vector<ir::Shape> shapes = impl_->model->checked_shapes(input_shapes);
   impl_->executor_for(shapes).enqueue_device(device_inputs, device_outputs);
 }
 
 void Context::synchronize() {
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   for (auto& [shapes, executor] : impl_->executors) executor->synchronize();
 }
 
@@ -154,6 +164,7 @@ Stream Context::stream() const { return impl_->stream; }
 
 void Context::set_stream(Stream stream) {
   CNNRT_CHECK(impl_->model->device == Device::Gpu, ErrorCode::Usage, "set_stream: this model runs on the CPU");
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   synchronize();
   // The executors move to the new stream first (they wait on the old one), and only then may an old
   // stream of our own be destroyed.
@@ -169,6 +180,7 @@ void Context::set_stream(Stream stream) {
 
 std::vector<StepTiming> Context::profile(const std::vector<Tensor>& inputs, int repetitions) {
   CNNRT_CHECK(repetitions >= 1, ErrorCode::Usage, "profile: repetitions must be at least 1");
+  runtime::ScopedDevice on_device(impl_->model->gpu_ordinal);
   const std::vector<ir::Shape> shapes = impl_->shapes_of(inputs);
   std::vector<const float*> in_ptrs;
   for (const Tensor& t : inputs) in_ptrs.push_back(t.data.data());

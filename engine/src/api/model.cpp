@@ -46,10 +46,13 @@ std::string describe_shapes(const std::vector<ir::Shape>& shapes) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-Device choose_device(Device requested) {
+Device choose_device(Device requested, int gpu_index) {
   std::string why;
   if (requested == Device::Cpu) return Device::Cpu;
-  if (runtime::cuda_device_available(&why)) return Device::Gpu;
+  if (runtime::cuda_device_available(&why)) {
+    if (gpu_index >= 0) runtime::check_device_ordinal(gpu_index);
+    return Device::Gpu;
+  }
   if (requested == Device::Gpu) {
     fail(ErrorCode::DeviceUnavailable, "a GPU was requested but none is usable: {}", why);
   }
@@ -63,8 +66,15 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
   impl->graph = std::move(graph);
   for (int id : impl->graph.inputs) impl->inputs.push_back(describe_value(impl->graph.values[id]));
   for (int id : impl->graph.outputs) impl->outputs.push_back(describe_value(impl->graph.values[id]));
-  impl->device = choose_device(options.device);
-  if (impl->device == Device::Gpu) impl->gpu = runtime::GpuModel::create(options);
+  CNNRT_CHECK(options.gpu_index >= -1, ErrorCode::Usage,
+              "Options::gpu_index is {}: give a CUDA device number (0, 1, ...), or -1 for the current device",
+              options.gpu_index);
+  impl->device = choose_device(options.device, options.gpu_index);
+  if (impl->device == Device::Gpu) {
+    impl->gpu_ordinal = options.gpu_index >= 0 ? options.gpu_index : runtime::current_device_ordinal();
+    runtime::ScopedDevice on_device(impl->gpu_ordinal);
+    impl->gpu = runtime::GpuModel::create(options);
+  }
 
   // Prepare the batch sizes and input shapes asked for. With none, bind the declared shapes once (a symbolic
   // batch dimension as 1) so that shape errors surface at load time rather than at the first run; models
@@ -87,6 +97,12 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
 }  // namespace
 
 namespace detail {
+
+ModelImpl::~ModelImpl() {
+  runtime::ScopedDevice on_device(gpu_ordinal);
+  prepared_.clear();
+  gpu.reset();
+}
 
 std::vector<ir::Shape> ModelImpl::declared_shapes() const {
   std::vector<ir::Shape> shapes;
@@ -198,7 +214,10 @@ std::shared_ptr<const plan::Prepared> ModelImpl::prepare(const std::vector<ir::S
                 "(Limits::max_activation_bytes; raise it with --max-activation-bytes or use a smaller batch)",
                 graph.model_name, peak, describe_shapes(input_shapes), options.limits.max_activation_bytes);
   }
-  if (device == Device::Gpu) prepared->gpu_plan = gpu->plan(*prepared);
+  if (device == Device::Gpu) {
+    runtime::ScopedDevice on_device(gpu_ordinal);
+    prepared->gpu_plan = gpu->plan(*prepared);
+  }
   prepared_.emplace(input_shapes, prepared);
   return prepared;
 }

@@ -22,6 +22,10 @@ struct ModelImpl {
   std::vector<TensorDesc> outputs;
   Device device = Device::Cpu;
   std::shared_ptr<runtime::GpuModel> gpu;  // device state shared by all contexts (GPU models only)
+  int gpu_ordinal = -1;                    // the CUDA device of `gpu` (every call that touches it switches
+                                           // to it: runtime::ScopedDevice); -1 on the CPU
+
+  ~ModelImpl();  // frees the device state on its own device
 
   // Input shapes for a batch size: each input's declared dims with the first one set to `batch`.
   // batch <= 0: the declared dims, a symbolic batch dimension as 1.

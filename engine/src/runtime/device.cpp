@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "core/error.hpp"
+
 namespace cnnrt::runtime {
 
 bool cuda_device_available(std::string* why) {
@@ -25,6 +27,45 @@ bool cuda_device_available(std::string* why) {
   });
   if (!available && why) *why = reason;
   return available;
+}
+
+int current_device_ordinal() {
+  int ordinal = -1;
+  if (cudaGetDevice(&ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return ordinal;
+}
+
+void check_device_ordinal(int ordinal) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  CNNRT_CHECK(ordinal >= 0 && ordinal < count, ErrorCode::DeviceUnavailable,
+              "GPU {} was asked for (Options::gpu_index), but this machine has {} CUDA device{}{}", ordinal, count,
+              count == 1 ? "" : "s", count > 0 ? fmt::format(" (0 to {})", count - 1) : std::string());
+}
+
+ScopedDevice::ScopedDevice(int ordinal) noexcept {
+  if (ordinal < 0) return;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  if (current == ordinal) return;
+  if (cudaSetDevice(ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  previous_ = current;
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
 }
 
 }  // namespace cnnrt::runtime

@@ -9,4 +9,25 @@ namespace cnnrt::runtime {
 // reason in *why ("no CUDA-capable device is detected", "this build has no CUDA", ...).
 bool cuda_device_available(std::string* why = nullptr);
 
+// The calling thread's current CUDA device (cudaGetDevice); -1 in a build without CUDA.
+int current_device_ordinal();
+
+// Throws DeviceUnavailable unless `ordinal` names a CUDA device of this machine (the message gives the count).
+void check_device_ordinal(int ordinal);
+
+// Makes `ordinal` the calling thread's current CUDA device for the scope and restores the previous one at its
+// end, so that a model's weights, streams and launches stay on the device it was loaded on, whichever device
+// the caller's thread has current. ordinal < 0 (CPU models): does nothing. Never throws: a failed switch
+// surfaces as the next CUDA call's error, which names the device.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int ordinal) noexcept;
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = -1;  // the device to restore; -1: nothing was switched
+};
+
 }  // namespace cnnrt::runtime

@@ -1,6 +1,9 @@
 // The GPU entry points of a build configured with CNNRT_ENABLE_CUDA=OFF: the CPU backend is all there is.
 #include "runtime/device.hpp"
 
+#include "core/error.hpp"
+#include "runtime/gpu_model.hpp"
+
 namespace cnnrt::runtime {
 
 bool cuda_device_available(std::string* why) {
@@ -8,12 +11,15 @@ bool cuda_device_available(std::string* why) {
   return false;
 }
 
-}  // namespace cnnrt::runtime
+int current_device_ordinal() { return -1; }
 
-#include "core/error.hpp"
-#include "runtime/gpu_model.hpp"
+void check_device_ordinal(int ordinal) {
+  fail(ErrorCode::DeviceUnavailable, "GPU {} was asked for (Options::gpu_index), but this build of cnnrt has no "
+       "CUDA support (configured with CNNRT_ENABLE_CUDA=OFF)", ordinal);
+}
 
-namespace cnnrt::runtime {
+ScopedDevice::ScopedDevice(int) noexcept {}
+ScopedDevice::~ScopedDevice() = default;
 
 std::shared_ptr<GpuModel> GpuModel::create(const Options&) {
   fail(ErrorCode::DeviceUnavailable, "this build of cnnrt has no CUDA support (configured with "
