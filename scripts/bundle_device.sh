@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bin=build/release/bin
 dest=.device
-programs=("$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/chain_trace" "$bin/cluster_sync_check"
+programs=("$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/cluster_sync_check"
           "$bin/launch_floor" "$bin/wgmma_peak")
 # gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
 # BUNDLE_GDB=0 leaves it (and the Python it embeds) out, for a smaller bundle.

@@ -38,22 +38,6 @@ inline const std::vector<std::string>& zoo_model_names() {
 constexpr double kZooRtol = 1e-4;
 constexpr double kZooAtol = 1e-4;
 
-// Models that need an op not every build of cnnrt has: name -> the op. Where supported_ops() lacks it, the
-// model must fail to load with "op <op> (opset K) is not supported"; where it has it, the model must match
-// PyTorch like every other.
-inline const std::map<std::string, std::string>& zoo_required_ops() {
-  static const std::map<std::string, std::string> ops = {
-      {"espcn", "DepthToSpace"},
-      {"unet_small", "ConvTranspose"},
-  };
-  return ops;
-}
-
-inline bool engine_supports(const std::string& op) {
-  const std::vector<std::string> ops = supported_ops();
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
-
 // models/zoo under the source folder this was built from, or, on the GPU machine (where the repository
 // lies elsewhere), relative to the working directory: the repository root, as scripts/gpu_round.sh runs.
 inline std::filesystem::path zoo_root() {
@@ -102,15 +86,6 @@ inline void check_zoo_model(const std::string& name, Device device) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string on = std::string(" on the ") + (device == Device::Gpu ? "GPU" : "CPU");
 
-  const auto required = zoo_required_ops().find(name);
-  if (required != zoo_required_ops().end() && !engine_supports(required->second)) {
-    const std::string expected = "op " + required->second + " (opset ";
-    CHECK_MESSAGE((error.find(expected) != std::string::npos && error.find("is not supported") != std::string::npos),
-                  name << " needs " << required->second << ", which this build does not run, so it must be refused "
-                       << "naming it, but " << (error.empty() ? "it ran" : "it failed with: " + error));
-    MESSAGE(name << on << ": refused as expected (" << required->second << " is not supported yet)");
-    return;
-  }
   REQUIRE_MESSAGE(error.empty(), name << on << ": " << error);
   for (const std::string& m : mismatches) FAIL_CHECK(name << on << ": " << m);
   std::string summary;
