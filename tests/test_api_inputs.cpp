@@ -252,6 +252,7 @@ TEST_CASE("Options::input_shapes prepares plans at load, and a bad entry fails t
   CHECK(e.code() == ErrorCode::InvalidInput);
   CHECK(contains(e, "Options::input_shapes[2]: "));
   CHECK(contains(e, "input 'image' has rank 4"));
+}
 
 TEST_CASE("Options::gpu_index: -1 or a device number; ignored on the CPU; a device that is not there is refused") {
   const std::string bytes = testing::tiny_conv_model().bytes();

@@ -127,7 +127,7 @@ struct RunCommand {
 Action add_run_command(CLI::App& app) {
   auto cmd = std::make_shared<RunCommand>();
   CLI::App* sub = app.add_subcommand("run", "Run a model on ONNX test data and compare with expected outputs, or "
-                                            "once on random inputs of the --shape given");
+                                            "once on random inputs of the shapes given");
   sub->add_option("model", cmd->model_path, "ONNX model")->required();
   sub->add_option("--test-data", cmd->test_data,
                   "Folder with input_K.pb/output_K.pb or test_data_set_* folders (without it, --shape runs the model "

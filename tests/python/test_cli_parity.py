@@ -28,7 +28,7 @@ def load_example():
 def test_lenet_predictions_match_the_cli(lenet_cpu, cli):
     """The example's NumPy decoding and normalisation, cnnrt.Model.run: `cnnrt infer`'s top 3 per sample."""
     assert len(SAMPLES) == 10
-    result = cli("infer", LENET, *SAMPLES, "--json", "--top-k", 3, "--device", "cpu")
+    result = cli("infer", LENET, *SAMPLES, "--json", "-", "--top-k", 3, "--device", "cpu")
     assert result.returncode == 0, result.stderr
     expected = {r["file"]: r["top"] for r in map(json.loads, result.stdout.splitlines())}
     ours = dict(load_example().classify(lenet_cpu, SAMPLES, top_k=3))

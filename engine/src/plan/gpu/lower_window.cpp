@@ -66,14 +66,13 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
   const kernels::Pool2dDesc pool = pooled ? pool_desc(L) : kernels::Pool2dDesc{};
   c.config = pooled ? "direct conv, then pool" : "direct conv";
   c.launch = [L, weights, same, pool, conv_floats](const float* const* in, float* const* out, Stream s) {
-    const bool pooled = L.pooled();
-    float* conv_out = pooled ? const_cast<float*>(in[L.residual ? 2 : 1]) : out[0];
+    float* conv_out = L.pooled() ? const_cast<float*>(in[L.residual ? 2 : 1]) : out[0];
     kernels::launch_conv2d_direct(in[0], weights, L.e.bias, conv_out, L.g, s);
     if (L.residual) kernels::launch_binary(kernels::BinaryOp::Add, conv_out, in[1], conv_out, same, s);
     if (L.e.param_act != kernels::ParamAct::None) {
       kernels::launch_activation(L.e.param_act, L.e.alpha, L.e.beta, conv_out, conv_out, conv_floats, s);
     }
-    if (pooled) {
+    if (L.pooled()) {
       const auto kind = L.e.pool.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
       kernels::launch_pool2d(kind, conv_out, out[0], pool, s);
     }
