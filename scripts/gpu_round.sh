@@ -83,7 +83,7 @@ for step in "${steps[@]}"; do
       # kernel cases or the doctest filter CASES;
       # `sanitize-all:TOOL[,TOOL]` over every test case of gpu_tests.
       tools=memcheck,racecheck,synccheck
-      cases='conv2d_*,direct convolution*,MaxPool*,global pools*,Gemm*,*GEMM*'
+      cases='c1*,gen:*,small:*,dw:*,tc:*,wgr:*,wgh:*,direct convolution*,MaxPool*,global pools*,Gemm*,*GEMM*'
       case "$step" in
         sanitize:*:*) tools=${step#sanitize:}; cases=${tools#*:}; tools=${tools%%:*} ;;
         sanitize:*) tools=${step#sanitize:} ;;
