@@ -287,7 +287,9 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }
 
 ArrayView view_array(py::handle object, const std::string& what, const DeviceRules& rules, bool writable) {
-  if (PyObject_CheckBuffer(object.ptr())) return from_buffer(object, what, writable);
+  // A GPU array may offer the buffer protocol only to refuse it (CuPy does): its device protocols come first.
+  const bool device_array = py::hasattr(object, "__cuda_array_interface__");
+  if (!device_array && PyObject_CheckBuffer(object.ptr())) return from_buffer(object, what, writable);
   if (py::hasattr(object, "__dlpack__") && py::hasattr(object, "__dlpack_device__")) {
     return from_dlpack(object, what, rules, writable);
   }
