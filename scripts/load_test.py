@@ -426,7 +426,7 @@ def cached_reference(cache_dir, cnnrt, onnx_path, sets, meta, seed, log):
 
 
 def run_load(url, model, onnx_path, clients, requests, encoding="binary", distinct=64, processes=None,
-             cnnrt=None, rtol=1e-4, atol=1e-5, rows=1, seed=1, timeout=60, log=print, reference_cache=None):
+             cnnrt=None, rtol=1e-4, atol=1e-4, rows=1, seed=1, timeout=60, log=print, reference_cache=None):
     """Runs the load and returns a summary dict (see main for what it prints)."""
     status, body = get(url, "/v2/models/%s" % model)
     if status != 200:
@@ -546,7 +546,10 @@ def main():
     p.add_argument("--distinct", type=int, default=64, help="different inputs (each checked against the CPU)")
     p.add_argument("--processes", type=int, help="client processes (default: half the cores)")
     p.add_argument("--rtol", type=float, default=1e-4)
-    p.add_argument("--atol", type=float, default=1e-5)
+    # 1e-4: the model zoo's tolerance. A deep network's FP32 outputs on the GPU differ from the CPU reference's by
+    # rounding that grows with depth and with the batch a request was merged into (another batch size may run
+    # other kernels): seen 1.2e-5 on a logit of ResNet-18 (narrow) in a batch of 16.
+    p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--expect-batching", action="store_true", help="fail unless some batch had more than one row")
     p.add_argument("--json", help="also write the summary here as JSON")
     p.add_argument("--reference-cache", help="keep the CPU reference in this folder, for later runs")
