@@ -158,11 +158,8 @@ class C1Family final : public ConvFamily {
       : ConvFamily("c1",
                    "one input channel (DAC 2017 Algorithm 1): an input tile with its halo in shared memory, each thread "
                    "slides a register window down 4 columns x r rows for up to 32 filters",
-                   {}) {}
+                   {}, pack_c1) {}
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override { return c1_reject(layer); }
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const override {
-    return pack_c1(layer, filters, bias);
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

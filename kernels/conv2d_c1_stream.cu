@@ -39,7 +39,7 @@ class C1StreamFamily final : public ConvFamily {
       : ConvFamily("c1stream",
                    "one input channel, one filter: each warp streams a 128-column strip down r rows through a register "
                    "window, no shared memory",
-                   {kCpAsync}) {}
+                   {kCpAsync}, pack_c1) {}
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     std::string why = c1_reject(layer);
     if (!why.empty()) return why;
@@ -48,9 +48,6 @@ class C1StreamFamily final : public ConvFamily {
       return "needs K 1, 3 or 5, stride 1, left pad (K-1)/2, width a multiple of 4, no pooling, no or ReLU activation";
     }
     return "";
-  }
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const override {
-    return pack_c1(layer, filters, bias);
   }
 
   // The row count that makes about 16 warps an SM first; a row count only where the next smaller one

@@ -99,7 +99,7 @@ class DepthwiseFamily final : public ConvFamily {
       : ConvFamily("dw",
                    "depthwise (groups = C): an input plane tile with its halo in shared memory, each thread slides a "
                    "register window down 4 columns x r rows of one output plane",
-                   {}) {}
+                   {}, pack_nothing) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
@@ -111,8 +111,6 @@ class DepthwiseFamily final : public ConvFamily {
     return "";
   }
 
-  // The filters as ONNX stores them ([F][1][K][K]): nothing to pack.
-  PackedWeights pack(const ConvLayer&, const float*, const float*) const override { return {"onnx", {}, nullptr}; }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps&, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

@@ -27,7 +27,7 @@ std::vector<float> pack_general_filters(const float* weights, int F, int C, int 
   return packed;
 }
 
-PackedWeights pack_general(const ConvLayer& layer, const float* filters) {
+PackedWeights pack_general(const ConvLayer& layer, const float* filters, const float*) {
   return {"cwf", pack_general_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
 }
 
@@ -61,7 +61,7 @@ class GeneralFamily final : public ConvFamily {
                    "multi-channel direct convolution (DAC 2017 Algorithm 2): filters x pixels a block, a register tile a "
                    "thread, channel groups of input and filters double-buffered in shared memory; _split variants divide "
                    "the channels over a thread-block cluster",
-                   {kCpAsync}) {}
+                   {kCpAsync}, pack_general) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
@@ -73,9 +73,6 @@ class GeneralFamily final : public ConvFamily {
     return "";
   }
 
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
-    return pack_general(layer, filters);
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

@@ -29,7 +29,7 @@ namespace cnnrt::kernels {
 // [F][C][K][K] -> [C][K][K][Fpad], Fpad = F rounded up to a multiple of 4 (zeros in the padding).
 std::vector<float> pack_general_filters(const float* weights, int F, int C, int KH, int KW);
 // The same as the registry's layout "cwf", which the small-map family reads too.
-PackedWeights pack_general(const ConvLayer& layer, const float* filters);
+PackedWeights pack_general(const ConvLayer& layer, const float* filters, const float* bias);
 
 // Registry entry "gen": groups == 1, square kernel 1, 3 or 5, stride 1 or 2, dilation 1; pooling only unstrided
 // and without a residual. Its variants are the instantiated tiles, each with the cluster splits worth trying.

@@ -292,7 +292,7 @@ class SmallFamily final : public ConvFamily {
       : ConvFamily("small",
                    "small maps at small batches: every channel's input staged once, each thread one pixel (or two) for "
                    "up to 4 filters over a slice of the channels, the slices summed in shared memory",
-                   {kCpAsync}) {}
+                   {kCpAsync}, pack_general) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
@@ -307,9 +307,6 @@ class SmallFamily final : public ConvFamily {
     return "";
   }
 
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
-    return pack_general(layer, filters);
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

@@ -303,6 +303,10 @@ std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, i
 
 namespace {
 
+PackedWeights pack_tc(const ConvLayer& layer, const float* filters, const float*) {
+  return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
+}
+
 std::string variant_name(const tc::Entry& en) {
   return "tc_f" + std::to_string(en.bm) + "_px" + std::to_string(en.bn) + "_" + (en.act == Act::Relu ? "relu" : "act");
 }
@@ -313,7 +317,7 @@ class TcFamily final : public ConvFamily {
       : ConvFamily("tc",
                    "implicit GEMM on the tensor cores (mma.sync) at FP32 accuracy by the 3xTF32 split: filters x "
                    "pixels a block, the input gathered into shared memory by cp.async, three stages",
-                   {kCpAsync | kMmaTf32}) {}
+                   {kCpAsync | kMmaTf32}, pack_tc) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
@@ -331,9 +335,6 @@ class TcFamily final : public ConvFamily {
     return "";
   }
 
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
-    return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

@@ -29,6 +29,6 @@ std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, i
 std::string wg_reject(const ConvLayer& layer);
 
 // The packed filters as both families read them (layout "wg_split").
-PackedWeights pack_wg(const ConvLayer& layer, const float* filters);
+PackedWeights pack_wg(const ConvLayer& layer, const float* filters, const float* bias);
 
 }  // namespace cnnrt::kernels

@@ -387,7 +387,7 @@ class WghFamily final : public ConvFamily {
       : ConvFamily("wgh",
                    "3xTF32 wgmma from a halo tile: a rectangle of output pixels whose input of 32 channels lands once and "
                    "serves every filter tap; filters by TMA; partials of st stages",
-                   {kCpAsync | kClusters | kTma | kWgmma}) {}
+                   {kCpAsync | kClusters | kTma | kWgmma}, pack_wg) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     std::string why = wg_reject(layer);
@@ -399,9 +399,6 @@ class WghFamily final : public ConvFamily {
     return "";
   }
 
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
-    return pack_wg(layer, filters);
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

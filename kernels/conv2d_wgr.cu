@@ -313,7 +313,7 @@ std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, i
   return packed;
 }
 
-PackedWeights pack_wg(const ConvLayer& layer, const float* filters) {
+PackedWeights pack_wg(const ConvLayer& layer, const float* filters, const float*) {
   return {"wg_split", pack_wg_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
 }
 
@@ -345,11 +345,8 @@ class WgrFamily final : public ConvFamily {
       : ConvFamily("wgr",
                    "3xTF32 implicit GEMM on wgmma, output pixels as rows: the input copied unsplit two stages ahead and "
                    "split in registers; _split variants divide the reduction over a cluster",
-                   {kCpAsync | kClusters | kWgmma}) {}
+                   {kCpAsync | kClusters | kWgmma}, pack_wg) {}
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override { return wg_reject(layer); }
-  PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) const override {
-    return pack_wg(layer, filters);
-  }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
     const ConvGeometry& g = layer.g;

@@ -83,18 +83,28 @@ struct LayerWeights {
   std::shared_ptr<const void> host;   // PackedWeights::host
 };
 
+// Packs a layer's weights in a family's layout: `filters` [F][C / groups][KH][KW] and `bias` [F] (or null), on the
+// host. Families that read the same layout share one PackFn.
+using PackFn = PackedWeights (*)(const ConvLayer& layer, const float* filters, const float* bias);
+
+// The weights as ONNX stores them: nothing to pack (the variants read LayerWeights::filters).
+PackedWeights pack_nothing(const ConvLayer& layer, const float* filters, const float* bias);
+
 class ConvFamily {
  public:
   // `name`: the first token of every variant name ("c1", "wgh"); `summary`: the algorithm in one line.
-  ConvFamily(const char* name, const char* summary, Needs needs) : name_(name), summary_(summary), needs_(needs) {}
+  ConvFamily(const char* name, const char* summary, Needs needs, PackFn packer)
+      : name_(name), summary_(summary), needs_(needs), pack_(packer) {}
   virtual ~ConvFamily() = default;
   const char* name() const { return name_; }
   const char* summary() const { return summary_; }
   const Needs& needs() const { return needs_; }
   // "" when the family runs `layer` on a device that has its Needs; else the first reason it does not.
   virtual std::string reject(const ConvLayer& layer, const DeviceCaps& dev) const = 0;
-  // The weights in the family's layout; `filters` [F][C / groups][KH][KW] and `bias` [F] (or null) on the host.
-  virtual PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const = 0;
+  // The weights in the family's layout (PackFn).
+  PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const {
+    return pack_(layer, filters, bias);
+  }
   // The variants for `layer` (which the family accepts), best guess first.
   virtual std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev,
                                             const LayerWeights& weights) const = 0;
@@ -106,6 +116,7 @@ class ConvFamily {
   const char* name_;
   const char* summary_;
   Needs needs_;
+  PackFn pack_;
 };
 
 // A launch of one instantiation whose entry point is `fn(x, y, weights, g, e, extra..., stream)`, for `layer`
