@@ -71,34 +71,123 @@ void launch_depthwise(const float* x, float* y, const float* w, const ConvGeomet
   launch_overlapped(conv2d_depthwise_kernel<Cfg>, grid, dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e, tiles_x);
 }
 
+// Small maps: a block stages the whole input planes (with padding) of CPB channels of one image, and each
+// channel's TW/4 x TH/ROWS threads cover its whole TW x TH output plane (at most), as the tiled kernel does.
+// A 7x7 plane in a 32x32 tile would leave 95% of the block idle.
+template <int K_, int S_, int TW_, int TH_, int ROWS_, int CPB_, Act ACT_>
+struct DwPlanesCfg {
+  static constexpr int K = K_, S = S_, TW = TW_, TH = TH_, ROWS = ROWS_, CPB = CPB_;
+  static constexpr Act ACT = ACT_;
+  static constexpr int COL_GROUPS = TW / 4;
+  static constexpr int PER_CHANNEL = COL_GROUPS * (TH / ROWS);
+  static constexpr int BLOCK = PER_CHANNEL * CPB;
+  static constexpr int PITCH = ((TW - 1) * S + K + 3) / 4 * 4 + 4;
+  static constexpr int IN_H = (TH - 1) * S + K;
+  static constexpr int PLANE = IN_H * PITCH;
+  static constexpr int WIN = (3 * S + K + 3) / 4 * 4;
+  static_assert(BLOCK % 32 == 0, "whole warps only");
+  static_assert(CPB * PLANE * 4 <= 48 * 1024, "static shared memory");
+};
+
+// grid: x = N * ceil(C / CPB). Requires OH <= TH and OW <= TW.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::BLOCK)
+    conv2d_depthwise_planes_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+                                   const ConvGeometry g, const Epilogue e) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
+  constexpr int K = Cfg::K, S = Cfg::S;
+  __shared__ __align__(16) float planes[Cfg::CPB * Cfg::PLANE];
+  const int channel_blocks = (g.C + Cfg::CPB - 1) / Cfg::CPB;
+  const int n = blockIdx.x / channel_blocks;
+  const int c0 = (blockIdx.x - n * channel_blocks) * Cfg::CPB;
+  for (int i = threadIdx.x; i < Cfg::CPB * Cfg::PLANE; i += Cfg::BLOCK) {
+    const int slot = i / Cfg::PLANE, at = i - slot * Cfg::PLANE;
+    const int r = at / Cfg::PITCH, col = at - r * Cfg::PITCH;
+    const int iy = r - g.pad_top, ix = col - g.pad_left, c = c0 + slot;
+    const bool inside = c < g.C && iy >= 0 && iy < g.H && ix >= 0 && ix < g.W;
+    cp_async_4(planes + i, inside ? x + ((static_cast<int64_t>(n) * g.C + c) * g.H + iy) * g.W + ix : x, inside);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  const int slot = threadIdx.x / Cfg::PER_CHANNEL, t = threadIdx.x - slot * Cfg::PER_CHANNEL;
+  const int c = c0 + slot;
+  if (c >= g.C) return;  // no barrier after this
+  const float* tile = planes + slot * Cfg::PLANE;
+  const int col = 4 * (t % Cfg::COL_GROUPS);
+  const int row_begin = (t / Cfg::COL_GROUPS) * Cfg::ROWS;
+  if (row_begin >= g.OH || col >= g.OW) return;
+  const int multiplier = g.F / g.C;
+  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
+  for (int m = 0; m < multiplier; ++m) {
+    const int f = c * multiplier + m;
+    float wreg[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wreg[i] = __ldg(w + static_cast<int64_t>(f) * K * K + i);
+    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
+    float* out = y + (static_cast<int64_t>(n) * g.F + f) * plane;
+    const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
+
+    float win[K][Cfg::WIN];
+    prime_window<K, S>(win, tile, Cfg::PITCH, row_begin, col * S);
+    for (int rr = row_begin; rr < row_begin + Cfg::ROWS; ++rr) {
+      slide_window<K, S>(win, tile, Cfg::PITCH, rr, col * S);
+      float acc[4] = {b, b, b, b};
+      accumulate_window<K, S>(acc, win, [&](int tap) { return wreg[tap]; });
+      store_four<Cfg::ACT>(acc, out, res, rr, col, g.OH, g.OW, e);
+    }
+  }
+}
+
+template <class Cfg>
+void launch_depthwise_planes(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
+                             cudaStream_t stream) {
+  const int channel_blocks = (g.C + Cfg::CPB - 1) / Cfg::CPB;
+  launch_overlapped(conv2d_depthwise_planes_kernel<Cfg>, dim3(static_cast<unsigned>(g.N * channel_blocks)),
+                    dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e);
+}
+
 struct DwEntry {
-  int k, s, tw, rows;
+  int k, s, tw, th, rows, cpb;  // cpb 0: the tiled kernel (any map); else whole planes of at most tw x th
   Act act;
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-// Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads.
-#define DW_ENTRY(K, S, TW, ROWS, ACT) DwEntry{K, S, TW, ROWS, ACT, &launch_depthwise<DwCfg<K, S, TW, 32, ROWS, ACT>>}
+// Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads. Two whole-plane
+// configurations: 8x8 planes 16 channels a block, 16x16 planes 8 channels a block (128 threads each).
+#define DW_ENTRY(K, S, TW, ROWS, ACT) \
+  DwEntry{K, S, TW, 32, ROWS, 0, ACT, &launch_depthwise<DwCfg<K, S, TW, 32, ROWS, ACT>>}
+#define DW_PLANES(K, S, T, ROWS, CPB, ACT) \
+  DwEntry{K, S, T, T, ROWS, CPB, ACT, &launch_depthwise_planes<DwPlanesCfg<K, S, T, T, ROWS, CPB, ACT>>}
 #define DW_ACTS(K, S, TW, ROWS) DW_ENTRY(K, S, TW, ROWS, Act::None), DW_ENTRY(K, S, TW, ROWS, Act::Relu), \
                                 DW_ENTRY(K, S, TW, ROWS, Act::Param)
+#define DW_PLANES_ACTS(K, S, T, ROWS, CPB) DW_PLANES(K, S, T, ROWS, CPB, Act::None), \
+    DW_PLANES(K, S, T, ROWS, CPB, Act::Relu), DW_PLANES(K, S, T, ROWS, CPB, Act::Param)
 const DwEntry kDwEntries[] = {DW_ACTS(3, 1, 32, 2), DW_ACTS(3, 1, 64, 4), DW_ACTS(3, 2, 32, 2),
-                              DW_ACTS(5, 1, 32, 2), DW_ACTS(5, 1, 64, 4), DW_ACTS(5, 2, 32, 2)};
+                              DW_ACTS(5, 1, 32, 2), DW_ACTS(5, 1, 64, 4), DW_ACTS(5, 2, 32, 2),
+                              DW_PLANES_ACTS(3, 1, 8, 2, 16), DW_PLANES_ACTS(3, 2, 8, 2, 16),
+                              DW_PLANES_ACTS(3, 1, 16, 4, 8), DW_PLANES_ACTS(3, 2, 16, 4, 8),
+                              DW_PLANES_ACTS(5, 1, 8, 2, 16), DW_PLANES_ACTS(5, 2, 8, 2, 16),
+                              DW_PLANES_ACTS(5, 1, 16, 4, 8), DW_PLANES_ACTS(5, 2, 16, 4, 8)};
 
 }  // namespace
 
 namespace {
 
 std::string variant_name(const DwEntry& en) {
-  return "dw_k" + std::to_string(en.k) + "_s" + std::to_string(en.s) + "_t" + std::to_string(en.tw) + "x32_r" +
-         std::to_string(en.rows) + "_" + (en.act == Act::None ? "none" : en.act == Act::Relu ? "relu" : "act");
+  return "dw_k" + std::to_string(en.k) + "_s" + std::to_string(en.s) + "_t" + std::to_string(en.tw) + "x" +
+         std::to_string(en.th) + (en.cpb > 0 ? "_c" + std::to_string(en.cpb) : "") + "_r" + std::to_string(en.rows) +
+         "_" + (en.act == Act::None ? "none" : en.act == Act::Relu ? "relu" : "act");
 }
 
 class DepthwiseFamily final : public ConvFamily {
  public:
   DepthwiseFamily()
       : ConvFamily("dw",
-                   "depthwise (groups = C): an input plane tile with its halo in shared memory, each thread slides a "
-                   "register window down 4 columns x r rows of one output plane",
+                   "depthwise (groups = C): an input plane tile with its halo in shared memory (or, for small maps, "
+                   "the whole planes of c channels), each thread slides a register window down 4 columns x r rows of "
+                   "one output plane",
                    {}, pack_nothing) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
@@ -116,12 +205,15 @@ class DepthwiseFamily final : public ConvFamily {
     const ConvGeometry& g = layer.g;
     const Act wanted = compiled_act(layer.e.param_act);
     std::vector<ConvVariant> out;
+    std::vector<ConvVariant> planes;
     for (const DwEntry& en : kDwEntries) {
       if (en.k != g.KH || en.s != g.stride_h || en.act != wanted) continue;
-      out.push_back({variant_name(en), "", bind_launch(en.launch, layer, w.filters)});
+      if (en.cpb > 0 && (g.OW > en.tw || g.OH > en.th)) continue;
+      (en.cpb > 0 ? planes : out).push_back({variant_name(en), "", bind_launch(en.launch, layer, w.filters)});
     }
-    // Narrow maps first for narrow images.
+    // Narrow maps first for narrow images; whole planes first where they fit (the smallest first).
     if (g.OW <= 32 && out.size() > 1 && out[0].name.find("_t64") != std::string::npos) std::swap(out[0], out[1]);
+    out.insert(out.begin(), planes.begin(), planes.end());
     return out;
   }
 

@@ -6,6 +6,10 @@
 //   B: [BK][BN + 8] floats, pixels contiguous, gathered from the input 4 bytes at a time (zero-filled by
 //      cp.async outside the image and past K). Pitch = 8 mod 32: fragment loads are conflict-free.
 // Each warp owns WM filters x WN pixels of the block tile: (WM/16) x (WN/8) mma tiles of m16n8k8.
+//
+// A grouped convolution is one GEMM per group (K = C/groups * KH * KW): a block's filter tile lies in one
+// group, whose filters start a column block of the packed weights (padded per group) and whose input
+// channels start at group * C/groups. Strides and dilations of each axis only move the gathered positions.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -29,13 +33,17 @@ constexpr int kStages = 3;    // cp.async pipeline depth
 
 // Per-launch constants derived on the host.
 struct Params {
-  int K;          // C * KH * KW
+  int K;          // C/groups * KH * KW
   int taps;       // KH * KW
   unsigned div_taps, div_kw;  // magic multipliers for k / taps and t / KW (0: divisor 1)
   int npix;       // N * OH * OW
   int ohw;        // OH * OW
-  int f_pad;      // F rounded up to kFAlign
-  int ftiles;     // filter tiles per pixel tile
+  int f_pad;      // columns of the packed weights: groups * fg_pad
+  int fg;         // filters per group
+  int fg_pad;     // fg rounded up to kFAlign
+  int cg;         // input channels per group
+  int ftiles;     // filter tiles per group
+  int group_tiles;  // filter tiles per pixel tile: groups * ftiles
 };
 
 // q = n / d for n < 2^32 / d: q = umulhi(n, floor(2^32 / d) + 1). The rounding error n * (m - 2^32/d) / 2^32
@@ -91,9 +99,10 @@ __global__ void __launch_bounds__(C::THREADS)
   float* smem = reinterpret_cast<float*>(smem4);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gid = lane >> 2, tig = lane & 3;
-  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
-  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BN;
-  const int f0 = ftile * C::BM;
+  const int tile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.group_tiles));
+  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.group_tiles)) * C::BN;
+  const int group = tile / q.ftiles;
+  const int f0 = (tile - group * q.ftiles) * C::BM;  // first filter of the tile within its group
   const int nk = (q.K + kBK - 1) / kBK;
 
   // B loader: warp `warp` fills rows warp*B_ROWS .. +B_ROWS-1 of each stage, lane `lane` the pixel
@@ -108,7 +117,7 @@ __global__ void __launch_bounds__(C::THREADS)
       const int oy = rem / g.OW, ox = rem - oy * g.OW;
       iy0[i] = oy * g.stride_h - g.pad_top;
       ix0[i] = ox * g.stride_w - g.pad_left;
-      xoff[i] = n * g.C * g.H * g.W + iy0[i] * g.W + ix0[i];
+      xoff[i] = (n * g.C + group * q.cg) * g.H * g.W + iy0[i] * g.W + ix0[i];
     } else {
       iy0[i] = ix0[i] = -(1 << 30);
       xoff[i] = 0;
@@ -119,7 +128,7 @@ __global__ void __launch_bounds__(C::THREADS)
   auto load_stage = [&](int buf, int kt) {
     float* as = smem + buf * C::STAGE_FLOATS;
     float* bs = as + C::A_FLOATS;
-    const float* src = wp + (static_cast<int64_t>(kt) * kBK * q.f_pad + f0) * 2;
+    const float* src = wp + (static_cast<int64_t>(kt) * kBK * q.f_pad + group * q.fg_pad + f0) * 2;
 #pragma unroll
     for (int i = 0; i < C::A_PER_THREAD; ++i) {
       const int chunk = tid + i * C::THREADS;
@@ -132,8 +141,8 @@ __global__ void __launch_bounds__(C::THREADS)
       const int k = kt * kBK + r;
       const int c = fast_div(k, q.div_taps);
       const int t = k - c * q.taps;
-      const int ky = fast_div(t, q.div_kw);
-      const int kx = t - ky * g.KW;
+      const int ky0 = fast_div(t, q.div_kw);
+      const int ky = ky0 * g.dil_h, kx = (t - ky0 * g.KW) * g.dil_w;
       const bool k_ok = k < q.K;
       const int koff = c * hw + ky * g.W + kx;
 #pragma unroll
@@ -237,19 +246,24 @@ __global__ void __launch_bounds__(C::THREADS)
 
   // Epilogue. Accumulator acc[mt][nt][2*h + v]: filter f0 + wm0 + mt*16 + gid + 8h, pixel
   // p0 + wn0 + nt*8 + 2*tig + v (the d fragment layout of mma_tf32).
-  store_mma_tile<C::MT, C::NT, C::ACT>(acc, f0 + wm0, p0 + wn0, g, e, q.npix, q.ohw, y);
+  const int group_f0 = group * q.fg;
+  store_mma_tile<C::MT, C::NT, C::ACT>(acc, group_f0 + f0 + wm0, p0 + wn0, g, e, q.npix, q.ohw, y, group_f0 + q.fg);
 }
 
 inline Params make_params(const ConvGeometry& g, int bm) {
   Params q;
   q.taps = g.KH * g.KW;
-  q.K = g.C * q.taps;
+  q.cg = g.C / g.groups;
+  q.fg = g.F / g.groups;
+  q.K = q.cg * q.taps;
   q.div_taps = magic_for(q.taps);
   q.div_kw = magic_for(g.KW);
   q.ohw = g.OH * g.OW;
   q.npix = g.N * q.ohw;
-  q.f_pad = round_up(g.F, kFAlign);
-  q.ftiles = (g.F + bm - 1) / bm;
+  q.fg_pad = round_up(q.fg, kFAlign);
+  q.f_pad = g.groups * q.fg_pad;
+  q.ftiles = (q.fg + bm - 1) / bm;
+  q.group_tiles = g.groups * q.ftiles;
   return q;
 }
 
@@ -257,7 +271,7 @@ template <class C>
 void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
   allow_dynamic_smem<conv2d_tc_kernel<C>>(C::SMEM_BYTES);
   const Params q = make_params(g, C::BM);
-  const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.ftiles;
+  const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.group_tiles;
   launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES,
                     stream, 1, x, y, w, g, e, q);
 }
@@ -265,6 +279,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 // The instantiated configurations (BM filters x BN pixels, warp tile WM x WN):
 //   L 128 x 128, 8 warps of 64 x 32: large layers (batch 32); 1 block per SM (150 KB of shared memory)
 //   S  64 x  64, 4 warps of 32 x 32: few filters or few pixels; 2 blocks per SM (78 KB each)
+//   G  32 x  64, 4 warps of 16 x 32: groups of few filters; 4 blocks per SM (55 KB each)
 struct Entry {
   int bm, bn, blocks_per_sm;
   double efficiency;  // relative throughput of a full SM, for the heuristic order
@@ -279,21 +294,23 @@ struct Entry {
 const Entry kEntries[] = {
     TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Relu), TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Param),
     TC_ENTRY(64, 64, 32, 32, 2, 0.75, Act::Relu),  TC_ENTRY(64, 64, 32, 32, 2, 0.75, Act::Param),
+    TC_ENTRY(32, 64, 16, 32, 4, 0.5, Act::Relu),   TC_ENTRY(32, 64, 16, 32, 4, 0.5, Act::Param),
 };
 
 #undef TC_ENTRY
 
 }  // namespace tc
 
-std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW) {
-  const int K = C * KH * KW;
-  const int k_pad = tc::round_up(K, tc::kBK), f_pad = tc::round_up(F, tc::kFAlign);
+std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW, int groups) {
+  const int K = C / groups * KH * KW, fg = F / groups;
+  const int k_pad = tc::round_up(K, tc::kBK), fg_pad = tc::round_up(fg, tc::kFAlign), f_pad = groups * fg_pad;
   std::vector<float> packed(static_cast<size_t>(k_pad) * f_pad * 2, 0.0f);
   for (int f = 0; f < F; ++f) {
+    const int column = f / fg * fg_pad + f % fg;
     for (int k = 0; k < K; ++k) {
-      const float v = weights[static_cast<size_t>(f) * K + k];  // [F][C][KH][KW]: k = (c*KH + ky)*KW + kx
+      const float v = weights[static_cast<size_t>(f) * K + k];  // [F][C/groups][KH][KW]: k = (c*KH + ky)*KW + kx
       const float big = tc::round_tf32(v);
-      const size_t at = (static_cast<size_t>(k) * f_pad + f) * 2;
+      const size_t at = (static_cast<size_t>(k) * f_pad + column) * 2;
       packed[at] = big;
       packed[at + 1] = tc::round_tf32(v - big);
     }
@@ -304,7 +321,7 @@ std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, i
 namespace {
 
 PackedWeights pack_tc(const ConvLayer& layer, const float* filters, const float*) {
-  return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW), nullptr};
+  return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW, layer.g.groups), nullptr};
 }
 
 std::string variant_name(const tc::Entry& en) {
@@ -321,15 +338,15 @@ class TcFamily final : public ConvFamily {
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
-    if (g.groups != 1) return "grouped convolution";
-    if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
-    if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return "stride other than 1 or 2";
     if (layer.pooled()) return "fused pooling";
-    const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C) * taps;
+    const int64_t taps = int64_t(g.KH) * g.KW, K = int64_t(g.C / g.groups) * taps;
     // Index arithmetic: k / taps by multiply-high needs K * taps < 2^32; input offsets and pixel
     // indices are int32; the filter tiles times the pixel tiles form a 1-D grid.
     if (K * taps >= (int64_t(1) << 32) || K > (int64_t(1) << 24)) return "C*KH*KW too large";
     if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return "input too large for 32-bit offsets";
+    if (int64_t(g.dil_h) * (g.KH - 1) * g.W + int64_t(g.dil_w) * (g.KW - 1) >= (int64_t(1) << 30)) {
+      return "dilated window too large for 32-bit offsets";
+    }
     const int64_t npix = int64_t(g.N) * g.OH * g.OW;
     if (npix >= (int64_t(1) << 30) || g.F > (1 << 24)) return "output too large for 32-bit indices";
     return "";
@@ -344,7 +361,8 @@ class TcFamily final : public ConvFamily {
     for (const tc::Entry& en : tc::kEntries) {
       if (en.act == Act::Relu && !relu) continue;
       if (en.smem_bytes > dev.smem_optin) continue;
-      const double blocks = double((npix + en.bn - 1) / en.bn) * double((g.F + en.bm - 1) / en.bm);
+      const int fg = g.F / g.groups;
+      const double blocks = double((npix + en.bn - 1) / en.bn) * double((fg + en.bm - 1) / en.bm) * g.groups;
       const double slots = double(std::max(1, dev.sm_count)) * en.blocks_per_sm;
       const double waves = std::ceil(blocks / slots);
       // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn.

@@ -1,6 +1,7 @@
 // Multi-channel direct convolution on the tensor cores at FP32 accuracy ("3xTF32").
 //
-// Implicit GEMM: M = F (filters), N = batch * OH * OW (output pixels, over the whole batch), K = C*KH*KW.
+// Implicit GEMM: M = F (filters), N = batch * OH * OW (output pixels, over the whole batch), K = C*KH*KW;
+// a grouped convolution is one such GEMM per group (C/groups input channels, F/groups filters).
 // A[f][k] is the filter tensor as stored ([F][C][KH][KW] flattened is already k = (c*KH + ky)*KW + kx);
 // B[k][p] is gathered from the NCHW input on the fly (zero outside the image), never materialised.
 // Block tiles of BM filters x BN pixels step through K in slices of 32, staged in shared memory by
@@ -19,12 +20,13 @@
 
 namespace cnnrt::kernels {
 
-// Weight layout the kernel reads: [Kpad][Fpad][2] floats, (big, small) TF32 halves of w[f][k], with
-// k = (c*KH + ky)*KW + kx, Kpad = K rounded up to a multiple of 32 and Fpad = F rounded up to a multiple
-// of 128, zeros in the padding. Upload it to a 16-byte aligned buffer (cudaMalloc is).
-std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW);
+// Weight layout the kernel reads: [Kpad][groups * FGpad][2] floats, (big, small) TF32 halves of w[f][k],
+// with k = (c*KH + ky)*KW + kx over the group's channels, Kpad = C/groups*KH*KW rounded up to a multiple of
+// 32 and FGpad = F/groups rounded up to a multiple of 128 (group g's filters in columns g*FGpad on), zeros
+// in the padding. Upload it to a 16-byte aligned buffer (cudaMalloc is).
+std::vector<float> pack_tc_filters(const float* weights, int F, int C, int KH, int KW, int groups);
 
-// Registry entry "tc": groups == 1, dilation 1, equal strides 1 or 2, any kernel size and padding, no fused
+// Registry entry "tc": any groups, strides, dilations, kernel size and padding (1-D and 2-D), no fused
 // pooling; the variants whose shared memory the device has.
 
 }  // namespace cnnrt::kernels

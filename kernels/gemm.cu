@@ -1,7 +1,12 @@
 // SGEMM: a shared-memory tiled kernel with register blocking for general sizes, and two kernels for m <= 4
 // (see gemm.cuh for when each runs). All three read A and B through (row, k) strides, so transposes cost
-// nothing but the choice of which threads load which elements.
+// nothing but the choice of which threads load which elements. The tiled kernel splits K over blocks when
+// its tiles alone would leave most SMs idle; a second kernel sums the splits in order.
+#include <algorithm>
+#include <stdexcept>
+
 #include "kernels/gemm.cuh"
+#include "kernels/conv_device.cuh"
 #include "kernels/nd_index.cuh"
 #include "kernels/row_reduce.cuh"
 #include "kernels/launch.cuh"
@@ -23,6 +28,10 @@ struct GemmParams {
   int64_t c_row_stride, c_col_stride;
   NdIndexer<uint64_t, 2> batch;  // batch index -> offsets of A (operand 0) and B (operand 1)
   int64_t batch_count;
+  ParamAct act;
+  float act_alpha, act_beta;
+  int64_t k_chunk;  // depth of one K split (a multiple of kTileK); k when K is not split
+  float* partials;  // [splits][m][n] raw sums when K is split, else null
 };
 
 enum BatchOperand { kBatchA = 0, kBatchB = 1 };
@@ -30,7 +39,7 @@ enum BatchOperand { kBatchA = 0, kBatchB = 1 };
 __device__ inline float gemm_result(const GemmParams& params, const float* c, float sum, int64_t i, int64_t j) {
   float value = params.alpha * sum;
   if (c != nullptr) value += params.beta * c[i * params.c_row_stride + j * params.c_col_stride];
-  return value;
+  return param_activate(value, params.act, params.act_alpha, params.act_beta);
 }
 
 // ---- tiled kernel ------------------------------------------------------------------------------------
@@ -84,8 +93,9 @@ __device__ inline void store_slice(float (*slice)[kSliceStride], const SliceWalk
   for (int r = 0; r < kSliceLoads; ++r) slice[walk.p + r * walk.p_step][walk.q + r * walk.q_step] = staged[r];
 }
 
-// Grid: x over N tiles, y over M tiles, z over batches (y and z loop past the grid limits). Launch bounds cap
-// registers at 128 so that 4 blocks (16 warps) fit an SM; ptxas reports no spills at that cap (189 uncapped).
+// Grid: x over N tiles, y over M tiles, z over batches (y and z loop past the grid limits), or over K splits
+// when params.partials is set (one batch). Launch bounds cap registers at 128 so that 4 blocks (16 warps) fit
+// an SM; ptxas reports no spills at that cap (189 uncapped).
 __global__ void __launch_bounds__(kTiledThreads, 4)
     gemm_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ c,
                       float* __restrict__ out, GemmParams params) {
@@ -98,27 +108,30 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
   const SliceWalk b_walk = slice_walk(params.b.p_stride == 1);
   const int64_t m_tiles = (params.m + kTileM - 1) / kTileM;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kTileN;
+  const bool split = params.partials != nullptr;
+  const int64_t k_begin = split ? blockIdx.z * params.k_chunk : 0;
+  const int64_t k_end = split ? min(params.k, k_begin + params.k_chunk) : params.k;
 
-  for (int64_t batch = blockIdx.z; batch < params.batch_count; batch += gridDim.z) {
+  for (int64_t batch = split ? 0 : blockIdx.z; batch < params.batch_count; batch += gridDim.z) {
     int64_t offsets[2];
     params.batch.offsets_of(batch, offsets);
     const float* a_matrix = a + offsets[kBatchA];
     const float* b_matrix = b + offsets[kBatchB];
-    float* out_matrix = out + batch * params.m * params.n;
+    float* out_matrix = split ? params.partials + blockIdx.z * params.m * params.n : out + batch * params.m * params.n;
     for (int64_t m_tile = blockIdx.y; m_tile < m_tiles; m_tile += gridDim.y) {
       const int64_t m0 = m_tile * kTileM;
       float sums[kRowsPerThread][kColsPerThread] = {};
       float a_staged[kSliceLoads];
       float b_staged[kSliceLoads];
-      fetch_slice(a_matrix, params.a, a_walk, m0, params.m, 0, params.k, a_staged);
-      fetch_slice(b_matrix, params.b, b_walk, n0, params.n, 0, params.k, b_staged);
-      for (int64_t p0 = 0; p0 < params.k; p0 += kTileK) {
+      fetch_slice(a_matrix, params.a, a_walk, m0, params.m, k_begin, k_end, a_staged);
+      fetch_slice(b_matrix, params.b, b_walk, n0, params.n, k_begin, k_end, b_staged);
+      for (int64_t p0 = k_begin; p0 < k_end; p0 += kTileK) {
         store_slice(a_slice, a_walk, a_staged);
         store_slice(b_slice, b_walk, b_staged);
-        __syncthreads();               // the slices are complete
-        if (p0 + kTileK < params.k) {  // the next slice's loads overlap this slice's arithmetic
-          fetch_slice(a_matrix, params.a, a_walk, m0, params.m, p0 + kTileK, params.k, a_staged);
-          fetch_slice(b_matrix, params.b, b_walk, n0, params.n, p0 + kTileK, params.k, b_staged);
+        __syncthreads();              // the slices are complete
+        if (p0 + kTileK < k_end) {    // the next slice's loads overlap this slice's arithmetic
+          fetch_slice(a_matrix, params.a, a_walk, m0, params.m, p0 + kTileK, k_end, a_staged);
+          fetch_slice(b_matrix, params.b, b_walk, n0, params.n, p0 + kTileK, k_end, b_staged);
         }
 #pragma unroll
         for (int p = 0; p < kTileK; ++p) {
@@ -143,10 +156,24 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
 #pragma unroll
         for (int s = 0; s < kColsPerThread; ++s) {
           const int64_t j = n0 + thread_col * kColsPerThread + s;
-          if (j < params.n) out_matrix[i * params.n + j] = gemm_result(params, c, sums[r][s], i, j);
+          if (j < params.n) out_matrix[i * params.n + j] = split ? sums[r][s] : gemm_result(params, c, sums[r][s], i, j);
         }
       }
     }
+  }
+}
+
+// The K splits' partial sums [splits][m][n] added in split order (the result does not depend on timing), then
+// alpha, C and the activation.
+__global__ void gemm_sum_splits_kernel(const float* __restrict__ c, float* __restrict__ out, GemmParams params,
+                                       int splits) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
+  const int64_t count = params.m * params.n;
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < count; idx += int64_t(gridDim.x) * blockDim.x) {
+    float total = 0.0f;
+    for (int s = 0; s < splits; ++s) total += params.partials[s * count + idx];
+    const int64_t i = idx / params.n;
+    out[idx] = gemm_result(params, c, total, i, idx - i * params.n);
   }
 }
 
@@ -159,39 +186,70 @@ __device__ inline float a_element(const float* a_matrix, const MatrixOperand& a,
   return a_matrix[i * a.q_stride + p * a.p_stride];
 }
 
-// op(B) contiguous along K: one warp per (batch, j) output column, lanes striding along K (coalesced), all m
-// rows at once so that B is read once; warp sums at the end.
+// op(B) contiguous along K: `warps_per_column` warps per (batch, j) output column (1, 2, 4 or 8), each
+// taking one span of K with its lanes striding along it (coalesced; float4 when both operands allow), all m
+// rows at once so that B is read once; warp sums, then the column's warps meet in shared memory. Splitting K
+// over warps keeps enough loads in flight when there are few columns: a batch-1 fully connected layer is
+// otherwise a long chain of dependent memory latencies per warp.
+constexpr int kDotWarps = kSmallMThreads / kWarpSize;
+
 __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                                        const float* __restrict__ c, float* __restrict__ out, GemmParams params) {
+                                        const float* __restrict__ c, float* __restrict__ out, GemmParams params,
+                                        int warps_per_column, bool vector4) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t warps_per_block = blockDim.x / kWarpSize;
-  const int64_t first_warp = blockIdx.x * warps_per_block + threadIdx.x / kWarpSize;
+  __shared__ float partial[kDotWarps][kSmallM];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int columns_per_block = kDotWarps / warps_per_column;
+  const int part = warp % warps_per_column;
   const int64_t items = params.batch_count * params.n;
-  for (int64_t item = first_warp; item < items; item += gridDim.x * warps_per_block) {
-    const int64_t batch = item / params.n;
-    const int64_t j = item - batch * params.n;
-    int64_t offsets[2];
-    params.batch.offsets_of(batch, offsets);
-    const float* a_matrix = a + offsets[kBatchA];
-    const float* b_column = b + offsets[kBatchB] + j * params.b.q_stride;  // p_stride == 1
+  // Span of K per warp, whole float4 groups.
+  const int64_t span = ((params.k + warps_per_column - 1) / warps_per_column + 3) / 4 * 4;
+  const int64_t p_begin = part * span, p_end = max(p_begin, min(params.k, p_begin + span));
+  for (int64_t first = int64_t(blockIdx.x) * columns_per_block; first < items;
+       first += int64_t(gridDim.x) * columns_per_block) {  // uniform per block: barriers are safe
+    const int64_t item = first + warp / warps_per_column;
     float sums[kSmallM] = {};
-    // Unrolled so that several iterations' loads are in flight at once: a batch-1 fully connected layer is
-    // a few of these iterations per lane, each otherwise a full memory latency (256 -> 10: 6.4 us in ncu).
-#pragma unroll 4
-    for (int64_t p = lane; p < params.k; p += kWarpSize) {
-      const float b_value = b_column[p];
+    int64_t batch = 0, j = 0;
+    if (item < items) {
+      batch = item / params.n;
+      j = item - batch * params.n;
+      int64_t offsets[2];
+      params.batch.offsets_of(batch, offsets);
+      const float* a_matrix = a + offsets[kBatchA];
+      const float* b_column = b + offsets[kBatchB] + j * params.b.q_stride;  // p_stride == 1
+      // float4 over whole sweeps of the warp (128 elements), then the rest a float a lane.
+      const int64_t vector_end = vector4 ? p_begin + (p_end - p_begin) / (4 * kWarpSize) * (4 * kWarpSize) : p_begin;
+#pragma unroll 2
+      for (int64_t p = p_begin + 4 * lane; p < vector_end; p += 4 * kWarpSize) {
+        const float4 bv = *reinterpret_cast<const float4*>(b_column + p);
 #pragma unroll
-      for (int i = 0; i < kSmallM; ++i) {
-        if (i < params.m) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
+        for (int i = 0; i < kSmallM; ++i) {
+          if (i < params.m) {
+            const float4 av = *reinterpret_cast<const float4*>(a_matrix + i * params.a.q_stride + p);
+            sums[i] = fmaf(av.x, bv.x, fmaf(av.y, bv.y, fmaf(av.z, bv.z, fmaf(av.w, bv.w, sums[i]))));
+          }
+        }
+      }
+      for (int64_t p = vector_end + lane; p < p_end; p += kWarpSize) {
+        const float b_value = b_column[p];
+#pragma unroll
+        for (int i = 0; i < kSmallM; ++i) {
+          if (i < params.m) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
+        }
       }
     }
-    float* out_matrix = out + batch * params.m * params.n;
 #pragma unroll
     for (int i = 0; i < kSmallM; ++i) {
       const float total = warp_allreduce(sums[i], SumCombine{});
-      if (lane == i && i < params.m) out_matrix[i * params.n + j] = gemm_result(params, c, total, i, j);
+      if (lane == 0) partial[warp][i] = total;
     }
+    __syncthreads();
+    if (part == 0 && lane < params.m && item < items) {
+      float total = 0.0f;
+      for (int w = 0; w < warps_per_column; ++w) total += partial[warp + w][lane];
+      out[batch * params.m * params.n + lane * params.n + j] = gemm_result(params, c, total, lane, j);
+    }
+    __syncthreads();  // partial is rewritten by the next columns
   }
 }
 
@@ -259,7 +317,18 @@ GemmParams make_params(const GemmDesc& desc) {
   params.batch_count = batch.count();
   if (params.batch_count > 0) batch.simplify();
   params.batch = batch.indexer<uint64_t>();
+  params.act = desc.act;
+  params.act_alpha = desc.act_alpha;
+  params.act_beta = desc.act_beta;
+  params.k_chunk = params.k;
+  params.partials = nullptr;
   return params;
+}
+
+// K slices of one split: the depth split over `splits` blocks, rounded up to whole slices.
+int64_t split_chunk(int64_t k, int splits) {
+  const int64_t slices = (k + kTileK - 1) / kTileK;
+  return (slices + splits - 1) / splits * kTileK;
 }
 
 }  // namespace
@@ -313,15 +382,46 @@ GemmDesc matmul_desc(int a_rank, const int64_t* a_dims, int b_rank, const int64_
   return desc;
 }
 
+int gemm_split_k(const GemmDesc& desc, int sm_count) {
+  int64_t batches = 1;
+  for (int axis = 0; axis < desc.batch_rank; ++axis) batches *= desc.batch_dims[axis];
+  if (desc.m <= kSmallM || batches != 1 || sm_count <= 0) return 1;
+  const int64_t tiles = ((desc.m + kTileM - 1) / kTileM) * ((desc.n + kTileN - 1) / kTileN);
+  // Two blocks an SM, each split at least 4 slices deep; at most 64 splits.
+  const int64_t wanted = (2 * int64_t(sm_count) + tiles - 1) / tiles;
+  const int64_t deepest = desc.k / (4 * kTileK);
+  const int64_t splits = std::max<int64_t>(1, std::min<int64_t>({wanted, deepest, 64}));
+  // Splits of equal whole-slice depth: no split may be empty.
+  const int64_t chunk = split_chunk(desc.k, static_cast<int>(splits));
+  return static_cast<int>((desc.k + chunk - 1) / chunk);
+}
+
+int64_t gemm_workspace_floats(const GemmDesc& desc) {
+  return desc.split_k > 1 ? int64_t(desc.split_k) * desc.m * desc.n : 0;
+}
+
 void launch_gemm(const float* a, const float* b, const float* c, float* out, const GemmDesc& desc,
-                 cudaStream_t stream) {
-  const GemmParams params = make_params(desc);
+                 cudaStream_t stream, float* workspace) {
+  GemmParams params = make_params(desc);
   if (params.m == 0 || params.n == 0 || params.batch_count == 0) return;
   if (params.m <= kSmallM) {
     if (params.b.p_stride == 1) {
       const int64_t items = params.batch_count * params.n;
-      launch_overlapped(gemm_small_m_dot_kernel, dim3(blocks_for(items * kWarpSize, kSmallMThreads)),
-                        dim3(kSmallMThreads), 0, stream, 1, a, b, c, out, params);
+      // More warps per column while there are under ~4096 warps and each keeps 256 or more of K.
+      int warps_per_column = 1;
+      while (warps_per_column < kDotWarps && items * warps_per_column * 2 <= 4096 &&
+             params.k / (warps_per_column * 2) >= 256) {
+        warps_per_column *= 2;
+      }
+      // float4 loads: rows of A and columns of B contiguous along K and 16-byte aligned, at every row and batch.
+      bool vector4 = params.a.p_stride == 1 && params.a.q_stride % 4 == 0 && params.b.q_stride % 4 == 0 &&
+                     aligned_16(a) && aligned_16(b);
+      for (int axis = 0; axis < desc.batch_rank; ++axis) {
+        vector4 = vector4 && desc.a_batch_strides[axis] % 4 == 0 && desc.b_batch_strides[axis] % 4 == 0;
+      }
+      const int columns_per_block = kDotWarps / warps_per_column;
+      launch_overlapped(gemm_small_m_dot_kernel, dim3(blocks_for(items, columns_per_block)), dim3(kSmallMThreads), 0,
+                        stream, 1, a, b, c, out, params, warps_per_column, vector4);
     } else {
       const int64_t items = params.batch_count * ((params.n + kColumnsPerBlock - 1) / kColumnsPerBlock);
       launch_overlapped(gemm_small_m_columns_kernel, dim3(blocks_for(items, 1)), dim3(kColumnsPerBlock, kKSlices), 0,
@@ -331,6 +431,19 @@ void launch_gemm(const float* a, const float* b, const float* c, float* out, con
   }
   const int64_t m_tiles = (params.m + kTileM - 1) / kTileM;
   const int64_t n_tiles = (params.n + kTileN - 1) / kTileN;
+  if (desc.split_k > 1) {
+    if (workspace == nullptr || params.batch_count != 1) {
+      throw std::invalid_argument("launch_gemm: a K split needs one product and its workspace (gemm_workspace_floats)");
+    }
+    params.k_chunk = split_chunk(params.k, desc.split_k);
+    params.partials = workspace;
+    const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(std::min<int64_t>(m_tiles, kMaxGridYZ)),
+                    static_cast<unsigned>(desc.split_k));
+    launch_overlapped(gemm_tiled_kernel, grid, dim3(kTiledThreads), 0, stream, 1, a, b, c, out, params);
+    launch_overlapped(gemm_sum_splits_kernel, dim3(blocks_for(params.m * params.n, 256)), dim3(256), 0, stream, 1, c,
+                      out, params, desc.split_k);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles < kMaxGridYZ ? m_tiles : kMaxGridYZ),
                   static_cast<unsigned>(params.batch_count < kMaxGridYZ ? params.batch_count : kMaxGridYZ));
   launch_overlapped(gemm_tiled_kernel, grid, dim3(kTiledThreads), 0, stream, 1, a, b, c, out, params);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernels/common.cuh"
+#include "kernels/layer.hpp"
 
 namespace cnnrt::kernels {
 
@@ -17,6 +18,9 @@ constexpr int kMaxBatchRank = kMaxRank - 2;
 //   [M, 1], [1, N], [M, N] or a scalar).
 // Batches: out is contiguous [batch_dims..., m, n]; the matrices of batch index (b_0, b_1, ...) start at
 // a + sum_d b_d * a_batch_strides[d] and likewise for b (stride 0 on the axes an operand broadcasts).
+// The activation `act` (with act_alpha, act_beta as Epilogue::alpha, beta) applies to every output last.
+// split_k > 1 (one product only): K is split over that many blocks per tile (gemm_split_k), whose partial sums
+// go through a workspace of gemm_workspace_floats(desc) floats and are added in split order.
 struct GemmDesc {
   int64_t m = 0;
   int64_t n = 0;
@@ -33,6 +37,10 @@ struct GemmDesc {
   int64_t batch_dims[kMaxBatchRank] = {};
   int64_t a_batch_strides[kMaxBatchRank] = {};  // elements
   int64_t b_batch_strides[kMaxBatchRank] = {};  // elements
+  ParamAct act = ParamAct::None;
+  float act_alpha = 0.0f;
+  float act_beta = 0.0f;
+  int split_k = 1;
 };
 
 // ONNX Gemm: A of a_dims (2-D), B of b_dims (2-D), optional C of c_rank <= 2 extents c_dims broadcast to
@@ -43,11 +51,19 @@ GemmDesc onnx_gemm_desc(const int64_t* a_dims, bool trans_a, const int64_t* b_di
 // axes from the output shape; the data is the same); batch axes broadcast. Contiguous operands; ranks 1..kMaxRank.
 GemmDesc matmul_desc(int a_rank, const int64_t* a_dims, int b_rank, const int64_t* b_dims);
 
+// The K split that keeps `sm_count` SMs busy (two blocks each) on a product whose tiles alone would not, with
+// every split at least 4 slices deep: 1 (no split) for m <= 4, batched products and products with tiles enough.
+int gemm_split_k(const GemmDesc& desc, int sm_count);
+// Floats of workspace the product needs (0 without a K split).
+int64_t gemm_workspace_floats(const GemmDesc& desc);
+
 // Runs the product. m <= 4 (batch-1 fully connected layers): one warp per output column reducing along K
 // when op(B) is contiguous along K (trans_b, as ONNX Gemm weights usually are), else blocks of 32 columns with
-// K split over 8 warps. Otherwise a 64 x 64 shared-memory tile per block, 16 deep in K, 8 x 4 outputs per
-// thread, the next K slice fetched while the current one is multiplied. Any sizes and strides; float
-// accumulation (relative error grows like sqrt(k) * 6e-8). No workspace, no alignment requirement.
-void launch_gemm(const float* a, const float* b, const float* c, float* out, const GemmDesc& desc, cudaStream_t stream);
+// K split over 8 warps. Otherwise a 64 x 64 shared-memory tile per block, 16 deep in K (or the block's K
+// split), 8 x 4 outputs per thread, the next K slice fetched while the current one is multiplied. Any sizes
+// and strides; float accumulation (relative error grows like sqrt(k) * 6e-8). No alignment requirement;
+// `workspace` (device, gemm_workspace_floats(desc) floats) only with a K split.
+void launch_gemm(const float* a, const float* b, const float* c, float* out, const GemmDesc& desc, cudaStream_t stream,
+                 float* workspace = nullptr);
 
 }  // namespace cnnrt::kernels

@@ -41,19 +41,22 @@ inline float round_tf32(float v) {
 
 // Epilogue for one warp's MT x NT tiles of 16 filters x 8 pixels: filter f_first + mt*16 + gid + 8h, pixel
 // p_first + nt*8 + 2*tig + v, pixels flattened over (n, oy, ox) of the output. + bias, + residual,
-// activation, then stored to NCHW. Only the pixel tiles nt in [nt_begin, nt_end) are stored.
+// activation, then stored to NCHW. Only filters below f_end (a grouped convolution's tile stops at its
+// group's last filter) and the pixel tiles nt in [nt_begin, nt_end) are stored.
 template <int MT, int NT, Act ACT>
 __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], int f_first, int p_first,
                                                const ConvGeometry& g, const Epilogue& e, int npix, int ohw,
-                                               float* __restrict__ y, int nt_begin = 0, int nt_end = NT) {
+                                               float* __restrict__ y, int f_end, int nt_begin = 0,
+                                               int nt_end = NT) {
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  f_end = f_end < g.F ? f_end : g.F;
   float bias[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int f = f_first + mt * 16 + gid + 8 * h;
-      bias[mt][h] = e.bias && f < g.F ? __ldg(e.bias + f) : 0.0f;
+      bias[mt][h] = e.bias && f < f_end ? __ldg(e.bias + f) : 0.0f;
     }
   }
   const float* res = e.residual;
@@ -72,7 +75,7 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int f = f_first + mt * 16 + gid + 8 * h;
-          if (f >= g.F) continue;
+          if (f >= f_end) continue;
           const int64_t idx = base + static_cast<int64_t>(f) * ohw;
           float v0 = acc[mt][nt][2 * h] + bias[mt][h];
           float v1 = acc[mt][nt][2 * h + 1] + bias[mt][h];
@@ -96,7 +99,7 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int f = f_first + mt * 16 + gid + 8 * h;
-            if (f >= g.F) continue;
+            if (f >= f_end) continue;
             const int64_t idx = base + static_cast<int64_t>(f) * ohw;
             float val = acc[mt][nt][2 * h + v] + bias[mt][h];
             if (res) val += __ldg(res + idx);

@@ -51,13 +51,14 @@ inline std::string printed(const char* format, double v) {
   return text;
 }
 
-// Loads models/zoo/<name>/model.onnx on `device`, runs every data set and checks every output.
+// Loads models/zoo/<name>/model.onnx on `device`, runs every data set and checks every output. On the GPU, no
+// step may run the reference convolution (direct_reference, the oracle): every layer of the zoo has a kernel.
 inline void check_zoo_model(const std::string& name, Device device) {
   const std::filesystem::path dir = zoo_root() / name;
   REQUIRE_MESSAGE(std::filesystem::exists(dir / "model.onnx"), (dir / "model.onnx").string() << " is missing");
   const auto start = std::chrono::steady_clock::now();
   std::string error;
-  std::vector<std::string> mismatches, report;
+  std::vector<std::string> mismatches, report, reference_steps;
   try {
     Options options;
     options.device = device;
@@ -79,6 +80,11 @@ inline void check_zoo_model(const std::string& name, Device device) {
                                printed("%.2e", c.max_abs) + ", first at element " + std::to_string(c.first_bad));
         }
       }
+      if (device == Device::Gpu && reference_steps.empty()) {
+        for (const StepTiming& step : context.profile(set.inputs, 1)) {
+          if (step.kernel == "direct_reference") reference_steps.push_back(step.step);
+        }
+      }
     }
   } catch (const Error& e) {
     error = std::string(to_string(e.code())) + ": " + e.what();
@@ -88,6 +94,7 @@ inline void check_zoo_model(const std::string& name, Device device) {
 
   REQUIRE_MESSAGE(error.empty(), name << on << ": " << error);
   for (const std::string& m : mismatches) FAIL_CHECK(name << on << ": " << m);
+  for (const std::string& step : reference_steps) FAIL_CHECK(name << on << ": step " << step << " runs direct_reference");
   std::string summary;
   for (const std::string& r : report) summary += (summary.empty() ? "" : "; ") + r;
   MESSAGE(name << on << " in " << printed("%.2f", seconds) << " s: " << summary);

@@ -63,7 +63,7 @@ inline LayerCase make_layer_case(const Layer& L, uint32_t seed) {
 inline std::string describe(const Layer& L) {
   return "N" + std::to_string(L.N) + " C" + std::to_string(L.C) + " " + std::to_string(L.H) + "x" +
          std::to_string(L.W) + " F" + std::to_string(L.F) + " K" + std::to_string(L.K) + "x" + std::to_string(L.KW()) +
-         " s" + std::to_string(L.stride) + " pads " + std::to_string(L.pad_top) + "," + std::to_string(L.pad_left) +
+         " s" + std::to_string(L.stride) + "x" + std::to_string(L.SW()) + " d" + std::to_string(L.dil) + " pads " + std::to_string(L.pad_top) + "," + std::to_string(L.pad_left) +
          "," + std::to_string(L.pad_bottom) + "," + std::to_string(L.pad_right) + " g" + std::to_string(L.groups) +
          " act" + std::to_string(static_cast<int>(L.act)) + (L.residual ? " residual" : "") +
          (L.pool != kernels::FusedPool::None ? " pool" + std::to_string(L.pool_k) + "/" + std::to_string(L.pool_s) : "");

@@ -15,8 +15,9 @@
 namespace cnnrt::testing {
 
 // One layer of the kernel tests: a convolution and its fused epilogue. K is the kernel height, and its width
-// too unless kw is set; `positive` draws inputs and weights from [0, 1) (same-sign sums: the worst case for a
-// rounding bias).
+// too unless kw is set; `stride` the vertical stride, and the horizontal one too unless stride_w is set; `dil`
+// the dilation of both axes; `positive` draws inputs and weights from [0, 1) (same-sign sums: the worst case
+// for a rounding bias).
 struct Layer {
   int N, C, H, W, F, K, stride, pad_top, pad_left, pad_bottom, pad_right, groups;
   kernels::ParamAct act = kernels::ParamAct::None;
@@ -26,21 +27,24 @@ struct Layer {
   bool pool_ceil = false;
   int kw = 0;
   bool positive = false;
+  int stride_w = 0;
+  int dil = 1;
   int KW() const { return kw > 0 ? kw : K; }
+  int SW() const { return stride_w > 0 ? stride_w : stride; }
 };
 
 // A convolution layer of a test: the CPU reference's Conv attributes and the kernels' geometry, from one
-// description (begin pads top/left, end pads bottom/right; dilation 1).
+// description (begin pads top/left, end pads bottom/right; stride_w 0: `stride` on both axes).
 struct ConvCase {
   ir::Attributes attrs;
   kernels::ConvGeometry g;
 };
 inline ConvCase make_conv_case(int N, int C, int H, int W, int F, int KH, int KW, int stride, int pad_top, int pad_left,
-                               int pad_bottom, int pad_right, int groups) {
+                               int pad_bottom, int pad_right, int groups, int stride_w = 0, int dil = 1) {
   ConvCase c;
   c.attrs.set("kernel_shape", std::vector<int64_t>{KH, KW});
-  c.attrs.set("strides", std::vector<int64_t>{stride, stride});
-  c.attrs.set("dilations", std::vector<int64_t>{1, 1});
+  c.attrs.set("strides", std::vector<int64_t>{stride, stride_w > 0 ? stride_w : stride});
+  c.attrs.set("dilations", std::vector<int64_t>{dil, dil});
   c.attrs.set("pads", std::vector<int64_t>{pad_top, pad_left, pad_bottom, pad_right});
   c.attrs.set("group", int64_t(groups));
   const auto axes = ir::resolve_window(c.attrs, {H, W}, {KH, KW}, false);
@@ -71,7 +75,7 @@ inline ir::Attributes pool_attributes(const Layer& L) {
 inline kernels::ConvLayer describe_layer(const Layer& L) {
   kernels::ConvLayer layer;
   layer.g = make_conv_case(L.N, L.C, L.H, L.W, L.F, L.K, L.KW(), L.stride, L.pad_top, L.pad_left, L.pad_bottom,
-                           L.pad_right, L.groups).g;
+                           L.pad_right, L.groups, L.stride_w, L.dil).g;
   set_test_activation(layer.e, L.act);
   layer.residual = L.residual;
   if (L.pool != kernels::FusedPool::None) {
@@ -266,6 +270,13 @@ inline std::vector<Layer> dw_layers() {
       out.push_back({1, 32, 70, 90, 32, K, 1, P, P, P, P, 32, act});
       out.push_back({1, 32, 70, 90, 32, K, 2, P, P, P, P, 32, act});
     }
+    // Whole planes (maps up to 8x8 and 16x16): channels off the block's channel count, two filters a channel,
+    // run-time activations, residuals.
+    for (int S : {1, 2}) {
+      out.push_back({3, 20, 13, 15, 40, K, S, P, P, P, P, 20, ParamAct::LeakyRelu});
+      out.push_back({2, 24, 5, 7, 24, K, S, P, P, P, P, 24, ParamAct::Sigmoid, true});
+      out.push_back({2, 17, 9, 11, 17, K, S, P, P, P, P, 17});
+    }
   }
   return out;
 }
@@ -297,6 +308,29 @@ inline std::vector<Layer> tc_layers() {
   out.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1));
   out.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::None, false, true));
   out.push_back(tc_layer(2, 256, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu, true, true));
+  // Any stride (unequal too), dilation, groups (a tile stops at its group's last filter), 1-D (H = K = 1).
+  out.push_back(tc_layer(2, 1, 49, 10, 28, 10, 4, 2, 4, 1, 5, 2, ParamAct::Relu));       // keyword spotting
+  out.back().stride_w = 1;
+  out.push_back(tc_layer(3, 28, 20, 7, 30, 10, 4, 2, 4, 1, 5, 2, ParamAct::Relu, true));
+  out.back().stride_w = 1;
+  out.push_back(tc_layer(2, 3, 67, 67, 16, 11, 11, 4, 2, 2, 2, 2, ParamAct::Relu));     // an 11x11 stride-4 stem
+  out.push_back(tc_layer(1, 5, 33, 31, 7, 3, 3, 3, 1, 1, 1, 1, ParamAct::None, false));
+  out.push_back(tc_layer(2, 9, 1, 128, 32, 1, 7, 1, 0, 3, 0, 3, ParamAct::Relu));        // Conv1d
+  out.push_back(tc_layer(1, 4, 1, 1000, 16, 1, 80, 4, 0, 0, 0, 0, ParamAct::Relu));      // raw audio, 80 taps
+  out.push_back(tc_layer(2, 16, 31, 33, 24, 3, 3, 1, 2, 2, 2, 2, ParamAct::Clip));       // dilation 2
+  out.back().dil = 2;
+  out.push_back(tc_layer(1, 8, 17, 17, 8, 5, 3, 2, 4, 2, 4, 2, ParamAct::None, true));   // dilation 2, stride 2
+  out.back().dil = 2;
+  for (int groups : {2, 3, 8}) {
+    out.push_back(tc_layer(2, 24 * groups / 2, 7, 9, 30 * groups, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));
+    out.back().groups = groups;
+    out.push_back(tc_layer(1, 4 * groups, 33, 31, 70 * groups, 3, 3, 2, 1, 1, 1, 1, ParamAct::None, true));
+    out.back().groups = groups;
+  }
+  out.push_back(tc_layer(2, 30, 28, 28, 30, 3, 3, 2, 1, 1, 1, 1, ParamAct::Sigmoid));  // depthwise (groups = C)
+  out.back().groups = 30;
+  out.push_back(tc_layer(1, 96, 14, 14, 240, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true, true));
+  out.back().groups = 3;
   return out;
 }
 

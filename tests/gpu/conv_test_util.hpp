@@ -37,7 +37,7 @@ inline Reference reference(const Layer& L, const ir::HostTensor& x, const ir::Ho
                            const ir::HostTensor* residual) {
   const kernels::ConvLayer layer = describe_layer(L);
   const ConvCase conv = make_conv_case(L.N, L.C, L.H, L.W, L.F, L.K, L.KW(), L.stride, L.pad_top, L.pad_left,
-                                       L.pad_bottom, L.pad_right, L.groups);
+                                       L.pad_bottom, L.pad_right, L.groups, L.stride_w, L.dil);
   Reference r;
   r.g = layer.g;
   r.e = layer.e;

@@ -1,6 +1,9 @@
 // launch_gemm against the CPU reference (sums in double): ONNX Gemm with every transpose combination, alpha,
 // beta and each broadcast form of C, and MatMul with 1-D operands and broadcast batch axes. Sizes cover the
-// small-M kernels (both layouts of B), partial 64 x 64 tiles, K not a multiple of 16, K = 0 and 1000.
+// small-M kernels (both layouts of B), partial 64 x 64 tiles, K not a multiple of 16, K = 0 and 1000; K split
+// over blocks (poisoned workspace) and the fused activation.
+#include <algorithm>
+
 #include "kernel_test_util.hpp"
 #include "kernels/gemm.cuh"
 
@@ -29,6 +32,8 @@ TEST_CASE("Gemm matches the CPU reference") {
       {1000, 33, 100, true, false, 1.0f, 1.0f, true, {33}},
       {128, 1000, 257, false, true, 1.0f, 1.0f, true, {1000}},  // FC at batch 128
       {7, 1, 1000, false, true, 1.0f, 1.0f, true, {7, 1}},
+      {1, 128, 3136, false, true, 1.0f, 1.0f, true, {128}},  // FC at batch 1: 8 warps a column, float4
+      {2, 10, 4099, false, true, 1.0f, 1.0f, true, {10}},    // K not a multiple of 4: 8 warps a column, floats
       {5, 3, 0, false, false, 1.0f, 2.0f, true, {3}},  // K = 0: only beta * C
       {2, 3, 4, true, false, 1.0f, 1.0f, true, {1}},
   };
@@ -57,6 +62,51 @@ TEST_CASE("Gemm matches the CPU reference") {
         kernels::onnx_gemm_desc(a_shape.data(), c.trans_a, b_shape.data(), c.trans_b, c.alpha, c.beta,
                                 c.has_c ? static_cast<int>(c.c_shape.size()) : -1, c.c_shape.data());
     kernels::launch_gemm(a_device.get(), b_device.get(), c.has_c ? c_device.get() : nullptr, out.get(), desc, nullptr);
+    finish_launch();
+    CHECK(error_against(out, want) < kTolerance);
+  }
+}
+
+TEST_CASE("Gemm with K split over blocks and a fused activation matches the CPU reference") {
+  struct SplitCase {
+    int64_t m, n, k;
+    bool trans_a;
+    kernels::ParamAct act;
+  };
+  const std::vector<SplitCase> cases = {
+      {16, 128, 2048, false, kernels::ParamAct::Relu},  // a classifier at batch 16: 2 tiles
+      {16, 16, 1920, false, kernels::ParamAct::None},   // a low-rank bottleneck: 1 tile
+      {256, 120, 400, false, kernels::ParamAct::Tanh},  // LeNet's first fully connected layer at batch 256
+      {33, 70, 1000, true, kernels::ParamAct::Clip},    // partial tiles, K not a multiple of the split
+      {5, 1000, 64, false, kernels::ParamAct::None},    // K too shallow to split
+  };
+  uint32_t seed = 1200;
+  for (const SplitCase& c : cases) {
+    const ir::Shape a_shape = c.trans_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k};
+    const ir::Shape b_shape = {c.n, c.k};
+    const ir::Shape c_shape = {c.n};
+    const ir::HostTensor a = random_tensor(a_shape, seed++);
+    const ir::HostTensor b = random_tensor(b_shape, seed++);
+    const ir::HostTensor cin = random_tensor(c_shape, seed++);
+    const ir::Attributes attrs = make_attrs({{"transA", int64_t{c.trans_a ? 1 : 0}}, {"transB", int64_t{1}}});
+    ir::HostTensor want = cpu_reference("Gemm", attrs, {&a, &b, &cin}, {c.m, c.n});
+    kernels::GemmDesc desc = kernels::onnx_gemm_desc(a_shape.data(), c.trans_a, b_shape.data(), true, 1.0f, 1.0f, 1,
+                                                     c_shape.data());
+    desc.act = c.act;
+    desc.act_alpha = -0.5f;
+    desc.act_beta = 0.5f;
+    float* w = want.f32();
+    for (int64_t i = 0; i < want.numel(); ++i) w[i] = kernels::apply_activation(c.act, w[i], -0.5f, 0.5f);
+    desc.split_k = kernels::gemm_split_k(desc, 132);
+    INFO("Gemm M=" << c.m << " N=" << c.n << " K=" << c.k << " split " << desc.split_k);
+    if (c.k >= 400) CHECK(desc.split_k > 1);
+    CHECK(int64_t(desc.split_k) * 64 <= c.k + 63);  // every split at least 4 slices of 16, none empty
+    DeviceBuffer a_device(a.float_values());
+    DeviceBuffer b_device(b.float_values());
+    DeviceBuffer c_device(cin.float_values());
+    DeviceBuffer out(static_cast<size_t>(want.numel()));
+    DeviceBuffer workspace(static_cast<size_t>(std::max<int64_t>(1, kernels::gemm_workspace_floats(desc))));
+    kernels::launch_gemm(a_device.get(), b_device.get(), c_device.get(), out.get(), desc, nullptr, workspace.get());
     finish_launch();
     CHECK(error_against(out, want) < kTolerance);
   }

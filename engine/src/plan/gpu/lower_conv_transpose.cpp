@@ -2,26 +2,15 @@
 // (kernels/conv_transpose2d.cuh), bias and activation fused. The variants differ in how many output channels
 // a thread computes; the tuner measures them when tuning is on. Weights and bias may be constants (uploaded
 // once) or computed at run time (then they are step inputs after X).
-#include <optional>
-
 #include "ir/fused.hpp"
 #include "kernels/conv_transpose2d.cuh"
+#include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 #include "plan/gpu/tuner.hpp"
 
 namespace cnnrt::plan {
 
 namespace {
-
-kernels::ParamAct kernel_activation(const std::optional<ir::fused::Activation>& act) {
-  if (!act) return kernels::ParamAct::None;
-  if (act->op == "Relu") return kernels::ParamAct::Relu;
-  if (act->op == "LeakyRelu") return kernels::ParamAct::LeakyRelu;
-  if (act->op == "Clip") return kernels::ParamAct::Clip;
-  if (act->op == "Sigmoid") return kernels::ParamAct::Sigmoid;
-  if (act->op == "Tanh") return kernels::ParamAct::Tanh;
-  fail(ErrorCode::Internal, "activation {} cannot be fused into ConvTranspose", act->op);
-}
 
 // The transposed axis i of the canonical node (ir::resolve_transposed_window's pads), with extents from the
 // bound shapes.
@@ -83,10 +72,10 @@ void lower_conv_transpose(const ir::Node& node, LowerContext& lc) {
     inputs.push_back(lc.slot(node.input(2)));
     shapes.input_floats.push_back(desc.out_channels);
   }
-  const std::optional<ir::fused::Activation> act = ir::fused::fused_activation(node);
-  epilogue.param_act = kernel_activation(act);
-  epilogue.alpha = act ? act->alpha : 0.0f;
-  epilogue.beta = act ? act->beta : 0.0f;
+  const KernelActivation act = kernel_activation(node);
+  epilogue.param_act = act.act;
+  epilogue.alpha = act.alpha;
+  epilogue.beta = act.beta;
 
   const std::string why = kernels::conv_transpose2d_unsupported(desc, epilogue);
   CNNRT_CHECK(why.empty(), ErrorCode::Unsupported, "no GPU kernel for this transposed convolution: {}", why);
@@ -112,7 +101,7 @@ void lower_conv_transpose(const ir::Node& node, LowerContext& lc) {
       fmt::format("conv_transpose x={} w={} y={} s={}x{} p={},{} d={}x{} g={} bias={} act={} a={} b={}",
                   ir::shape_str(x), ir::shape_str(w), ir::shape_str(y), desc.rows.stride, desc.cols.stride,
                   desc.rows.pad_begin, desc.cols.pad_begin, desc.rows.dilation, desc.cols.dilation, desc.groups,
-                  has_bias, act ? act->op : "", epilogue.alpha, epilogue.beta);
+                  has_bias, static_cast<int>(act.act), epilogue.alpha, epilogue.beta);
   Choice choice;
   if (lc.context.tuner) {
     choice = lc.context.tuner->choose(signature, candidates, shapes);

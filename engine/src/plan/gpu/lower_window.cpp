@@ -2,9 +2,12 @@
 //
 // A convolution step offers its layer to every family of the kernel registry (kernels/conv_registry.hpp), in
 // registry order (the heuristic order, the choice when tuning is off), and last to the reference: the plain
-// direct kernel followed by separate residual, activation and pooling launches. The tuner runs the reference
-// first and drops any candidate whose output disagrees with it.
+// direct kernel followed by separate residual, activation and pooling launches. A step with fused pooling
+// also offers the layer without it to every family, each variant followed by a separate pooling launch, so
+// the fusion stays only where a kernel that pools measures faster than one that does not. The tuner runs the
+// reference first and drops any candidate whose output disagrees with it.
 #include <climits>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -53,6 +56,23 @@ kernels::Pool2dDesc pool_desc(const kernels::ConvLayer& L) {
   return d;
 }
 
+// The fused pooling as a launch from the full-resolution conv output to the step's output: a reduction per
+// plane when the window is the whole map (global pooling), else the pooling kernel.
+std::function<void(const float*, float*, Stream)> pool_launch(const kernels::ConvLayer& L) {
+  const kernels::PoolGeometry& p = L.e.pool;
+  const auto kind = p.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
+  const bool global = p.PH == 1 && p.PW == 1 && p.kh == L.g.OH && p.kw == L.g.OW && p.pad_top == 0 &&
+                      p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.dil_h == 1 && p.dil_w == 1;
+  if (global) {
+    const int64_t planes = int64_t(L.g.N) * L.g.F, plane = int64_t(L.g.OH) * L.g.OW;
+    return [kind, planes, plane](const float* in, float* out, Stream s) {
+      kernels::launch_global_pool(kind, in, out, planes, plane, s);
+    };
+  }
+  const kernels::Pool2dDesc desc = pool_desc(L);
+  return [kind, desc](const float* in, float* out, Stream s) { kernels::launch_pool2d(kind, in, out, desc, s); };
+}
+
 // The reference: the plain direct kernel, then residual, activation and pooling as separate launches
 // (pooling through a workspace holding the full-resolution conv output).
 KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* weights) {
@@ -63,7 +83,7 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
   const int64_t conv_floats = L.conv_floats();
   c.workspace_floats = pooled ? conv_floats : 0;
   const kernels::BroadcastDesc same = kernels::make_broadcast_desc(1, &conv_floats, 1, &conv_floats, 1, &conv_floats);
-  const kernels::Pool2dDesc pool = pooled ? pool_desc(L) : kernels::Pool2dDesc{};
+  const auto pool = pooled ? pool_launch(L) : nullptr;
   c.config = pooled ? "direct conv, then pool" : "direct conv";
   c.launch = [L, weights, same, pool, conv_floats](const float* const* in, float* const* out, Stream s) {
     float* conv_out = L.pooled() ? const_cast<float*>(in[L.residual ? 2 : 1]) : out[0];
@@ -72,10 +92,7 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
     if (L.e.param_act != kernels::ParamAct::None) {
       kernels::launch_activation(L.e.param_act, L.e.alpha, L.e.beta, conv_out, conv_out, conv_floats, s);
     }
-    if (L.pooled()) {
-      const auto kind = L.e.pool.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
-      kernels::launch_pool2d(kind, conv_out, out[0], pool, s);
-    }
+    if (pool) pool(conv_out, out[0], s);
   };
   return c;
 }
@@ -95,6 +112,26 @@ KernelCandidate registry_candidate(kernels::ConvVariant v, bool residual) {
   return c;
 }
 
+// A registry variant of a pooled layer's convolution without its pooling, then the pooling as a second launch,
+// through a workspace (the last input) that holds the full-resolution conv output.
+KernelCandidate unfused_pool_candidate(kernels::ConvVariant v, const kernels::ConvLayer& pooled) {
+  KernelCandidate c;
+  c.name = v.name + "+pool";
+  c.config = (v.config.empty() ? "" : v.config + ", ") + "then pool";
+  c.workspace_floats = pooled.conv_floats();
+  c.launch = [launch = std::move(v.launch), pool = pool_launch(pooled), residual = pooled.residual](
+                 const float* const* in, float* const* out, Stream s) {
+    float* conv_out = const_cast<float*>(in[residual ? 2 : 1]);
+    kernels::ConvArgs args;
+    args.x = in[0];
+    args.y = conv_out;
+    args.residual = residual ? in[1] : nullptr;
+    launch(args, s);
+    pool(conv_out, out[0], s);
+  };
+  return c;
+}
+
 void lower_conv(const ir::Node& node, LowerContext& lc) {
   const ConvStep cs = describe_conv(node, lc);
   const kernels::ConvLayer& L = cs.layer;
@@ -105,12 +142,22 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
 
   std::vector<KernelCandidate> candidates;
   std::vector<std::string> rejected;
-  const auto families = kernels::conv_candidates(
-      L, device_caps(lc.context.device), w.f32(), bias ? bias->f32() : nullptr, w_device,
-      [&](const std::vector<float>& data, const std::string& layout) { return lc.context.weights.upload(data, layout); });
-  for (const kernels::FamilyCandidates& fc : families) {
+  const kernels::DeviceCaps dev = device_caps(lc.context.device);
+  const kernels::UploadFn upload = [&](const std::vector<float>& data, const std::string& layout) {
+    return lc.context.weights.upload(data, layout);
+  };
+  const float* bias_host = bias ? bias->f32() : nullptr;
+  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, dev, w.f32(), bias_host, w_device, upload)) {
     if (!fc.rejected.empty()) rejected.push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
     for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
+  }
+  if (L.pooled()) {
+    kernels::ConvLayer unpooled = L;
+    unpooled.e.pool = kernels::PoolGeometry{};
+    for (const kernels::FamilyCandidates& fc :
+         kernels::conv_candidates(unpooled, dev, w.f32(), bias_host, w_device, upload)) {
+      for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(unfused_pool_candidate(v, L));
+    }
   }
   candidates.push_back(reference_candidate(L, w_device));
 
