@@ -528,6 +528,23 @@ TEST_CASE("eliminate_identity collapses view chains and keeps an Identity from i
         std::vector<std::string>{"Flatten 'flatten' + Reshape 'reshape' -> one Reshape"});
 }
 
+TEST_CASE("eliminate_identity removes a Pad of zeros, so the AveragePool after it fuses; other Pads stay") {
+  ModelBuilder m(13);
+  m.input("x", {1, 3, 8, 8}).output("y").output("z");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Tanh", {"c"}, {"t"}, "tanh");
+  m.int_initializer("zeros", {8}, {0, 0, 0, 0, 0, 0, 0, 0});
+  m.node("Pad", {"t", "zeros"}, {"tp"}, "pad");  // what PyTorch writes before an AvgPool2d
+  auto& pool = m.node("AveragePool", {"tp"}, {"y"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  m.int_initializer("shift", {8}, {0, 0, 1, 0, 0, 0, 0, 0});  // a row of zeros on top
+  m.node("Pad", {"x", "shift"}, {"z"}, "shift_pad");
+  const Passed p = check_unchanged(m, {{1, 3, 8, 8}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "Pad"});
+  CHECK(lines_of(p, "eliminate_identity") == std::vector<std::string>{"Pad 'pad' removed: its readers read 't'"});
+}
+
 // ---- the pipeline ------------------------------------------------------------------------------------
 
 TEST_CASE("a LeNet-class model becomes two fused conv blocks and fused fully connected layers") {

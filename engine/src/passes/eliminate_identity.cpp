@@ -1,6 +1,7 @@
 // eliminate_identity: nodes that compute nothing leave the graph, so that the fusions see through them.
 //   Identity, Dropout (inference: the canonical node has one output and no mask), a float32 -> float32 Cast,
-//   and Reshape/Flatten/Squeeze/Unsqueeze whose output shape is the input's: readers read the input instead.
+//   a Pad of zeros on every axis (exporters write one before each AveragePool), and
+//   Reshape/Flatten/Squeeze/Unsqueeze whose output shape is the input's: readers read the input instead.
 //   A view of a view (Reshape/Flatten/Squeeze/Unsqueeze of one, when it is that view's only reader) becomes
 //   one Reshape of the first view's input: exporters' shape chains collapse to one step.
 // The GPU planner already aliases every view's output with its input (ir::is_view_op, ir/ops.hpp), so
@@ -23,11 +24,30 @@ bool is_reshape_like(const ir::Node& node) {
          (node.op == "Reshape" || node.op == "Flatten" || node.op == "Squeeze" || node.op == "Unsqueeze");
 }
 
+// A Pad whose pads (the constant input, or the attribute before opset 11) are all zero.
+bool pads_nothing(const ir::Graph& graph, const ir::Node& node) {
+  if (node.op != "Pad" || !node.domain.empty()) return false;
+  std::vector<int64_t> pads;
+  if (node.has_input(1)) {
+    const ir::HostTensor* given = graph.constant_of(node.input(1));
+    if (given == nullptr) return false;
+    for (int64_t i = 0; i < given->numel(); ++i) pads.push_back(given->int_at(i));
+  } else {
+    pads = node.attrs.get_ints("pads", {});
+  }
+  return std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+}
+
 bool computes_nothing(const ir::Graph& graph, const ir::Node& node) {
-  if (!node.domain.empty() || node.inputs.size() != 1 || node.outputs.size() != 1 || !node.has_input(0)) return false;
+  const bool zero_pad = pads_nothing(graph, node);
+  if (!node.domain.empty() || (node.inputs.size() != 1 && !zero_pad) || node.outputs.size() != 1 ||
+      !node.has_input(0)) {
+    return false;
+  }
   const ir::Value& in = graph.values[node.input(0)];
   const ir::Value& out = graph.values[node.outputs[0]];
   if (in.dtype != out.dtype || !in.shape || !out.shape) return false;
+  if (zero_pad) return *in.shape == *out.shape;
   if (node.op == "Identity" || node.op == "Dropout" || node.op == "Cast") return true;
   return is_reshape_like(node) && *in.shape == *out.shape;
 }
