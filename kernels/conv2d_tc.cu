@@ -44,6 +44,8 @@ struct Params {
   int cg;         // input channels per group
   int ftiles;     // filter tiles per group
   int group_tiles;  // filter tiles per pixel tile: groups * ftiles
+  int split_slices; // K slices of each split (blockIdx.y) when K is split, else every slice
+  float* partials;  // [splits][F][npix] raw sums when K is split, else null
 };
 
 // q = n / d for n < 2^32 / d: q = umulhi(n, floor(2^32 / d) + 1). The rounding error n * (m - 2^32/d) / 2^32
@@ -103,7 +105,10 @@ __global__ void __launch_bounds__(C::THREADS)
   const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.group_tiles)) * C::BN;
   const int group = tile / q.ftiles;
   const int f0 = (tile - group * q.ftiles) * C::BM;  // first filter of the tile within its group
-  const int nk = (q.K + kBK - 1) / kBK;
+  // This block's K slices: all of them, or split blockIdx.y's share.
+  const int slices = (q.K + kBK - 1) / kBK;
+  const int kt_begin = static_cast<int>(blockIdx.y) * q.split_slices;
+  const int nk = min(slices - kt_begin, q.split_slices);
 
   // B loader: warp `warp` fills rows warp*B_ROWS .. +B_ROWS-1 of each stage, lane `lane` the pixel
   // columns lane + 32*i. The (c, ky, kx) decode of a row is shared by the warp's pixels; each pixel's
@@ -173,7 +178,7 @@ __global__ void __launch_bounds__(C::THREADS)
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nk) load_stage(s, s);
+    if (s < nk) load_stage(s, kt_begin + s);
     cp_async_commit();  // always: keeps the group count uniform for wait_group
   }
 #pragma unroll 1
@@ -181,7 +186,7 @@ __global__ void __launch_bounds__(C::THREADS)
     cp_async_wait<kStages - 2>();  // stage kt has landed (this thread's copies) ...
     __syncthreads();               // ... and everyone's; everyone is done with stage kt - 1's buffer
     const int next = kt + kStages - 1;
-    if (next < nk) load_stage(next % kStages, next);
+    if (next < nk) load_stage(next % kStages, kt_begin + next);
     cp_async_commit();
 
 #pragma unroll
@@ -247,7 +252,29 @@ __global__ void __launch_bounds__(C::THREADS)
   // Epilogue. Accumulator acc[mt][nt][2*h + v]: filter f0 + wm0 + mt*16 + gid + 8h, pixel
   // p0 + wn0 + nt*8 + 2*tig + v (the d fragment layout of mma_tf32).
   const int group_f0 = group * q.fg;
+  if (q.partials != nullptr) {
+    store_partials<C::MT, C::NT>(acc, group_f0 + f0 + wm0, p0 + wn0, group_f0 + q.fg, q.npix,
+                                 q.partials + static_cast<int64_t>(blockIdx.y) * g.F * q.npix);
+    return;
+  }
   store_mma_tile<C::MT, C::NT, C::ACT>(acc, group_f0 + f0 + wm0, p0 + wn0, g, e, q.npix, q.ohw, y, group_f0 + q.fg);
+}
+
+// The splits' partial sums [splits][F][npix] added in split order, then bias, residual and the activation,
+// stored to NCHW: one thread an output element.
+__global__ void conv2d_tc_sum_splits_kernel(float* __restrict__ y, const ConvGeometry g, const Epilogue e,
+                                            const float* __restrict__ partials, int splits, int npix, int ohw) {
+  wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
+  const int64_t count = static_cast<int64_t>(g.F) * npix;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const int f = static_cast<int>(i / npix), p = static_cast<int>(i - int64_t(f) * npix);
+    float v = e.bias ? __ldg(e.bias + f) : 0.0f;
+    for (int s = 0; s < splits; ++s) v += partials[s * count + i];
+    const int n = p / ohw, rem = p - n * ohw;
+    const int64_t at = (static_cast<int64_t>(n) * g.F + f) * ohw + rem;
+    if (e.residual) v += __ldg(e.residual + at);
+    y[at] = param_activate(v, e.param_act, e.alpha, e.beta);
+  }
 }
 
 inline Params make_params(const ConvGeometry& g, int bm) {
@@ -264,16 +291,39 @@ inline Params make_params(const ConvGeometry& g, int bm) {
   q.f_pad = g.groups * q.fg_pad;
   q.ftiles = (q.fg + bm - 1) / bm;
   q.group_tiles = g.groups * q.ftiles;
+  q.split_slices = (q.K + kBK - 1) / kBK;
+  q.partials = nullptr;
   return q;
 }
 
+// K slices a split takes when K is split `splits` ways; the splits that leaves none empty.
+inline int split_slices(const ConvGeometry& g, int splits) {
+  const int slices = (g.C / g.groups * g.KH * g.KW + kBK - 1) / kBK;
+  return (slices + splits - 1) / splits;
+}
+inline int nonempty_splits(const ConvGeometry& g, int splits) {
+  const int slices = (g.C / g.groups * g.KH * g.KW + kBK - 1) / kBK;
+  return (slices + split_slices(g, splits) - 1) / split_slices(g, splits);
+}
+
+// splits > 1: K split over that many blocks a tile (grid y), the partial sums in `partials`
+// ([splits][F][N*OH*OW] floats), then summed with the epilogue by a second launch.
 template <class C>
-void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, int splits,
+            float* partials, cudaStream_t stream) {
   allow_dynamic_smem<conv2d_tc_kernel<C>>(C::SMEM_BYTES);
-  const Params q = make_params(g, C::BM);
+  Params q = make_params(g, C::BM);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BN - 1) / C::BN) * q.group_tiles;
-  launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks)), dim3(C::THREADS), C::SMEM_BYTES,
-                    stream, 1, x, y, w, g, e, q);
+  if (splits > 1) {
+    q.split_slices = split_slices(g, splits);
+    q.partials = partials;
+  }
+  launch_overlapped(conv2d_tc_kernel<C>, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(splits)),
+                    dim3(C::THREADS), C::SMEM_BYTES, stream, 1, x, y, w, g, e, q);
+  if (splits > 1) {
+    launch_overlapped(conv2d_tc_sum_splits_kernel, dim3(blocks_for(int64_t(g.F) * q.npix, 256)), dim3(256), 0, stream, 1,
+                      y, g, e, static_cast<const float*>(partials), splits, q.npix, q.ohw);
+  }
 }
 
 // The instantiated configurations (BM filters x BN pixels, warp tile WM x WN):
@@ -285,11 +335,12 @@ struct Entry {
   double efficiency;  // relative throughput of a full SM, for the heuristic order
   int smem_bytes;     // dynamic shared memory a block
   Act act;
-  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+  bool splits_k;      // also offered with K split over blocks (layers of few output tiles and a long K)
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, int, float*, cudaStream_t);
 };
 
 #define TC_ENTRY(BM, BN, WM, WN, PER_SM, EFF, ACT) \
-  Entry { BM, BN, PER_SM, EFF, Cfg<BM, BN, WM, WN, ACT>::SMEM_BYTES, ACT, &launch<Cfg<BM, BN, WM, WN, ACT>> }
+  Entry { BM, BN, PER_SM, EFF, Cfg<BM, BN, WM, WN, ACT>::SMEM_BYTES, ACT, BM == 32, &launch<Cfg<BM, BN, WM, WN, ACT>> }
 
 const Entry kEntries[] = {
     TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Relu), TC_ENTRY(128, 128, 64, 32, 1, 1.0, Act::Param),
@@ -324,8 +375,20 @@ PackedWeights pack_tc(const ConvLayer& layer, const float* filters, const float*
   return {"tc_split", pack_tc_filters(filters, layer.g.F, layer.g.C, layer.g.KH, layer.g.KW, layer.g.groups), nullptr};
 }
 
-std::string variant_name(const tc::Entry& en) {
-  return "tc_f" + std::to_string(en.bm) + "_px" + std::to_string(en.bn) + "_" + (en.act == Act::Relu ? "relu" : "act");
+std::string variant_name(const tc::Entry& en, const std::string& splits = "") {
+  return "tc_f" + std::to_string(en.bm) + "_px" + std::to_string(en.bn) + "_" + (en.act == Act::Relu ? "relu" : "act") +
+         (splits.empty() ? "" : "_ks" + splits);
+}
+
+// The K split that gives a layer of few output tiles about two blocks an SM, each split at least 2 slices
+// deep; 1 when the tiles alone fill the SMs.
+int tc_splits(const ConvGeometry& g, const tc::Entry& en, int sm_count) {
+  const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+  const int64_t tiles = (npix + en.bn - 1) / en.bn * ((g.F / g.groups + en.bm - 1) / en.bm) * g.groups;
+  const int slices = (g.C / g.groups * g.KH * g.KW + tc::kBK - 1) / tc::kBK;
+  const int64_t wanted = (2 * int64_t(std::max(1, sm_count)) + tiles - 1) / tiles;
+  const int splits = static_cast<int>(std::min<int64_t>({wanted, slices / 2, 16}));
+  return splits < 2 ? 1 : tc::nonempty_splits(g, splits);
 }
 
 class TcFamily final : public ConvFamily {
@@ -368,12 +431,34 @@ class TcFamily final : public ConvFamily {
       // A wave keeps every SM busy with blocks_per_sm tiles of bm x bn.
       const double score = waves * en.bm * en.bn * en.blocks_per_sm / en.efficiency *
                            (en.act == Act::Param && relu ? 1.02 : 1.0);
-      scored.push_back({{variant_name(en), "", bind_launch(en.launch, layer, w.packed)}, score});
+      scored.push_back({{variant_name(en), "", split_launch(en, layer, w.packed, 1)}, score});
+      const int splits = en.splits_k ? tc_splits(g, en, dev.sm_count) : 1;
+      if (splits > 1) {
+        ConvVariant split{variant_name(en, std::to_string(splits)), "", split_launch(en, layer, w.packed, splits),
+                          int64_t(splits) * g.F * npix};
+        scored.push_back({std::move(split), score * 1.1 / splits});
+      }
     }
     return rank_by_score(std::move(scored));
   }
 
-  std::vector<std::string> variant_names() const override { return entry_names(tc::kEntries, variant_name); }
+  std::vector<std::string> variant_names() const override {
+    std::vector<std::string> out;
+    for (const tc::Entry& en : tc::kEntries) {
+      out.push_back(variant_name(en));
+      if (en.splits_k) out.push_back(variant_name(en, "*"));
+    }
+    return out;
+  }
+
+ private:
+  static ConvLaunch split_launch(const tc::Entry& en, const ConvLayer& layer, const float* packed, int splits) {
+    return [fn = en.launch, layer, packed, splits](const ConvArgs& a, cudaStream_t stream) {
+      Epilogue e = layer.e;
+      e.residual = a.residual;
+      fn(a.x, a.y, packed, layer.g, e, splits, a.workspace, stream);
+    };
+  }
 };
 
 }  // namespace

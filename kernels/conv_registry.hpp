@@ -57,6 +57,7 @@ struct ConvArgs {
   const float* x = nullptr;         // [N, C, H, W]
   float* y = nullptr;               // [N, F, OH, OW], or [N, F, PH, PW] when the epilogue pools
   const float* residual = nullptr;  // [N, F, OH, OW] when the layer adds one, else null
+  float* workspace = nullptr;       // ConvVariant::workspace_floats of scratch, when the variant needs it
 };
 
 using ConvLaunch = std::function<void(const ConvArgs& args, cudaStream_t stream)>;
@@ -65,6 +66,7 @@ struct ConvVariant {
   std::string name;    // unique in the registry, stable (the tuning cache and --force-kernel use it)
   std::string config;  // what the variant does on this layer beyond its name, for plans ("" if nothing)
   ConvLaunch launch;
+  int64_t workspace_floats = 0;  // device scratch each launch needs (ConvArgs::workspace), 0: none
 };
 
 // A family's weights for one layer, packed on the host. `device` is uploaded once (16-byte aligned) and

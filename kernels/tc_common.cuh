@@ -111,4 +111,28 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
   }
 }
 
+// A K split's raw sums of one warp's MT x NT tiles (the layout of store_mma_tile) to partials[f][p] of an
+// F x npix block: filters below f_end, pixels below npix.
+template <int MT, int NT>
+__device__ __forceinline__ void store_partials(const float (&acc)[MT][NT][4], int f_first, int p_first, int f_end,
+                                               int npix, float* __restrict__ partials) {
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int f = f_first + mt * 16 + gid + 8 * h;
+      if (f >= f_end) continue;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int v = 0; v < 2; ++v) {
+          const int p = p_first + nt * 8 + 2 * tig + v;
+          if (p < npix) partials[static_cast<int64_t>(f) * npix + p] = acc[mt][nt][2 * h + v];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace cnnrt::kernels::tc

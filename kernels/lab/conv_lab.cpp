@@ -150,9 +150,11 @@ int run_lab(int argc, char** argv) {
   for (const kernels::FamilyCandidates& fc : families) {
     if (!fc.rejected.empty()) declined.push_back(std::string(fc.family->name()) + ": " + fc.rejected);
     for (const kernels::ConvVariant& var : fc.variants) {
+      const gpu::DeviceAllocation scratch = upload(std::vector<float>(std::max<int64_t>(1, var.workspace_floats)));
       kernels::ConvArgs args;
       args.x = dx.floats();
       args.y = y.floats();
+      args.workspace = var.workspace_floats > 0 ? const_cast<float*>(scratch.floats()) : nullptr;
       run(var.name, [&] { var.launch(args, stream); });
     }
   }

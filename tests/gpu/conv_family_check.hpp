@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <string>
@@ -128,10 +129,12 @@ class FamilyCheck {
         INFO(v.name << " @ " << where);
         note_check_point(v.name + " @ " + where);
         DeviceBuffer y(static_cast<size_t>(c.expected.numel()));  // poisoned (NaN) until written
+        DeviceBuffer scratch(static_cast<size_t>(std::max<int64_t>(1, v.workspace_floats)));  // poisoned too
         kernels::ConvArgs args;
         args.x = dx.get();
         args.y = y.get();
         args.residual = L.residual ? dres.get() : nullptr;
+        args.workspace = v.workspace_floats > 0 ? scratch.get() : nullptr;
         v.launch(args, nullptr);
         GPU_CHECK(cudaGetLastError());
         const double err = relative_error(y.download(), c.expected.float_values());

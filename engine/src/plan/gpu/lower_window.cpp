@@ -97,35 +97,42 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
   return c;
 }
 
-// A registry variant as a planner candidate: input 0 is x, input 1 the residual when the layer adds one.
+// A registry variant as a planner candidate: input 0 is x, input 1 the residual when the layer adds one, then
+// the variant's workspace when it needs one.
 KernelCandidate registry_candidate(kernels::ConvVariant v, bool residual) {
   KernelCandidate c;
   c.name = std::move(v.name);
   c.config = std::move(v.config);
-  c.launch = [launch = std::move(v.launch), residual](const float* const* in, float* const* out, Stream s) {
+  c.workspace_floats = v.workspace_floats;
+  c.launch = [launch = std::move(v.launch), residual, scratch = v.workspace_floats > 0](const float* const* in,
+                                                                                      float* const* out, Stream s) {
     kernels::ConvArgs args;
     args.x = in[0];
     args.y = out[0];
     args.residual = residual ? in[1] : nullptr;
+    args.workspace = scratch ? const_cast<float*>(in[residual ? 2 : 1]) : nullptr;
     launch(args, s);
   };
   return c;
 }
 
 // A registry variant of a pooled layer's convolution without its pooling, then the pooling as a second launch,
-// through a workspace (the last input) that holds the full-resolution conv output.
+// through a workspace (the last input) that holds the full-resolution conv output, followed by the variant's
+// own workspace when it needs one.
 KernelCandidate unfused_pool_candidate(kernels::ConvVariant v, const kernels::ConvLayer& pooled) {
   KernelCandidate c;
   c.name = v.name + "+pool";
   c.config = (v.config.empty() ? "" : v.config + ", ") + "then pool";
-  c.workspace_floats = pooled.conv_floats();
-  c.launch = [launch = std::move(v.launch), pool = pool_launch(pooled), residual = pooled.residual](
-                 const float* const* in, float* const* out, Stream s) {
+  const int64_t conv_floats = pooled.conv_floats();
+  c.workspace_floats = conv_floats + v.workspace_floats;
+  c.launch = [launch = std::move(v.launch), pool = pool_launch(pooled), residual = pooled.residual, conv_floats,
+              scratch = v.workspace_floats > 0](const float* const* in, float* const* out, Stream s) {
     float* conv_out = const_cast<float*>(in[residual ? 2 : 1]);
     kernels::ConvArgs args;
     args.x = in[0];
     args.y = conv_out;
     args.residual = residual ? in[1] : nullptr;
+    args.workspace = scratch ? conv_out + conv_floats : nullptr;
     launch(args, s);
     pool(conv_out, out[0], s);
   };
