@@ -76,3 +76,39 @@ TEST_CASE("bench: a fully convolutional model with symbolic H and W benches at e
   }
   std::filesystem::remove(path);
 }
+
+// A kernel with its own scratch (tc's K split, _ks*) in the bench's per-step comparison: the bench gives the
+// step the workspace the plan gave it, fused with pooling or not (the plan once said only whether there was one,
+// and the bench sized it for the unpooled output: garbage, then an illegal address in a larger layer).
+TEST_CASE("bench: steps whose kernels split K through a workspace compare with cuDNN") {
+  const std::string path = (std::filesystem::temp_directory_path() / "cnnrt_bench_ksplit.onnx").string();
+  {
+    testing::ModelBuilder m;
+    m.input("x", {1, 256, 7, 7}).output("y").output("g");
+    std::vector<float> w1(128 * 256 * 9), w2(32 * 128);
+    for (size_t i = 0; i < w1.size(); ++i) w1[i] = float((i * 7919) % 97) / 97.0f - 0.5f;
+    for (size_t i = 0; i < w2.size(); ++i) w2[i] = float((i * 104729) % 89) / 89.0f - 0.5f;
+    m.initializer("w1", {128, 256, 3, 3}, w1).initializer("w2", {32, 128, 1, 1}, w2);
+    auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+    testing::ModelBuilder::attr_ints(c1, "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c1"}, {"y"}, "relu1");
+    m.node("Conv", {"y", "w2"}, {"c2"}, "conv2");
+    m.node("GlobalAveragePool", {"c2"}, {"g"}, "gap");
+    std::ofstream(path, std::ios::binary) << m.bytes();
+  }
+  bench::BenchOptions o = quick_options();
+  o.engine.force_kernel = "tc_f32_px64_";  // the first tc_f32_px64 candidate: the K split where it is offered
+  o.engine.tuning_cache = "none";
+  const bench::ModelReport r = bench::bench_model(path, 1, o, 20, 0, false);
+  int split = 0;
+  for (const bench::StepReport& step : r.steps) {
+    CAPTURE(step.timing.label);
+    CAPTURE(step.timing.kernel);
+    if (!step.is_conv) continue;
+    split += step.timing.kernel.find("_ks") != std::string::npos;
+    CHECK_FALSE(step.timing.mismatch);
+    CHECK(step.timing.rel_error < 1e-5);
+  }
+  CHECK(split == 2);
+  std::filesystem::remove(path);
+}

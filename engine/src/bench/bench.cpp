@@ -223,8 +223,7 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   gpu::DeviceAllocation res = upload(res_host);
   gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
   gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
-  int64_t workspace_floats = 0;  // our step's own scratch, if its kernel needs one
-  for (size_t i = 1 + (L.residual ? 1 : 0); i < step.inputs.size(); ++i) workspace_floats = conv_floats;
+  const int64_t workspace_floats = ci.workspace_floats;  // our step's own scratch, if its kernel needs one
   gpu::DeviceAllocation workspace(std::max<int64_t>(workspace_floats, 1) * sizeof(float));
 
   // Ours first, judged against the FP64 answer whatever cuDNN does next.

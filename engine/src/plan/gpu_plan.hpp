@@ -42,6 +42,7 @@ struct Candidate {
 struct ConvStepInfo {
   kernels::ConvLayer layer;
   const float* weights = nullptr;  // device, [F][C / groups][KH][KW]
+  int64_t workspace_floats = 0;    // scratch the chosen kernel needs: the step's last input (0: none)
 };
 
 struct Step {

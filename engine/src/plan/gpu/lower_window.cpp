@@ -186,7 +186,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
                            inputs, output_slots(lc, node), chosen.launch);
   step.candidates = choice.timings;
   step.not_eligible = std::move(rejected);
-  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device});
+  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
   step.flops = L.flops();
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(w.numel()) + double(L.out_floats()) +
                           (L.residual ? double(L.conv_floats()) : 0.0));
