@@ -154,8 +154,9 @@ struct DwEntry {
   void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
 };
 
-// Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads. Two whole-plane
-// configurations: 8x8 planes 16 channels a block, 16x16 planes 8 channels a block (128 threads each).
+// Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads. Whole planes
+// (smallest first): 4x4 planes 32 channels a block (3x3 only: the last maps of a classifier), 8x8 planes 16
+// channels, 16x16 planes 8 channels (128 threads each).
 #define DW_ENTRY(K, S, TW, ROWS, ACT) \
   DwEntry{K, S, TW, 32, ROWS, 0, ACT, &launch_depthwise<DwCfg<K, S, TW, 32, ROWS, ACT>>}
 #define DW_PLANES(K, S, T, ROWS, CPB, ACT) \
@@ -166,6 +167,7 @@ struct DwEntry {
     DW_PLANES(K, S, T, ROWS, CPB, Act::Relu), DW_PLANES(K, S, T, ROWS, CPB, Act::Param)
 const DwEntry kDwEntries[] = {DW_ACTS(3, 1, 32, 2), DW_ACTS(3, 1, 64, 4), DW_ACTS(3, 2, 32, 2),
                               DW_ACTS(5, 1, 32, 2), DW_ACTS(5, 1, 64, 4), DW_ACTS(5, 2, 32, 2),
+                              DW_PLANES_ACTS(3, 1, 4, 1, 32), DW_PLANES_ACTS(3, 2, 4, 1, 32),
                               DW_PLANES_ACTS(3, 1, 8, 2, 16), DW_PLANES_ACTS(3, 2, 8, 2, 16),
                               DW_PLANES_ACTS(3, 1, 16, 4, 8), DW_PLANES_ACTS(3, 2, 16, 4, 8),
                               DW_PLANES_ACTS(5, 1, 8, 2, 16), DW_PLANES_ACTS(5, 2, 8, 2, 16),

@@ -270,12 +270,14 @@ inline std::vector<Layer> dw_layers() {
       out.push_back({1, 32, 70, 90, 32, K, 1, P, P, P, P, 32, act});
       out.push_back({1, 32, 70, 90, 32, K, 2, P, P, P, P, 32, act});
     }
-    // Whole planes (maps up to 8x8 and 16x16): channels off the block's channel count, two filters a channel,
+    // Whole planes (maps up to 4x4, 8x8 and 16x16): channels off the block's channel count, two filters a channel,
     // run-time activations, residuals.
     for (int S : {1, 2}) {
       out.push_back({3, 20, 13, 15, 40, K, S, P, P, P, P, 20, ParamAct::LeakyRelu});
       out.push_back({2, 24, 5, 7, 24, K, S, P, P, P, P, 24, ParamAct::Sigmoid, true});
       out.push_back({2, 17, 9, 11, 17, K, S, P, P, P, P, 17});
+      out.push_back({1, 40, 4 * S, 3 * S, 40, K, S, P, P, P, P, 40, ParamAct::Tanh});  // 4x3 (the 4x4 planes)
+      out.push_back({2, 33, 4 * S, 4 * S, 33, K, S, P, P, P, P, 33});
     }
   }
   return out;
