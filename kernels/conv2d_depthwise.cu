@@ -20,6 +20,36 @@ struct DwCfg {
   static_assert(BLOCK % 32 == 0, "whole warps only");
 };
 
+// Every multiplier filter of channel c of image n from its staged input tile (row pitch Cfg::PITCH): this
+// thread's 4 output columns from `col` over Cfg::ROWS rows from `row_begin` of the tile, whose first output is
+// (r0, c0) of the plane. The K*K taps of a filter are identical for the whole block: registers.
+template <class Cfg>
+__device__ __forceinline__ void depthwise_rows(const float* tile, const float* __restrict__ w, float* __restrict__ y,
+                                               const ConvGeometry& g, const Epilogue& e, int n, int c, int col,
+                                               int row_begin, int r0, int c0) {
+  constexpr int K = Cfg::K, S = Cfg::S;
+  const int multiplier = g.F / g.C;
+  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
+  for (int m = 0; m < multiplier; ++m) {
+    const int f = c * multiplier + m;
+    float wreg[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wreg[i] = __ldg(w + static_cast<int64_t>(f) * K * K + i);
+    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
+    float* out = y + (static_cast<int64_t>(n) * g.F + f) * plane;
+    const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
+
+    float win[K][Cfg::WIN];
+    prime_window<K, S>(win, tile, Cfg::PITCH, row_begin, col * S);
+    for (int rr = row_begin; rr < row_begin + Cfg::ROWS; ++rr) {
+      slide_window<K, S>(win, tile, Cfg::PITCH, rr, col * S);
+      float acc[4] = {b, b, b, b};
+      accumulate_window<K, S>(acc, win, [&](int tap) { return wreg[tap]; });
+      store_four<Cfg::ACT>(acc, out, res, r0 + rr, c0 + col, g.OH, g.OW, e);
+    }
+  }
+}
+
 // grid: x = tiles_x * N * C (tile, channel, image), y = tiles_y. Each block computes every multiplier
 // filter of its channel for one tile.
 template <class Cfg>
@@ -27,7 +57,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_depthwise_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
                             const ConvGeometry g, const Epilogue e, int tiles_x) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-  constexpr int K = Cfg::K, S = Cfg::S;
+  constexpr int S = Cfg::S;
   __shared__ __align__(16) float tile[Cfg::IN_H * Cfg::PITCH];
   int t = blockIdx.x;
   const int tile_x = t % tiles_x;
@@ -41,26 +71,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
 
   const int col = 4 * (threadIdx.x % Cfg::COL_GROUPS);
   const int row_begin = (threadIdx.x / Cfg::COL_GROUPS) * Cfg::ROWS;
-  const int multiplier = g.F / g.C;
-  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
-  for (int m = 0; m < multiplier; ++m) {
-    const int f = c * multiplier + m;
-    float wreg[K * K];  // this filter's taps, identical for the whole block
-#pragma unroll
-    for (int i = 0; i < K * K; ++i) wreg[i] = __ldg(w + static_cast<int64_t>(f) * K * K + i);
-    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
-    float* out = y + (static_cast<int64_t>(n) * g.F + f) * plane;
-    const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
-
-    float win[K][Cfg::WIN];
-    prime_window<K, S>(win, tile, Cfg::PITCH, row_begin, col * S);
-    for (int rr = row_begin; rr < row_begin + Cfg::ROWS; ++rr) {
-      slide_window<K, S>(win, tile, Cfg::PITCH, rr, col * S);
-      float acc[4] = {b, b, b, b};
-      accumulate_window<K, S>(acc, win, [&](int t) { return wreg[t]; });
-      store_four<Cfg::ACT>(acc, out, res, r0 + rr, c0 + col, g.OH, g.OW, e);
-    }
-  }
+  depthwise_rows<Cfg>(tile, w, y, g, e, n, c, col, row_begin, r0, c0);
 }
 
 template <class Cfg>
@@ -95,7 +106,6 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_depthwise_planes_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
                                    const ConvGeometry g, const Epilogue e) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
-  constexpr int K = Cfg::K, S = Cfg::S;
   __shared__ __align__(16) float planes[Cfg::CPB * Cfg::PLANE];
   const int channel_blocks = (g.C + Cfg::CPB - 1) / Cfg::CPB;
   const int n = blockIdx.x / channel_blocks;
@@ -118,26 +128,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
   const int col = 4 * (t % Cfg::COL_GROUPS);
   const int row_begin = (t / Cfg::COL_GROUPS) * Cfg::ROWS;
   if (row_begin >= g.OH || col >= g.OW) return;
-  const int multiplier = g.F / g.C;
-  const int64_t plane = static_cast<int64_t>(g.OH) * g.OW;
-  for (int m = 0; m < multiplier; ++m) {
-    const int f = c * multiplier + m;
-    float wreg[K * K];
-#pragma unroll
-    for (int i = 0; i < K * K; ++i) wreg[i] = __ldg(w + static_cast<int64_t>(f) * K * K + i);
-    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
-    float* out = y + (static_cast<int64_t>(n) * g.F + f) * plane;
-    const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
-
-    float win[K][Cfg::WIN];
-    prime_window<K, S>(win, tile, Cfg::PITCH, row_begin, col * S);
-    for (int rr = row_begin; rr < row_begin + Cfg::ROWS; ++rr) {
-      slide_window<K, S>(win, tile, Cfg::PITCH, rr, col * S);
-      float acc[4] = {b, b, b, b};
-      accumulate_window<K, S>(acc, win, [&](int tap) { return wreg[tap]; });
-      store_four<Cfg::ACT>(acc, out, res, rr, col, g.OH, g.OW, e);
-    }
-  }
+  depthwise_rows<Cfg>(tile, w, y, g, e, n, c, col, row_begin, 0, 0);
 }
 
 template <class Cfg>
