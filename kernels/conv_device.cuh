@@ -58,6 +58,10 @@ __device__ __forceinline__ float param_activate(float v, ParamAct act, float alp
     case ParamAct::Clip: return fminf(fmaxf(v, alpha), beta);
     case ParamAct::Sigmoid: return 1.0f / (1.0f + __expf(-v));
     case ParamAct::Tanh: return tanhf(v);
+    case ParamAct::HardSigmoid: return fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    case ParamAct::HardSwish: return v * fmaxf(0.0f, fminf(1.0f, v * (1.0f / 6.0f) + 0.5f));
+    case ParamAct::Swish: return v / (1.0f + __expf(-alpha * v));
+    case ParamAct::Gelu: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     default: return v;
   }
 }

@@ -40,6 +40,9 @@ __device__ float apply_unary(UnaryOp op, const UnaryParams& p, float x) {
     case UnaryOp::Softplus: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
     case UnaryOp::Softsign: return x / (1.0f + fabsf(x));
     case UnaryOp::Erf: return erff(x);
+    case UnaryOp::Swish: return x / (1.0f + __expf(-p.alpha * x));
+    case UnaryOp::Gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case UnaryOp::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case UnaryOp::Scale: return p.alpha * x;
   }
   return x;
@@ -84,6 +87,10 @@ void launch_activation(ParamAct act, float alpha, float beta, const float* x, fl
     case ParamAct::Clip: op = UnaryOp::Clip; p.min = alpha; p.max = beta; break;
     case ParamAct::Sigmoid: op = UnaryOp::Sigmoid; break;
     case ParamAct::Tanh: op = UnaryOp::Tanh; break;
+    case ParamAct::HardSigmoid: op = UnaryOp::HardSigmoid; p.alpha = alpha; p.beta = beta; break;
+    case ParamAct::HardSwish: op = UnaryOp::HardSwish; break;
+    case ParamAct::Swish: op = UnaryOp::Swish; p.alpha = alpha; break;
+    case ParamAct::Gelu: op = UnaryOp::Gelu; break;
   }
   launch_unary(op, p, x, y, count, stream);
 }

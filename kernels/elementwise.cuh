@@ -28,11 +28,14 @@ enum class UnaryOp {
   Softplus,     // log(1 + e^x), without overflow for large x
   Softsign,     // x / (1 + |x|)
   Erf,
+  Swish,  // x * sigmoid(alpha * x) (SiLU: alpha = 1)
+  Gelu,      // x * (1 + erf(x / sqrt 2)) / 2
+  GeluTanh,  // x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2
   Scale,  // alpha * x: not an ONNX op; variadic Mean is Sum followed by Scale with alpha = 1 / inputs
 };
 
 struct UnaryParams {
-  float alpha = 0.0f;  // LeakyRelu, Elu, Selu, HardSigmoid alpha; Scale factor
+  float alpha = 0.0f;  // LeakyRelu, Elu, Selu, HardSigmoid, Swish alpha; Scale factor
   float beta = 0.0f;   // HardSigmoid beta
   float gamma = 0.0f;  // Selu gamma
   float min = 0.0f;    // Clip lower bound

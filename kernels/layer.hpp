@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #ifndef __CUDACC_RTC__  // (NVRTC compiles the chain kernel at plan time: it has no <cmath>)
+#include <algorithm>
 #include <cmath>
 #endif
 
@@ -51,8 +52,11 @@ struct ConvGeometry {
 // The activation a kernel applies: compiled in (None, Relu: the hot paths), or chosen at run time among
 // every kind (Param), so each kernel family needs three instantiations per configuration instead of six.
 enum class Act : int { None = 0, Relu = 1, Param = 2 };
-// The activations the fused epilogue can apply, with their parameters (Epilogue::alpha, beta).
-enum class ParamAct : int { None = 0, Relu, LeakyRelu, Clip, Sigmoid, Tanh };
+// The activations the fused epilogue can apply, with their parameters (Epilogue::alpha, beta): LeakyRelu's
+// slope (alpha), Clip's bounds (alpha, beta), HardSigmoid's max(0, min(1, alpha * x + beta)), Swish's
+// x * sigmoid(alpha * x) (SiLU: alpha = 1); HardSwish is x * max(0, min(1, x / 6 + 1/2)) and Gelu the exact
+// x * (1 + erf(x / sqrt 2)) / 2.
+enum class ParamAct : int { None = 0, Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, Gelu };
 
 // The compiled-in activation that serves `act`: its own where one exists, else Param.
 CNNRT_HOST_DEVICE inline Act compiled_act(ParamAct act) {
@@ -108,6 +112,10 @@ T apply_activation(ParamAct act, T v, float alpha, float beta) {
     case ParamAct::Clip: return v < T(alpha) ? T(alpha) : (v > T(beta) ? T(beta) : v);
     case ParamAct::Sigmoid: return T(1) / (T(1) + std::exp(-v));
     case ParamAct::Tanh: return std::tanh(v);
+    case ParamAct::HardSigmoid: return std::max(T(0), std::min(T(1), T(alpha) * v + T(beta)));
+    case ParamAct::HardSwish: return v * std::max(T(0), std::min(T(1), v / T(6) + T(0.5)));
+    case ParamAct::Swish: return v / (T(1) + std::exp(-T(alpha) * v));
+    case ParamAct::Gelu: return T(0.5) * v * (T(1) + std::erf(v / std::sqrt(T(2))));
     default: return v;
   }
 }

@@ -14,7 +14,7 @@ TEST_CASE("the op table lists every op of docs/ops.md, sorted, each with a CPU k
   const std::vector<std::string> documented = {
       "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast", "Relu", "Sigmoid", "Tanh", "Abs",
       "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Softsign", "Softplus", "Erf", "HardSwish",
-      "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min",
+      "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Swish", "Gelu", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min",
       "Sum", "Mean", "BatchNormalization", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
       "GlobalMaxPool", "InstanceNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Softmax",
       "LogSoftmax", "Gemm", "MatMul", "Transpose", "DepthToSpace", "SpaceToDepth", "Concat", "Split", "Slice",

@@ -21,8 +21,9 @@ namespace {
 
 namespace fused = ir::fused;
 
-const std::vector<std::string> kAllPasses = {"eliminate_identity", "fold_batchnorm", "fold_bias_add",
-                                             "fuse_activation",    "fuse_residual",  "fuse_pool"};
+const std::vector<std::string> kAllPasses = {"eliminate_identity",        "fold_batchnorm",  "fold_bias_add",
+                                             "fuse_composite_activation", "fuse_activation", "fuse_residual",
+                                             "fuse_pool"};
 
 // Uniform in [-1, -0.1] u [0.1, 1]: random, never zero.
 std::vector<float> random_values(size_t count, uint32_t seed) {
@@ -369,6 +370,119 @@ TEST_CASE("fuse_activation leaves a conv output with another reader, and a poole
   check_unchanged(m, {{1, 3, 6, 6}});
 }
 
+// ---- fuse_composite_activation -----------------------------------------------------------------------
+
+namespace {
+
+// x -> the activation as exporters write it, in nodes named after `name`; returns the output's name.
+std::string composite(ModelBuilder& m, const std::string& kind, const std::string& x, const std::string& name,
+                      bool swapped) {
+  auto mul = [&](const std::string& a, const std::string& b, const std::string& out, const std::string& node) {
+    if (swapped) {
+      m.node("Mul", {b, a}, {out}, node);
+    } else {
+      m.node("Mul", {a, b}, {out}, node);
+    }
+  };
+  const std::string y = name + ".y";
+  if (kind == "SiLU") {
+    m.node("Sigmoid", {x}, {name + ".s"}, name + ".sigmoid");
+    mul(x, name + ".s", y, name + ".mul");
+  } else if (kind == "Swish") {
+    m.initializer(name + ".beta", {}, {1.702f});
+    mul(x, name + ".beta", name + ".bx", name + ".scale");
+    m.node("Sigmoid", {name + ".bx"}, {name + ".s"}, name + ".sigmoid");
+    mul(x, name + ".s", y, name + ".mul");
+  } else if (kind == "HardSwish") {
+    auto& h = m.node("HardSigmoid", {x}, {name + ".h"}, name + ".hsig");
+    ModelBuilder::attr_float(h, "alpha", 1.0f / 6.0f);
+    mul(x, name + ".h", y, name + ".mul");
+  } else {  // GELU as PyTorch exports it before opset 20
+    m.initializer(name + ".sqrt2", {}, {1.41421356f}).initializer(name + ".one", {}, {1.0f});
+    m.initializer(name + ".half", {}, {0.5f});
+    m.node("Div", {x, name + ".sqrt2"}, {name + ".d"}, name + ".div");
+    m.node("Erf", {name + ".d"}, {name + ".e"}, name + ".erf");
+    if (swapped) {
+      m.node("Add", {name + ".one", name + ".e"}, {name + ".a"}, name + ".add");
+    } else {
+      m.node("Add", {name + ".e", name + ".one"}, {name + ".a"}, name + ".add");
+    }
+    mul(x, name + ".a", name + ".xa", name + ".mul");
+    mul(name + ".xa", name + ".half", y, name + ".half_mul");
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("fuse_composite_activation: SiLU, Swish, HardSwish and GELU written as several nodes join the conv") {
+  struct Case {
+    const char* kind;
+    const char* activation;
+    float alpha;
+  };
+  for (const Case& c : {Case{"SiLU", "Swish", 1.0f}, Case{"Swish", "Swish", 1.702f}, Case{"HardSwish", "HardSwish", 0.0f},
+                        Case{"GELU", "Gelu", 0.0f}}) {
+    for (bool swapped : {false, true}) {
+      CAPTURE(c.kind);
+      CAPTURE(swapped);
+      ModelBuilder m(14);
+      m.input("x", {2, 3, 6, 6}).output("y");
+      conv(m, "x", "c", "conv", 3, 5);
+      m.node("Identity", {composite(m, c.kind, "c", "act", swapped)}, {"y"}, "out");
+      const Passed p = check_unchanged(m, {{2, 3, 6, 6}});
+      REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv"});
+      const ir::Node& node = p.graph.nodes[0];
+      CHECK(node.attrs.get_string(fused::kActivation, "") == c.activation);
+      if (std::string(c.activation) == "Swish") {
+        CHECK(node.attrs.get_float(fused::kConvActAlpha, -1) == doctest::Approx(c.alpha));
+      }
+      REQUIRE(lines_of(p, "fuse_composite_activation").size() == 1);
+      CHECK(lines_of(p, "fuse_composite_activation")[0].find(std::string("-> ") + c.activation) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("fuse_composite_activation: a standalone one becomes one node; a shared intermediate stays") {
+  ModelBuilder m(14);
+  m.input("x", {2, 7}).output("y").output("z").output("s2");
+  m.node("Identity", {composite(m, "SiLU", "x", "silu", false)}, {"y"}, "out");
+  // The sigmoid's output is also a graph output: the Mul cannot take it.
+  m.node("Sigmoid", {"x"}, {"s2"}, "sig2");
+  m.node("Mul", {"x", "s2"}, {"z"}, "mul2");
+  const Passed p = check_unchanged(m, {{2, 7}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"Swish", "Sigmoid", "Mul"});
+  // HardSigmoid with other parameters is not HardSwish.
+  ModelBuilder h(14);
+  h.input("x", {4, 5}).output("y");
+  h.node("HardSigmoid", {"x"}, {"g"}, "hsig");
+  h.node("Mul", {"x", "g"}, {"y"}, "mul");
+  CHECK(ops_of(check_unchanged(h, {{4, 5}}).graph) == std::vector<std::string>{"HardSigmoid", "Mul"});
+}
+
+TEST_CASE("Swish (opset 24) and Gelu (opset 20) nodes run and fuse like other activations") {
+  for (const char* op : {"Swish", "Gelu", "HardSwish", "HardSigmoid"}) {
+    CAPTURE(op);
+    ModelBuilder m(20);
+    m.input("x", {1, 3, 6, 6}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    auto& act = m.node(op, {"c"}, {"y"}, "act");
+    if (std::string(op) == "Swish") ModelBuilder::attr_float(act, "alpha", 0.5f);
+    const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv"});
+    CHECK(p.graph.nodes[0].attrs.get_string(fused::kActivation, "") == op);
+  }
+  ModelBuilder tanh_gelu(20);
+  tanh_gelu.input("x", {3, 4}).output("y");
+  auto& g = tanh_gelu.node("Gelu", {"x"}, {"y"}, "gelu");
+  ModelBuilder::attr_string(g, "approximate", "tanh");
+  const Passed p = prepare(tanh_gelu, {{3, 4}}, {});
+  const std::vector<ir::HostTensor> out =
+      cpu::run_graph(p.graph, {ir::HostTensor::floats({3, 4}, {-3, -2, -1, -0.5f, 0, 0.25f, 0.5f, 1, 1.5f, 2, 3, 4})});
+  const float x = 1.0f;
+  CHECK(out[0].f32()[7] == doctest::Approx(0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))));
+}
+
 // ---- fuse_residual -----------------------------------------------------------------------------------
 
 TEST_CASE("fuse_residual takes the Add and the activation after it into the conv") {
@@ -651,7 +765,7 @@ TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing
   auto [code, message] = error_of([&] { prepare(m, {{1, 3, 6, 6}}, {"fuse_everything"}); });
   CHECK(code == ErrorCode::Usage);
   CHECK(message == "unknown pass 'fuse_everything' (passes: eliminate_identity, fold_batchnorm, fold_bias_add, "
-                   "fuse_activation, fuse_residual, fuse_pool)");
+                   "fuse_composite_activation, fuse_activation, fuse_residual, fuse_pool)");
 }
 
 TEST_CASE("fused ops: inference checks what the passes wrote; model files may not use them") {

@@ -70,6 +70,22 @@ void hard_sigmoid_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
   map_floats(*in[0], *out[0], [=](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });
 }
 
+void swish_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  const float alpha = node.attrs.get_float("alpha", 1.0f);
+  map_floats(*in[0], *out[0], [alpha](float x) { return x * sigmoid(alpha * x); });
+}
+
+void gelu_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  if (node.attrs.get_string("approximate", "none") == "tanh") {
+    map_floats(*in[0], *out[0], [](float x) {
+      const double v = x;
+      return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+    });
+  } else {
+    map_floats(*in[0], *out[0], [](float x) { return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)))); });
+  }
+}
+
 void clip_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
   const float min = node.attrs.get_float("min", -std::numeric_limits<float>::infinity());
   const float max = node.attrs.get_float("max", std::numeric_limits<float>::infinity());
@@ -285,6 +301,8 @@ void add_elementwise_kernels(KernelTable& table) {
       {"Elu", elu_kernel},
       {"Selu", selu_kernel},
       {"HardSigmoid", hard_sigmoid_kernel},
+      {"Swish", swish_kernel},
+      {"Gelu", gelu_kernel},
       {"Clip", clip_kernel},
       {"Add", arithmetic_kernel<AddOp>},
       {"Sub", arithmetic_kernel<SubOp>},

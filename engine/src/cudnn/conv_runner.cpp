@@ -40,6 +40,10 @@ std::string unsupported_reason(const kernels::ConvLayer& L) {
   const kernels::Epilogue& e = L.e;
   if (g.pad_top != g.pad_bottom || g.pad_left != g.pad_right) return "cuDNN has no asymmetric padding";
   if (e.param_act == kernels::ParamAct::LeakyRelu) return "cuDNN has no LeakyRelu activation";
+  if (e.param_act == kernels::ParamAct::HardSigmoid || e.param_act == kernels::ParamAct::HardSwish ||
+      e.param_act == kernels::ParamAct::Swish || e.param_act == kernels::ParamAct::Gelu) {
+    return "the comparison runs cuDNN's ReLU, sigmoid, tanh and clip activations only";
+  }
   if (e.param_act == kernels::ParamAct::Clip && (e.alpha != 0.0f || e.beta <= 0.0f)) {
     return "cuDNN clips at [0, max] only";
   }

@@ -5,8 +5,10 @@
 // All are in domain "cnnrt" (kDomain) and keep the name and ONNX index of the node they extend.
 // FusedConv   inputs X, W, B (optional), residual (optional, input 3, exactly the conv output's shape)
 //             attributes: Conv's canonical ones (kernel_shape, strides, dilations, pads, group), then
-//               activation   "" (none), "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh"
-//               alpha, beta  LeakyRelu slope in alpha; Clip min in alpha, max in beta
+//               activation   "" (none), "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid",
+//                            "HardSwish", "Swish", "Gelu" (exact)
+//               alpha, beta  LeakyRelu slope and Swish's alpha in alpha; Clip min, max and HardSigmoid alpha,
+//                            beta in alpha, beta
 //               pool         "" (none), "MaxPool", "AveragePool"; with it pool_kernel_shape, pool_strides,
 //                            pool_pads (begins then ends), pool_ceil_mode, pool_dilations (MaxPool only),
 //                            pool_count_include_pad (AveragePool only), all explicit

@@ -33,7 +33,16 @@ std::vector<FloatDefault> activation_defaults(const std::string& op) {
   if (op == "Elu") return {{"alpha", 1.0f}};
   if (op == "Selu") return {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}};
   if (op == "HardSigmoid") return {{"alpha", 0.2f}, {"beta", 0.5f}};
+  if (op == "Swish") return {{"alpha", 1.0f}};
   return {};
+}
+
+// Gelu (opset 20): the exact form or tanh's approximation.
+void check_gelu(const Node& node, const Graph& graph, int64_t opset, std::vector<std::string>& problems) {
+  const std::string approximate = node.attrs.get_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    problems.push_back("approximate='" + approximate + "' (ONNX allows 'none' and 'tanh')");
+  }
 }
 
 void infer_unary(Node& node, Graph& graph, int64_t opset) {
@@ -154,6 +163,8 @@ void add_elementwise_ops(std::vector<OpInfo>& table) {
     table.push_back({op, 1, 1, 1, 1, check_dtypes_only, infer_unary});
   }
   // name, inputs min..max, outputs min..max, check, infer
+  table.push_back({"Swish", 1, 1, 1, 1, check_dtypes_only, infer_unary});
+  table.push_back({"Gelu", 1, 1, 1, 1, check_gelu, infer_unary});
   table.push_back({"Clip", 1, 3, 1, 1, check_clip, infer_clip});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     table.push_back({op, 2, 2, 1, 1, check_broadcast, infer_broadcast});

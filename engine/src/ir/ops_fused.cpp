@@ -3,6 +3,8 @@
 // then the epilogue's. A model file may not contain them: only the passes write them.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <limits>
 
 #include "core/error.hpp"
@@ -23,6 +25,15 @@ std::optional<Activation> activation_of(const Node& node) {
   if (!node.domain.empty()) return std::nullopt;
   if (node.op == "Relu" || node.op == "Sigmoid" || node.op == "Tanh") return Activation{node.op};
   if (node.op == "LeakyRelu") return Activation{node.op, node.attrs.get_float("alpha", 0.01f)};
+  if (node.op == "HardSwish") return Activation{node.op};
+  if (node.op == "HardSigmoid") {
+    return Activation{node.op, node.attrs.get_float("alpha", 0.2f), node.attrs.get_float("beta", 0.5f)};
+  }
+  if (node.op == "Swish") return Activation{node.op, node.attrs.get_float("alpha", 1.0f)};
+  if (node.op == "Gelu") {
+    if (node.attrs.get_string("approximate", "none") != "none") return std::nullopt;
+    return Activation{node.op};
+  }
   if (node.op == "Clip") {
     // Canonical Clip carries min/max as attributes (-inf/+inf when absent); the inputs are gone.
     if (node.has_input(1) || node.has_input(2)) return std::nullopt;
@@ -54,7 +65,11 @@ void set_fused_activation(Node& fused, const Activation& activation) {
 Node activation_node(const Activation& activation) {
   Node node;
   node.op = activation.op;
-  if (activation.op == "LeakyRelu") node.attrs.set("alpha", activation.alpha);
+  if (activation.op == "LeakyRelu" || activation.op == "Swish") node.attrs.set("alpha", activation.alpha);
+  if (activation.op == "HardSigmoid") {
+    node.attrs.set("alpha", activation.alpha);
+    node.attrs.set("beta", activation.beta);
+  }
   if (activation.op == "Clip") {
     node.attrs.set("min", activation.alpha);
     node.attrs.set("max", activation.beta);
@@ -103,9 +118,12 @@ void check_internal_op(const Node& node, const Graph& graph, int64_t opset, std:
 void check_fused_activation(const Node& node) {
   const std::optional<fused::Activation> act = fused::fused_activation(node);
   if (!act) return;
-  CNNRT_CHECK(act->op == "Relu" || act->op == "LeakyRelu" || act->op == "Clip" || act->op == "Sigmoid" ||
-                  act->op == "Tanh",
-              ErrorCode::InvalidModel, "activation '{}' cannot be fused (Relu, LeakyRelu, Clip, Sigmoid, Tanh can)",
+  static const char* const kFusable[] = {"Relu",        "LeakyRelu", "Clip",  "Sigmoid", "Tanh",
+                                         "HardSigmoid", "HardSwish", "Swish", "Gelu"};
+  CNNRT_CHECK(std::find(std::begin(kFusable), std::end(kFusable), act->op) != std::end(kFusable),
+              ErrorCode::InvalidModel,
+              "activation '{}' cannot be fused (Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, "
+              "Gelu can)",
               act->op);
 }
 

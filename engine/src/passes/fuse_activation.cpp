@@ -1,4 +1,5 @@
-// fuse_activation: an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh) that is the only reader of
+// fuse_activation: an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Swish, exact
+// Gelu) that is the only reader of
 //   a Conv, or a FusedConv with no activation and no pool       -> FusedConv with the activation
 //   a Gemm, a MatMul of two matrices, or MatMul + bias Add (the bias as in fold_bias_add), or a FusedGemm
 //   with no activation                                           -> FusedGemm with the activation

@@ -23,7 +23,8 @@ const std::map<std::string, UnaryOp>& unary_ops() {
       {"Sqrt", UnaryOp::Sqrt},         {"Reciprocal", UnaryOp::Reciprocal}, {"Floor", UnaryOp::Floor},
       {"Ceil", UnaryOp::Ceil},         {"Elu", UnaryOp::Elu},             {"Selu", UnaryOp::Selu},
       {"HardSigmoid", UnaryOp::HardSigmoid}, {"HardSwish", UnaryOp::HardSwish}, {"Softplus", UnaryOp::Softplus},
-      {"Softsign", UnaryOp::Softsign}, {"Erf", UnaryOp::Erf},
+      {"Softsign", UnaryOp::Softsign}, {"Erf", UnaryOp::Erf},               {"Swish", UnaryOp::Swish},
+      {"Gelu", UnaryOp::Gelu},
   };
   return ops;
 }
@@ -43,6 +44,7 @@ kernels::UnaryParams unary_params(const ir::Node& node) {
     p.alpha = a.get_float("alpha", 0.2f);
     p.beta = a.get_float("beta", 0.5f);
   }
+  if (node.op == "Swish") p.alpha = a.get_float("alpha", 1.0f);
   if (node.op == "Clip") {
     p.min = a.get_float("min", -INFINITY);
     p.max = a.get_float("max", INFINITY);
@@ -51,7 +53,8 @@ kernels::UnaryParams unary_params(const ir::Node& node) {
 }
 
 void lower_unary(const ir::Node& node, LowerContext& lc) {
-  const UnaryOp op = unary_ops().at(node.op);
+  UnaryOp op = unary_ops().at(node.op);
+  if (node.op == "Gelu" && node.attrs.get_string("approximate", "none") == "tanh") op = UnaryOp::GeluTanh;
   const kernels::UnaryParams params = unary_params(node);
   const int64_t count = ir::numel(output_shape(lc, node));
   add_simple_step(lc, node, "unary_" + node.op, fmt::format("{} elements", count),
