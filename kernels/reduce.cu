@@ -102,7 +102,7 @@ void launch_reduce(ReduceOp op, const float* x, float* y, const ReduceDesc& desc
   if (outputs == 0) return;
   const ReduceCombine combine{op};
   if (reduced_count == 1) {  // nothing reduced (each output is its one element, Mean included)
-    cudaMemcpyAsync(y, x, outputs * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    cudaMemcpyAsync(y, x, outputs * sizeof(float), cudaMemcpyDefault, stream);
     return;
   }
   kept.simplify();

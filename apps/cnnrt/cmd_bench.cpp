@@ -192,8 +192,9 @@ struct BenchCommand {
                fmt::join(shape_texts, ", "), r.cuda_graph ? "CUDA graph replay" : "no CUDA graph");
     const auto& l = r.latency;
     fmt::print("latency{} over {} runs: min {:.2f} us, median {:.2f} us, mean {:.2f} us, p90 {:.2f} us, p99 {:.2f} us, "
-               "max {:.2f} us\n", r.included_transfers ? " (with transfers)" : " (GPU compute)", l.samples, l.min_us,
-               l.median_us, l.mean_us, l.p90_us, l.p99_us, l.max_us);
+               "max {:.2f} us\n",
+               r.included_transfers ? " (host to host: Context::run on host data)" : " (GPU compute)", l.samples,
+               l.min_us, l.median_us, l.mean_us, l.p90_us, l.p99_us, l.max_us);
     if (l.unstable) fmt::print("warning: high run-to-run spread (p90 {:.0f}% above the median)\n", 100 * (l.p90_us / l.median_us - 1));
     fmt::print("throughput: {:.0f} images/s ({:.2f} us per batch of {} back to back)\n", r.throughput, r.per_run_us,
                r.batch);
@@ -279,7 +280,9 @@ Action add_bench_command(CLI::App& app) {
                     ->check(CLI::PositiveNumber);
   sub->add_option("--duration", cmd->duration_s, "Or: seconds of single runs")->excludes(iters)->check(CLI::PositiveNumber);
   sub->add_option("--warmup-ms", cmd->warmup_ms, "Warm-up before timing (default 200)");
-  sub->add_flag("--include-transfers", cmd->include_transfers, "Latency includes the host<->device copies");
+  sub->add_flag("--include-transfers", cmd->include_transfers,
+                "Latency host to host: Context::run on host buffers (copies in, the steps and copies out as one CUDA "
+                "graph), on the host clock");
   add_json_option(*sub, cmd->json_path, "every figure (docs/bench-json.md)");
   sub->add_option("--plot", cmd->plot_path, "Draw per-layer bars, ours vs cuDNN, as a PNG");
   cmd->engine.add_to(*sub);

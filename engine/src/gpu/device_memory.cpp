@@ -39,7 +39,8 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept
 
 PinnedAllocation::PinnedAllocation(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
-  CNNRT_CUDA_CHECK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault));
+  // Mapped: kernels may read and write it in place (Executor::run_host does for small inputs and outputs).
+  CNNRT_CUDA_CHECK(cudaHostAlloc(&ptr_, bytes, cudaHostAllocMapped));
   ++g_pinned_allocs;
 }
 

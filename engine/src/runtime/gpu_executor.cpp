@@ -66,20 +66,30 @@ class GpuExecutor final : public Executor {
 
   ~GpuExecutor() override {
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
   }
 
+  // Host to host: the caller's inputs into the context's pinned buffers, then one CUDA graph launch, then the
+  // outputs out of the pinned buffers. Small inputs and outputs (a batch-1 classifier's) stay where they are:
+  // the first steps read the pinned inputs and the last ones write the pinned outputs in place (mapped host
+  // memory), so the graph is the steps alone; larger ones are copied in and out by the graph itself.
   void run_host(const float* const* inputs, float* const* outputs) override {
-    bind_own_buffers();
     for (size_t i = 0; i < own_inputs_.size(); ++i) {
       std::memcpy(staged_inputs_[i].floats(), inputs[i], staged_inputs_[i].bytes());
-      CNNRT_CUDA_CHECK(cudaMemcpyAsync(own_inputs_[i].get(), staged_inputs_[i].floats(), own_inputs_[i].bytes(),
-                                       cudaMemcpyHostToDevice, stream_));
     }
-    launch();
-    for (size_t i = 0; i < own_outputs_.size(); ++i) {
-      CNNRT_CUDA_CHECK(cudaMemcpyAsync(staged_outputs_[i].floats(), own_outputs_[i].get(), own_outputs_[i].bytes(),
-                                       cudaMemcpyDeviceToHost, stream_));
+    if (use_graphs_ && io_bytes() <= kZeroCopyBytes) {
+      bind_staged_buffers();
+      launch();
+    } else if (use_graphs_) {
+      bind_own_buffers();
+      if (!host_graph_exec_ || host_graph_binding_ != binding_) capture_host_graph();
+      CNNRT_CUDA_CHECK(cudaGraphLaunch(host_graph_exec_, stream_));
+    } else {
+      bind_own_buffers();
+      copy_in();
+      launch_steps();
+      copy_out();
     }
     synchronize();
     for (size_t i = 0; i < own_outputs_.size(); ++i) {
@@ -233,6 +243,70 @@ class GpuExecutor final : public Executor {
       for (size_t k = 0; k < step.outputs.size(); ++k) step_outputs_[i][k] = slot_ptrs_[step.outputs[k]];
     }
     graph_stale_ = true;
+    ++binding_;
+  }
+
+  // Inputs and outputs of at most this many bytes in all are read and written in place in pinned memory.
+  static constexpr int64_t kZeroCopyBytes = 64 * 1024;
+
+  int64_t io_bytes() const {
+    int64_t bytes = 0;
+    for (const gpu::PinnedAllocation& p : staged_inputs_) bytes += static_cast<int64_t>(p.bytes());
+    for (const gpu::PinnedAllocation& p : staged_outputs_) bytes += static_cast<int64_t>(p.bytes());
+    return bytes;
+  }
+
+  // Binds the steps to the pinned staging buffers, through their device addresses.
+  void bind_staged_buffers() {
+    if (staged_views_in_.empty() && staged_views_out_.empty()) {
+      for (gpu::PinnedAllocation& p : staged_inputs_) staged_views_in_.push_back(device_view(p));
+      for (gpu::PinnedAllocation& p : staged_outputs_) staged_views_out_.push_back(device_view(p));
+    }
+    bind(staged_views_in_.data(), staged_views_out_.data());
+  }
+
+  static float* device_view(gpu::PinnedAllocation& host) {
+    void* device = nullptr;
+    if (host.bytes() == 0) return nullptr;
+    CNNRT_CUDA_CHECK(cudaHostGetDevicePointer(&device, host.floats(), 0));
+    return static_cast<float*>(device);
+  }
+
+  void copy_in() {
+    for (size_t i = 0; i < own_inputs_.size(); ++i) {
+      CNNRT_CUDA_CHECK(cudaMemcpyAsync(own_inputs_[i].get(), staged_inputs_[i].floats(), own_inputs_[i].bytes(),
+                                       cudaMemcpyHostToDevice, stream_));
+    }
+  }
+
+  void copy_out() {
+    for (size_t i = 0; i < own_outputs_.size(); ++i) {
+      CNNRT_CUDA_CHECK(cudaMemcpyAsync(staged_outputs_[i].floats(), own_outputs_[i].get(), own_outputs_[i].bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+    }
+  }
+
+  // The copies in, the steps and the copies out as one graph, for the current binding (the context's own
+  // device buffers).
+  void capture_host_graph() {
+    cudaGraph_t graph = nullptr;
+    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      copy_in();
+      launch_steps();
+      copy_out();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
+    host_graph_exec_ = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&host_graph_exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    CNNRT_CUDA_CHECK(err);
+    host_graph_binding_ = binding_;
   }
 
   void launch_step(size_t i) {
@@ -305,6 +379,8 @@ class GpuExecutor final : public Executor {
   gpu::DeviceAllocation arena_;
   std::vector<gpu::DeviceAllocation> own_inputs_, own_outputs_;
   std::vector<gpu::PinnedAllocation> staged_inputs_, staged_outputs_;
+  std::vector<const float*> staged_views_in_;  // their device addresses (mapped pinned memory)
+  std::vector<float*> staged_views_out_;
   std::vector<float*> slot_ptrs_;
   std::vector<std::vector<const float*>> step_inputs_;
   std::vector<std::vector<float*>> step_outputs_;
@@ -315,6 +391,9 @@ class GpuExecutor final : public Executor {
   bool bound_once_ = false;
   bool graph_stale_ = true;
   cudaGraphExec_t graph_exec_ = nullptr;
+  uint64_t binding_ = 0;             // counts bind() changes
+  cudaGraphExec_t host_graph_exec_ = nullptr;  // run_host's graph: copies in, steps, copies out
+  uint64_t host_graph_binding_ = 0;  // the binding it was captured for
   std::vector<cudaEvent_t> events_;
 };
 
