@@ -20,6 +20,15 @@
 #define CNNRT_UNROLL
 #endif
 
+// True in the device pass for an architecture below `arch` (__CUDA_ARCH__ units: 800 is compute capability
+// 8.0); false in the host pass. A kernel whose instructions an architecture lacks compiles there to a trap
+// in place of its body: its family's registry entry (Needs) keeps the planner from offering it there.
+#if defined(__CUDA_ARCH__)
+#define CNNRT_ARCH_BELOW(arch) (__CUDA_ARCH__ < (arch))
+#else
+#define CNNRT_ARCH_BELOW(arch) 0
+#endif
+
 namespace cnnrt::kernels {
 
 constexpr int kMaxRank = 8;  // N-D kernels (broadcast, transpose, slice, pad) handle up to this rank

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/code_arch.hpp"
 #include "kernels/conv2d_c1_impl.cuh"
 #include "kernels/conv2d_c1_stream.cuh"
 
@@ -210,5 +211,8 @@ const ConvFamily& conv2d_c1_family() {
   static const C1Family family;
   return family;
 }
+
+// The code of this library (built for CNNRT_CUDA_ARCHITECTURES_HEAVY): kernels/code_arch.hpp.
+CNNRT_CODE_ARCH_PROBE(heavy_code_arch)
 
 }  // namespace cnnrt::kernels

@@ -39,7 +39,7 @@ class C1StreamFamily final : public ConvFamily {
       : ConvFamily("c1stream",
                    "one input channel, one filter: each warp streams a 128-column strip down r rows through a register "
                    "window, no shared memory",
-                   {kCpAsync}, pack_c1) {}
+                   {}, pack_c1) {}
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     std::string why = c1_reject(layer);
     if (!why.empty()) return why;

@@ -61,7 +61,7 @@ class GeneralFamily final : public ConvFamily {
                    "multi-channel direct convolution (DAC 2017 Algorithm 2): filters x pixels a block, a register tile a "
                    "thread, channel groups of input and filters double-buffered in shared memory; _split variants divide "
                    "the channels over a thread-block cluster",
-                   {kCpAsync}, pack_general) {}
+                   {}, pack_general) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;

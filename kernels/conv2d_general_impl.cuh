@@ -187,6 +187,9 @@ __global__ void __launch_bounds__(C::BLOCK)
   const int oy = r0 + prow;
 
   if constexpr (C::SPLIT) {
+#if CNNRT_ARCH_BELOW(900)
+    __trap();  // clusters: compute capability 9.0 (the family offers _split variants only there)
+#else
     // Sum the partial tiles of the cluster's blocks in rank order (deterministic), each block finishing
     // an interleaved share of the accumulators.
     cg::cluster_group cluster = cg::this_cluster();
@@ -228,6 +231,7 @@ __global__ void __launch_bounds__(C::BLOCK)
                 rank * C::BLOCK + tid, ranks * C::BLOCK);
       cluster.sync();  // keep rank 0's shared memory alive until every rank has pooled from it
     }
+#endif
   } else {
 #pragma unroll
     for (int i = 0; i < C::FT; ++i) {

@@ -70,9 +70,14 @@ struct Params {
   int ptile_h, th, pitch, fb, items, flt_floats, img_floats;
 };
 
-// cp.async of 4 bytes to a shared-memory address (zero-filled when !valid).
+// cp.async of 4 bytes to a shared-memory address (zero-filled when !valid); a plain copy on sm_75 (cp_async.cuh).
 __device__ __forceinline__ void copy_4(unsigned dst, const float* src, bool valid) {
+#if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+#else
+  const float v = valid ? __ldg(src) : 0.0f;
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(v) : "memory");
+#endif
 }
 
 template <int K, int FT, int WT, Act ACT, bool POOL>
@@ -292,7 +297,7 @@ class SmallFamily final : public ConvFamily {
       : ConvFamily("small",
                    "small maps at small batches: every channel's input staged once, each thread one pixel (or two) for "
                    "up to 4 filters over a slice of the channels, the slices summed in shared memory",
-                   {kCpAsync}, pack_general) {}
+                   {}, pack_general) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;

@@ -96,6 +96,9 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS)
     conv2d_tc_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
                      const ConvGeometry g, const Epilogue e, const Params q) {
+#if CNNRT_ARCH_BELOW(800)
+  __trap();  // mma.sync with TF32 operands: compute capability 8.0 (the family Needs kMmaTf32)
+#else
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -258,6 +261,7 @@ __global__ void __launch_bounds__(C::THREADS)
     return;
   }
   store_mma_tile<C::MT, C::NT, C::ACT>(acc, group_f0 + f0 + wm0, p0 + wn0, g, e, q.npix, q.ohw, y, group_f0 + q.fg);
+#endif
 }
 
 // The splits' partial sums [splits][F][npix] added in split order, then bias, residual and the activation,
@@ -397,7 +401,7 @@ class TcFamily final : public ConvFamily {
       : ConvFamily("tc",
                    "implicit GEMM on the tensor cores (mma.sync) at FP32 accuracy by the 3xTF32 split: filters x "
                    "pixels a block, the input gathered into shared memory by cp.async, three stages",
-                   {kCpAsync | kMmaTf32}, pack_tc) {}
+                   {kMmaTf32}, pack_tc) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/code_arch.hpp"
 #include "kernels/conv2d_wg.cuh"
 #include "kernels/conv_wg_common.cuh"
 #include "kernels/conv_device.cuh"
@@ -381,5 +382,8 @@ const ConvFamily& conv2d_wgr_family() {
   static const WgrFamily family;
   return family;
 }
+
+// The code of the sm_90a library: kernels/code_arch.hpp.
+CNNRT_CODE_ARCH_PROBE(sm90a_code_arch)
 
 }  // namespace cnnrt::kernels

@@ -18,7 +18,11 @@ template <int KA, int KB>
 __global__ void __launch_bounds__(kChainThreads)
     conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
                       const __grid_constant__ ChainLayout L) {
+#if CNNRT_ARCH_BELOW(900)
+  __trap();  // thread-block clusters: compute capability 9.0 (the planner offers the chain only there)
+#else
   chain_detail::conv_chain_body<KA, KB>(x, y, d, L);
+#endif
 }
 
 int round4(int floats) { return (floats + 3) / 4 * 4; }

@@ -46,7 +46,7 @@ std::string device_lacks(const DeviceCaps& dev, const Needs& needs) {
   for (const FeatureInfo& f : kFeatures) {
     if (!(needs.features & f.bit)) continue;
     // wgmma is an arch-specific feature of 9.0 (sm_90a code runs on 9.0 only); the others carry forward.
-    const bool has = f.bit == kWgmma ? dev.arch() == 90 : dev.arch() >= f.arch;
+    const bool has = f.bit == kWgmma ? dev.arch() == 90 && dev.sm90a_code : dev.arch() >= f.arch;
     if (!has) {
       char why[128];
       std::snprintf(why, sizeof why, "needs %s (compute capability %s%d.%d)", f.name, f.bit == kWgmma ? "" : ">= ",

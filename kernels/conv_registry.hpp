@@ -29,12 +29,14 @@ struct DeviceCaps {
   int cc_major = 0, cc_minor = 0;  // compute capability
   int sm_count = 1;
   int smem_optin = 48 * 1024;      // bytes of shared memory a block may use after opting in
+  bool sm90a_code = true;          // whether the sm_90a kernels have machine code for the device
   int arch() const { return cc_major * 10 + cc_minor; }
 };
 
 // Hardware features a family's kernels use, each available from a compute capability on.
 enum Feature : unsigned {
-  kCpAsync = 1u << 0,   // cp.async copies to shared memory (8.0)
+  kCpAsync = 1u << 0,   // cp.async copies to shared memory (8.0; cp_async.cuh runs them as plain copies on
+                        // 7.5, so a family that needs nothing else of 8.0 does not declare it)
   kMmaTf32 = 1u << 1,   // mma.sync with TF32 operands (8.0)
   kClusters = 1u << 2,  // thread-block clusters and distributed shared memory (9.0)
   kTma = 1u << 3,       // the tensor memory accelerator, cp.async.bulk.tensor (9.0)

@@ -1,4 +1,4 @@
-// cp.async (sm_80+): global -> shared copies that bypass registers and do not block the issuing thread,
+// cp.async (sm_80+; emulated below on sm_75): global -> shared copies that bypass registers and do not block the issuing thread,
 // so a block can have its whole tile in flight at once instead of one load latency per loop iteration.
 // A source size of 0 writes zeros and reads nothing: that is how out-of-image taps (the convolution's
 // padding) are filled.
@@ -6,6 +6,7 @@
 
 namespace cnnrt::kernels {
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 4 : 0));
@@ -21,5 +22,19 @@ template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
+#else
+// Turing (sm_75) has no cp.async: the same calls copy through registers, synchronously, so every kernel
+// written for the pipelined copies runs there unchanged (each copy has landed when the call returns; the
+// __syncthreads() the callers already have publishes it). The pipelining is lost, not the result.
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
+  *static_cast<float*>(smem) = valid ? __ldg(static_cast<const float*>(gmem)) : 0.0f;
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+  *static_cast<float4*>(smem) = valid ? __ldg(static_cast<const float4*>(gmem)) : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+__device__ __forceinline__ void cp_async_commit() {}
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {}
+#endif
 
 }  // namespace cnnrt::kernels

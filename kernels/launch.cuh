@@ -23,6 +23,9 @@ namespace cnnrt::kernels {
 // Process-wide switch, on by default; off, launch_overlapped() launches as plain <<<>>> would (for comparison
 // and debugging: `cnnrt --no-launch-overlap`, cnnrt::set_launch_overlap).
 void set_programmatic_launch(bool on);
+// PDL needs compute capability 9.0: a device planned as an older architecture (its own, or CNNRT_MAX_SM's)
+// launches plainly, whatever the switch says.
+void set_programmatic_launch_for_device(int ordinal, bool allowed);
 bool programmatic_launch();
 #endif  // __CUDACC_RTC__
 

@@ -11,7 +11,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-bin=build/release/bin
+build=${BUNDLE_BUILD:-build/release}  # another build folder (one of fewer architectures) for a smaller bundle
+bin=$build/bin
 dest=.device
 programs=("$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/cluster_sync_check"
           "$bin/launch_floor" "$bin/wgmma_peak")
@@ -69,10 +70,10 @@ fi
 # release build has it when configured with -DCNNRT_PYTHON_EXTRA_INTERPRETERS=<a Python 3.12 with its
 # headers>; its Debian libraries are the programs', already in .device/lib (checked below).
 py_tag=${DEVICE_PYTHON_TAG:-cpython-312}
-if compgen -G "build/release/python/cnnrt/_cnnrt.$py_tag-*.so" > /dev/null; then
+if compgen -G "$build/python/cnnrt/_cnnrt.$py_tag-*.so" > /dev/null; then
   mkdir -p .device/python/cnnrt
-  cp build/release/python/cnnrt/__init__.py build/release/python/cnnrt/__init__.pyi build/release/python/cnnrt/py.typed \
-    build/release/python/cnnrt/*."$py_tag"-*.so .device/python/cnnrt/
+  cp "$build"/python/cnnrt/__init__.py "$build"/python/cnnrt/__init__.pyi "$build"/python/cnnrt/py.typed \
+    "$build"/python/cnnrt/*."$py_tag"-*.so .device/python/cnnrt/
   for lib in $(ldd .device/python/cnnrt/*.so | awk '/=> \//{print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libz.so*) ;;
@@ -81,7 +82,7 @@ if compgen -G "build/release/python/cnnrt/_cnnrt.$py_tag-*.so" > /dev/null; then
     esac
   done
 else
-  echo "bundle_device: no Python extension for $py_tag in build/release/python: the python step of gpu_round.sh" \
+  echo "bundle_device: no Python extension for $py_tag in $build/python: the python step of gpu_round.sh" \
        "will have nothing to test (configure with -DCNNRT_PYTHON_EXTRA_INTERPRETERS=/path/to/python3.12)" >&2
 fi
 # Conformance data: every case the CPU suite passes, found by running it here.

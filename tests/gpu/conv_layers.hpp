@@ -55,7 +55,8 @@ inline ConvCase make_conv_case(int N, int C, int H, int W, int F, int KH, int KW
 // The epilogue parameters the tests use: LeakyRelu slope 0.1, Clip to [-0.5, 0.5].
 inline void set_test_activation(kernels::Epilogue& e, kernels::ParamAct act) {
   e.param_act = act;
-  e.alpha = act == kernels::ParamAct::LeakyRelu ? 0.1f : -0.5f;
+  e.alpha = act == kernels::ParamAct::LeakyRelu ? 0.1f : act == kernels::ParamAct::HardSigmoid ? 0.2f
+            : act == kernels::ParamAct::Swish ? 1.5f : -0.5f;
   e.beta = 0.5f;
 }
 
@@ -333,6 +334,11 @@ inline std::vector<Layer> tc_layers() {
   out.back().groups = 30;
   out.push_back(tc_layer(1, 96, 14, 14, 240, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true, true));
   out.back().groups = 3;
+  // The activations exporters write as several nodes (fuse_composite_activation), and HardSigmoid.
+  out.push_back(tc_layer(2, 16, 15, 15, 24, 3, 3, 1, 1, 1, 1, 1, ParamAct::Swish, true));
+  out.push_back(tc_layer(1, 24, 8, 8, 40, 1, 1, 1, 0, 0, 0, 0, ParamAct::HardSwish));
+  out.push_back(tc_layer(1, 8, 17, 17, 16, 3, 3, 2, 1, 1, 1, 1, ParamAct::HardSigmoid));
+  out.push_back(tc_layer(2, 32, 7, 7, 48, 3, 3, 1, 1, 1, 1, 1, ParamAct::Gelu, true));
   return out;
 }
 
@@ -375,6 +381,7 @@ inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "small") return small_layers();
   if (family == "dw") return dw_layers();
   if (family == "tc") return tc_layers();
+  if (family == "igemm") return tc_layers();  // the same geometries: any stride, dilation, groups, 1-D
   if (family == "wgr") return wg_layers(false);
   if (family == "wgh") return wg_layers(true);
   if (family == "gen") {

@@ -8,6 +8,9 @@
 #include <fstream>
 
 #include "cnnrt/bench.hpp"
+#include "gpu/device_info.hpp"
+#include "kernels/conv_registry.hpp"
+#include "plan/gpu/conv_step.hpp"
 #include "gpu_test_util.hpp"
 #include "model_builder.hpp"
 
@@ -81,6 +84,10 @@ TEST_CASE("bench: a fully convolutional model with symbolic H and W benches at e
 // step the workspace the plan gave it, fused with pooling or not (the plan once said only whether there was one,
 // and the bench sized it for the unpooled output: garbage, then an illegal address in a larger layer).
 TEST_CASE("bench: steps whose kernels split K through a workspace compare with cuDNN") {
+  if (!kernels::device_lacks(plan::device_caps(gpu::current_device()), kernels::find_conv_family("tc")->needs()).empty()) {
+    testing::skip_test_case("tc (the family whose K split this checks) needs compute capability 8.0");
+    return;
+  }
   const std::string path = (std::filesystem::temp_directory_path() / "cnnrt_bench_ksplit.onnx").string();
   {
     testing::ModelBuilder m;
@@ -111,4 +118,30 @@ TEST_CASE("bench: steps whose kernels split K through a workspace compare with c
   }
   CHECK(split == 2);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("bench: --include-transfers times Context::run on host data, and the outputs it returns are right") {
+  const std::string path = testing::repo_path("models/fashion_lenet.onnx");
+  const bench::ModelReport device = bench::bench_model(path, 1, quick_options(), 50, 0, false);
+  const bench::ModelReport host = bench::bench_model(path, 1, quick_options(), 50, 0, true);
+  CHECK(host.included_transfers);
+  CHECK(host.latency.samples == 50);
+  // Host to host adds the copies and the wait to the GPU time; it cannot be faster.
+  CHECK(host.latency.median_us > device.latency.median_us);
+  // The host path (one graph: copies in, steps, copies out) gives the CPU backend's answer, run after run.
+  Options gpu_options;
+  gpu_options.device = Device::Gpu;
+  gpu_options.tuning_cache = "none";
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model gpu_model = Model::load(path, gpu_options);
+  const Model cpu_model = Model::load(path, cpu_options);
+  Context gpu(gpu_model), cpu(cpu_model);
+  for (int round = 0; round < 3; ++round) {
+    Tensor x{{1, 1, 28, 28}, testing::random_floats(784, 90 + round)};
+    const std::vector<Tensor> got = gpu.run({x});
+    const std::vector<Tensor> want = cpu.run({x});
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want[0].data.size(); ++i) CHECK(got[0].data[i] == doctest::Approx(want[0].data[i]).epsilon(1e-4));
+  }
 }

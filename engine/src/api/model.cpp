@@ -51,13 +51,32 @@ Device choose_device(Device requested, int gpu_index) {
   if (requested == Device::Cpu) return Device::Cpu;
   if (runtime::cuda_device_available(&why)) {
     if (gpu_index >= 0) runtime::check_device_ordinal(gpu_index);
-    return Device::Gpu;
+    why = runtime::device_unusable(gpu_index);
+    if (why.empty()) return Device::Gpu;
   }
   if (requested == Device::Gpu) {
     fail(ErrorCode::DeviceUnavailable, "a GPU was requested but none is usable: {}", why);
   }
   log().warn("no usable CUDA device ({}); running on the CPU reference backend", why);
   return Device::Cpu;
+}
+
+// Prepares the batch sizes and input shapes asked for. With none, binds the declared shapes once (a symbolic
+// batch dimension as 1) so that shape errors surface at load time rather than at the first run; models with
+// other symbolic dimensions (image size) are bound when the caller gives full shapes.
+void prepare_requested(const ModelImpl& impl, const Options& options) {
+  for (int64_t batch : options.batch_sizes) impl.prepare(impl.shapes_for_batch(batch));
+  for (size_t i = 0; i < options.input_shapes.size(); ++i) {
+    try {
+      impl.prepare(impl.checked_shapes(options.input_shapes[i]));
+    } catch (const Error& e) {
+      rethrow_with_prefix(e, fmt::format("Options::input_shapes[{}]", i));
+    }
+  }
+  if (options.batch_sizes.empty() && options.input_shapes.empty()) {
+    const std::vector<ir::Shape> declared = impl.declared_shapes();
+    if (!declared.empty() || impl.inputs.empty()) impl.prepare(declared);
+  }
 }
 
 std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) {
@@ -70,28 +89,32 @@ std::shared_ptr<ModelImpl> finish_load(ir::Graph graph, const Options& options) 
               "Options::gpu_index is {}: give a CUDA device number (0, 1, ...), or -1 for the current device",
               options.gpu_index);
   impl->device = choose_device(options.device, options.gpu_index);
-  if (impl->device == Device::Gpu) {
+  if (impl->device == Device::Cpu) {
+    prepare_requested(*impl, options);
+    return impl;
+  }
+  try {
     impl->gpu_ordinal = options.gpu_index >= 0 ? options.gpu_index : runtime::current_device_ordinal();
-    runtime::ScopedDevice on_device(impl->gpu_ordinal);
-    impl->gpu = runtime::GpuModel::create(options);
-  }
-
-  // Prepare the batch sizes and input shapes asked for. With none, bind the declared shapes once (a symbolic
-  // batch dimension as 1) so that shape errors surface at load time rather than at the first run; models
-  // with other symbolic dimensions (image size) are bound when the caller gives full shapes.
-  for (int64_t batch : options.batch_sizes) impl->prepare(impl->shapes_for_batch(batch));
-  for (size_t i = 0; i < options.input_shapes.size(); ++i) {
-    try {
-      impl->prepare(impl->checked_shapes(options.input_shapes[i]));
-    } catch (const Error& e) {
-      rethrow_with_prefix(e, fmt::format("Options::input_shapes[{}]", i));
+    {
+      runtime::ScopedDevice on_device(impl->gpu_ordinal);
+      impl->gpu = runtime::GpuModel::create(options);
     }
+    prepare_requested(*impl, options);
+    return impl;
+  } catch (const Error& e) {
+    // A GPU that cannot hold the model now (out of memory at plan time): --device auto runs on the CPU.
+    if (e.code() != ErrorCode::DeviceUnavailable || options.device != Device::Auto) throw;
+    log().warn("{}; running on the CPU reference backend", e.what());
   }
-  if (options.batch_sizes.empty() && options.input_shapes.empty()) {
-    const std::vector<ir::Shape> declared = impl->declared_shapes();
-    if (!declared.empty() || impl->inputs.empty()) impl->prepare(declared);
-  }
-  return impl;
+  auto cpu = std::make_shared<ModelImpl>();
+  cpu->options = options;
+  cpu->graph = impl->graph;
+  cpu->inputs = impl->inputs;
+  cpu->outputs = impl->outputs;
+  cpu->device = Device::Cpu;
+  impl.reset();  // the GPU model's memory goes back before the CPU plans
+  prepare_requested(*cpu, options);
+  return cpu;
 }
 
 }  // namespace

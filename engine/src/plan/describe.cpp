@@ -23,7 +23,8 @@ std::string value_shapes(const ir::Graph& graph, const std::vector<int>& ids) {
 
 std::string describe(const Prepared& prepared, Device device, bool explain) {
   const ir::Graph& g = prepared.graph;
-  std::string text = fmt::format("model: {}\ndevice: {}\n", g.model_name, to_string(device));
+  std::string text = fmt::format("model: {}\ndevice: {}{}\n", g.model_name, to_string(device),
+                                 prepared.gpu_plan ? " (" + prepared.gpu_plan->device + ")" : std::string());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     text += fmt::format("input  {}: {}\n", g.values[g.inputs[i]].name, ir::shape_str(prepared.input_shapes[i]));
   }

@@ -63,6 +63,7 @@ struct Step {
 };
 
 struct GpuPlan {
+  std::string device;             // "GPU 0: NVIDIA H100 80GB HBM3, compute capability 9.0" (as planned for)
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<int> input_slots;   // per graph input

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "gpu/device_info.hpp"
 
 namespace cnnrt::runtime {
 
@@ -16,7 +17,13 @@ bool cuda_device_available(std::string* why) {
   std::call_once(once, [] {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) {
+    if (err == cudaErrorInsufficientDriver) {
+      int driver = 0, runtime = 0;
+      cudaDriverGetVersion(&driver);
+      cudaRuntimeGetVersion(&runtime);
+      reason = gpu::old_driver_message(driver, runtime);
+      cudaGetLastError();
+    } else if (err != cudaSuccess) {
       reason = cudaGetErrorString(err);
       cudaGetLastError();  // clear the sticky-free error so later queries start clean
     } else if (count == 0) {
@@ -47,6 +54,13 @@ void check_device_ordinal(int ordinal) {
   CNNRT_CHECK(ordinal >= 0 && ordinal < count, ErrorCode::DeviceUnavailable,
               "GPU {} was asked for (Options::gpu_index), but this machine has {} CUDA device{}{}", ordinal, count,
               count == 1 ? "" : "s", count > 0 ? fmt::format(" (0 to {})", count - 1) : std::string());
+}
+
+std::string device_unusable(int ordinal) {
+  ScopedDevice on_device(ordinal);
+  const gpu::DeviceInfo& device = gpu::current_device();
+  const std::string why = gpu::unusable_reason(device);
+  return why.empty() ? why : fmt::format("GPU {}: {}", device.ordinal, why);
 }
 
 ScopedDevice::ScopedDevice(int ordinal) noexcept {

@@ -15,6 +15,10 @@ int current_device_ordinal();
 // Throws DeviceUnavailable unless `ordinal` names a CUDA device of this machine (the message gives the count).
 void check_device_ordinal(int ordinal);
 
+// Why device `ordinal` (-1: the current device) cannot run cnnrt, naming it ("" when it can): an
+// architecture older than Turing, real or as CNNRT_MAX_SM caps it.
+std::string device_unusable(int ordinal);
+
 // Makes `ordinal` the calling thread's current CUDA device for the scope and restores the previous one at its
 // end, so that a model's weights, streams and launches stay on the device it was loaded on, whichever device
 // the caller's thread has current. ordinal < 0 (CPU models): does nothing. Never throws: a failed switch

@@ -7,6 +7,7 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/weight_store.hpp"
+#include "kernels/launch.cuh"
 #include "plan/gpu/planner.hpp"
 #include "plan/gpu/tuner.hpp"
 #include "runtime/device.hpp"
@@ -21,6 +22,7 @@ class GpuModelImpl final : public GpuModel {
   explicit GpuModelImpl(const Options& options)
       : options_(options), device_(gpu::current_device()), tuner_(plan::make_tuner(options, device_)) {
     plan::check_forced_kernel(options.force_kernel);
+    kernels::set_programmatic_launch_for_device(device_.ordinal, device_.arch() >= 90);
     log().info("GPU: {} ({} SMs, compute capability {}.{})", device_.name, device_.sm_count, device_.cc_major,
                device_.cc_minor);
   }

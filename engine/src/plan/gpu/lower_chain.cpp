@@ -188,6 +188,11 @@ std::vector<Step> lower_conv_chain(const ConvChainMatch& m, std::vector<Step> st
   d.fc.alpha = fc_act.alpha;
   d.fc.beta = fc_act.beta;
   const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  if (lc.context.device.arch() < 90) {
+    lc.note(fmt::format("{}: separate steps (the chain kernel needs thread-block clusters: compute capability 9.0)",
+                        what));
+    return steps;
+  }
   std::string why;
   if (dense.k != int64_t(d.b.g.F) * d.b.PH() * d.b.PW() || !kernels::conv_chain_supports(d, smem_optin, &why)) {
     lc.note(fmt::format("{}: separate steps ({})", what, why.empty() ? "Gemm inner size mismatch" : why));

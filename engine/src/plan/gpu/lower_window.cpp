@@ -234,6 +234,10 @@ KernelActivation kernel_activation(const ir::Node& fused) {
   else if (a->op == "Clip") k.act = kernels::ParamAct::Clip;
   else if (a->op == "Sigmoid") k.act = kernels::ParamAct::Sigmoid;
   else if (a->op == "Tanh") k.act = kernels::ParamAct::Tanh;
+  else if (a->op == "HardSigmoid") k.act = kernels::ParamAct::HardSigmoid;
+  else if (a->op == "HardSwish") k.act = kernels::ParamAct::HardSwish;
+  else if (a->op == "Swish") k.act = kernels::ParamAct::Swish;
+  else if (a->op == "Gelu") k.act = kernels::ParamAct::Gelu;
   else fail(ErrorCode::Internal, "{}: unknown fused activation '{}'", ir::node_label(fused), a->op);
   return k;
 }
@@ -244,6 +248,7 @@ kernels::DeviceCaps device_caps(const gpu::DeviceInfo& device) {
   caps.cc_minor = device.cc_minor;
   caps.sm_count = device.sm_count;
   caps.smem_optin = static_cast<int>(device.smem_per_block_optin);
+  caps.sm90a_code = device.sm90a_code;
   return caps;
 }
 

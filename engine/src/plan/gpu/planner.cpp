@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/device_info.hpp"
 #include "ir/ops.hpp"
 #include "plan/conv_chain_match.hpp"
 #include "plan/gpu/lower_chain.hpp"
@@ -30,7 +31,8 @@ struct UnionFind {
 
 LaunchFn device_copy(int64_t bytes) {
   return [bytes](const float* const* in, float* const* out, Stream stream) {
-    cudaMemcpyAsync(out[0], in[0], static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream);
+    // Default: either side may be mapped pinned memory (Executor::run_host binds small inputs and outputs there).
+    cudaMemcpyAsync(out[0], in[0], static_cast<size_t>(bytes), cudaMemcpyDefault, stream);
   };
 }
 
@@ -112,9 +114,76 @@ void LowerContext::append_steps(std::vector<Step> steps) {
   for (Step& step : steps) sink_->push_back(std::move(step));
 }
 
+namespace {
+
+// The memory a plan needs, checked before anything is measured or allocated (a batch of millions must fail
+// at once, not after tuning kernels on buffers that do not fit): the largest intermediate tensor against the
+// arena limit, and the largest step's tensors (inputs and outputs included) against the device's memory.
+void check_memory_before_planning(const Prepared& prepared, const PlanContext& context) {
+  const ir::Graph& g = prepared.graph;
+  std::vector<bool> io(g.values.size(), false);
+  for (int v : g.inputs) io[static_cast<size_t>(v)] = true;
+  for (int v : g.outputs) io[static_cast<size_t>(v)] = true;
+  int64_t largest = 0, step_peak = 0;
+  for (const ir::Node& node : g.nodes) {
+    if (ir::is_view_op(node)) continue;
+    int64_t step = 0;
+    for (const std::vector<int>* list : {&node.inputs, &node.outputs}) {
+      for (int v : *list) {
+        if (v < 0 || g.values[static_cast<size_t>(v)].is_constant() || !g.values[static_cast<size_t>(v)].shape) continue;
+        const int64_t bytes = float_bytes(g.shape_of(v));
+        step += bytes;
+        if (!io[static_cast<size_t>(v)]) largest = std::max(largest, bytes);
+      }
+    }
+    step_peak = std::max(step_peak, step);
+  }
+  const std::string shapes = fmt::format("{}", fmt::join(prepared.input_shapes.empty() ? std::vector<int64_t>{}
+                                                                                      : prepared.input_shapes[0], "x"));
+  CNNRT_CHECK(largest <= context.options.limits.max_activation_bytes, ErrorCode::LimitExceeded,
+              "'{}' needs at least {} bytes of activations for input shapes [{}], over the limit of {} bytes "
+              "(Limits::max_activation_bytes; raise it with --max-activation-bytes or use a smaller batch)",
+              g.model_name, largest, shapes, context.options.limits.max_activation_bytes);
+  const gpu::DeviceInfo& device = context.device;
+  CNNRT_CHECK(device.total_memory_bytes == 0 || step_peak <= static_cast<int64_t>(device.total_memory_bytes),
+              ErrorCode::LimitExceeded,
+              "'{}' needs at least {} bytes of device memory at input shapes [{}]; GPU {} ({}) has {} bytes in all: "
+              "use a smaller batch",
+              g.model_name, step_peak, shapes, device.ordinal, device.name, device.total_memory_bytes);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  CNNRT_CHECK(step_peak <= static_cast<int64_t>(free_bytes), ErrorCode::DeviceUnavailable,
+              "GPU {} ({}) is out of memory: '{}' needs at least {} bytes at input shapes [{}] and {} bytes are free",
+              device.ordinal, device.name, g.model_name, step_peak, shapes, free_bytes);
+}
+
+// The arena against the memory free now: a GPU that has it in all but not now cannot run the plan.
+void check_free_memory(const GpuPlan& plan, const PlanContext& context, const std::string& model_name) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  const gpu::DeviceInfo& device = context.device;
+  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(total_bytes), ErrorCode::LimitExceeded,
+              "'{}' needs a {}-byte activation arena; GPU {} ({}) has {} bytes in all: use a smaller batch",
+              model_name, plan.arena_bytes, device.ordinal, device.name, total_bytes);
+  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(free_bytes), ErrorCode::DeviceUnavailable,
+              "GPU {} ({}) is out of memory: '{}' needs a {}-byte activation arena and {} bytes are free",
+              device.ordinal, device.name, model_name, plan.arena_bytes, free_bytes);
+}
+
+}  // namespace
+
 std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context) {
   const ir::Graph& g = prepared.graph;
+  check_memory_before_planning(prepared, context);
   auto plan = std::make_shared<GpuPlan>();
+  plan->device = fmt::format("GPU {}: {}, compute capability {}.{}", context.device.ordinal, context.device.name,
+                             context.device.cc_major, context.device.cc_minor);
   const size_t n_values = g.values.size();
 
   // 1. Views share storage with their source.
@@ -243,6 +312,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
               g.model_name, plan->arena_bytes, fmt::join(prepared.input_shapes.empty() ? std::vector<int64_t>{}
                                                                                        : prepared.input_shapes[0], "x"),
               context.options.limits.max_activation_bytes);
+  check_free_memory(*plan, context, g.model_name);
   for (const Slot& s : plan->slots) plan->weight_bytes += s.kind == SlotKind::Weight ? s.bytes : 0;
   if (!views.empty()) plan->notes.push_back(fmt::format("views (no copy): {}", fmt::join(views, ", ")));
   return plan;

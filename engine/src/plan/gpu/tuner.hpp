@@ -45,7 +45,8 @@ class Tuner {
  public:
   virtual ~Tuner() = default;
   // Candidates are in heuristic order: index 0 is the choice when tuning is off. The candidate marked
-  // `reference` (else index 0) is run first; a candidate whose output disagrees with it is dropped.
+  // `reference` (else index 0) is run first; a candidate whose output disagrees with it is dropped. The
+  // reference is chosen only when no other candidate runs: it is the oracle, not a contender.
   // `signature` must identify the layer completely (op, shapes, attributes, epilogue).
   virtual Choice choose(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                         const TuneShapes& shapes) = 0;

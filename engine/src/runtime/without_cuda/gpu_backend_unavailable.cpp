@@ -18,6 +18,8 @@ void check_device_ordinal(int ordinal) {
        "CUDA support (configured with CNNRT_ENABLE_CUDA=OFF)", ordinal);
 }
 
+std::string device_unusable(int) { return "this build of cnnrt has no CUDA support (configured with CNNRT_ENABLE_CUDA=OFF)"; }
+
 ScopedDevice::ScopedDevice(int) noexcept {}
 ScopedDevice::~ScopedDevice() = default;
 
