@@ -80,7 +80,6 @@ TEST_CASE("serve batcher: concurrent requests are merged into one run and split 
   BatchingOptions options;
   options.max_batch = 8;
   options.max_queue_delay = std::chrono::seconds(5);  // only a full batch starts early
-  options.idle_gap = {};
   DynamicBatcher batcher(describe_model("tiny", model, 8), {{model, "cpu/0"}}, options, metrics);
 
   std::vector<InferRequest> requests;
@@ -108,7 +107,6 @@ TEST_CASE("serve batcher: a lone request waits at most the queue delay; padding 
   BatchingOptions options;
   options.max_batch = 8;
   options.max_queue_delay = std::chrono::milliseconds(20);
-  options.idle_gap = {};
   options.batch_sizes = {4, 8};  // 3 rows run as 4, padded with a zero row
   DynamicBatcher batcher(describe_model("tiny", model, 8), {{model, "cpu/0"}}, options, metrics);
   const InferRequest r = request(3, 9);
@@ -122,39 +120,6 @@ TEST_CASE("serve batcher: a lone request waits at most the queue delay; padding 
   CHECK(waited < std::chrono::seconds(2));
 }
 
-TEST_CASE("serve batcher: a batch starts once requests stop arriving, with the ones that came in time") {
-  const cnnrt::Model model = tiny_model();
-  ModelMetrics metrics(8);
-  BatchingOptions options;
-  options.max_batch = 8;
-  options.max_queue_delay = std::chrono::seconds(20);   // never reached here
-  options.idle_gap = std::chrono::milliseconds(300);    // generous: a slow machine still submits in time
-  DynamicBatcher batcher(describe_model("tiny", model, 8), {{model, "cpu/0"}}, options, metrics);
-
-  // Three requests 50 ms apart (each within the gap of the last), then none: the three run as one batch of
-  // 3 rows about 300 ms after the last, not after 20 s and not one by one.
-  std::vector<InferRequest> requests;
-  std::vector<std::future<InferResult>> results;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 3; ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    requests.push_back(request(1, 20 + i));
-    results.push_back(batcher.submit(requests.back()));
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    CAPTURE(i);
-    InferResult result = results[i].get();
-    REQUIRE(result.status == 200);
-    CHECK(result.outputs[0].data == alone(model, requests[i]));
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  CHECK(waited >= std::chrono::milliseconds(400));  // 2 x 50 ms of arrivals, then the 300 ms gap
-  CHECK(waited < std::chrono::seconds(10));
-  const Histogram::Snapshot sizes = metrics.batch_size.snapshot();
-  CHECK(sizes.count == 1);
-  CHECK(sizes.sum == 3);
-}
-
 TEST_CASE("serve batcher: beyond --max-queue a request is refused with 503; a stop answers what is queued") {
   const cnnrt::Model model = tiny_model();
   ModelMetrics metrics(8);
@@ -162,7 +127,6 @@ TEST_CASE("serve batcher: beyond --max-queue a request is refused with 503; a st
   options.max_batch = 8;
   options.max_queue = 2;
   options.max_queue_delay = std::chrono::seconds(30);  // the queue holds them until the stop
-  options.idle_gap = {};
   DynamicBatcher batcher(describe_model("tiny", model, 8), {{model, "cpu/0"}}, options, metrics);
   std::future<InferResult> first = batcher.submit(request(1, 1));
   std::future<InferResult> second = batcher.submit(request(1, 2));
@@ -206,7 +170,6 @@ TEST_CASE("serve batcher: when a merged batch fails, only the request that fails
   BatchingOptions options;
   options.max_batch = 8;
   options.max_queue_delay = std::chrono::seconds(30);
-  options.idle_gap = {};
   DynamicBatcher batcher(describe_model("tiny", model, 8), {{model, "cpu/0"}}, options, metrics);
   // 1 + 1 + 3 + 1 + 2 = 8 rows: a full batch, which fails (over the limit); alone, only the 3-row one fails.
   const std::vector<InferRequest> requests = {request(1, 1), request(1, 2), request(3, 3), request(1, 4),

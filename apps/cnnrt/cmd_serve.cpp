@@ -12,13 +12,11 @@ namespace {
 struct ServeCommand {
   cnnrt_serve::ServeConfig config;
   int64_t max_queue_delay_us = 500;
-  int64_t idle_gap_us = 100;
   EngineFlags engine;
 
   int run() {
     config.engine = engine.options();
     config.max_queue_delay = std::chrono::microseconds(max_queue_delay_us);
-    config.idle_gap = std::chrono::microseconds(idle_gap_us);
     return cnnrt_serve::serve(config);
   }
 };
@@ -40,9 +38,6 @@ Action add_serve_command(CLI::App& app) {
   sub->add_option("--max-batch", c.max_batch, "Most rows merged into one run (default 64; 1: no batching)");
   sub->add_option("--max-queue-delay-us", cmd->max_queue_delay_us,
                   "How long the oldest request waits for more to merge with, in microseconds (default 500)");
-  sub->add_option("--idle-gap-us", cmd->idle_gap_us,
-                  "A waiting batch starts when no request has arrived for this long, in microseconds (default 100; "
-                  "0: always wait --max-queue-delay-us)");
   sub->add_option("--max-queue", c.max_queue, "Requests waiting per model before new ones get 503 (default 1024)");
   sub->add_option("--max-body-bytes", c.max_body_bytes, "Largest request body accepted (default 64 MiB)");
   sub->add_option("--batch-sizes", c.batch_sizes,

@@ -44,7 +44,6 @@ TEST_CASE("serve batcher on the GPU: 8 clients x 40 requests over every GPU, pad
   BatchingOptions options;
   options.max_batch = 16;
   options.max_queue_delay = std::chrono::milliseconds(2);
-  options.idle_gap = {};  // merge as the queue delay allows: this case checks the spread over GPUs
   options.batch_sizes = {1, 2, 4, 8, 16};
   DynamicBatcher batcher(spec, instances, options, metrics);
 

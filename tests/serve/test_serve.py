@@ -426,7 +426,7 @@ class EngineFailure(ServeCase):
         per_row = int(re.search(r"needs (\d+) bytes of activations", result.stderr).group(1))
         # Room for 2 rows: a merged batch of 8 rows fails, and so does a request of 3 rows on its own.
         server = Server("--max-activation-bytes", str(2 * per_row + per_row // 2), "--max-batch", "8",
-                        "--max-queue-delay-us", "10000000", "--idle-gap-us", "0")  # only a full batch starts
+                        "--max-queue-delay-us", "10000000")  # a full batch of 8 rows starts at once
         try:
             sets, refs = lenet_inputs(8, seed=5)
             rows = [1, 1, 3, 1, 2]
@@ -482,7 +482,7 @@ class Load(ServeCase):
 class Shutdown(ServeCase):
     def test_signal_finishes_requests_in_flight(self):
         # The queue delay keeps four requests waiting; SIGINT must answer them at once, then exit 0.
-        server = Server("--max-queue-delay-us", "30000000", "--idle-gap-us", "0", "--max-batch", "64")
+        server = Server("--max-queue-delay-us", "30000000", "--max-batch", "64")
         sets, refs = lenet_inputs(4, seed=11)
         results = [None] * 4
 
@@ -512,7 +512,7 @@ class Shutdown(ServeCase):
             socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
 
     def test_full_queue_gets_503(self):
-        server = Server("--max-queue", "1", "--max-queue-delay-us", "30000000", "--idle-gap-us", "0")
+        server = Server("--max-queue", "1", "--max-queue-delay-us", "30000000")
         sets, refs = lenet_inputs(4, seed=11)
         first = {}
         t = threading.Thread(target=lambda: first.setdefault("r", server.infer(json_request(sets[0][0][2]))))

@@ -118,7 +118,6 @@ std::future<InferResult> DynamicBatcher::submit(InferRequest request) {
                                            "later", spec_.name, queue_.size()));
     }
     queued_rows_ += pending->request.rows;
-    last_arrival_ = pending->queued_at;
     const bool was_empty = queue_.empty();
     queue_.push_back(std::move(pending));
     metrics_.queued.fetch_add(1);
@@ -153,11 +152,9 @@ std::vector<std::unique_ptr<DynamicBatcher::Pending>> DynamicBatcher::next_batch
   for (;;) {
     wake_.wait(lock, [&] { return !queue_.empty() || stopping_; });
     if (queue_.empty()) return {};  // stopping, and nothing left to run
-    // Wait for company until the queue holds a full batch, the oldest request has waited long enough, or
-    // requests have stopped arriving: with every client waiting for an answer, no more will come.
+    // Wait for company until the queue holds a full batch or the oldest request has waited long enough.
     while (spec_.batchable && !queue_.empty() && !draining_ && queued_rows_ < spec_.max_batch) {
-      Clock::time_point deadline = queue_.front()->queued_at + options_.max_queue_delay;
-      if (options_.idle_gap.count() > 0) deadline = std::min(deadline, last_arrival_ + options_.idle_gap);
+      const Clock::time_point deadline = queue_.front()->queued_at + options_.max_queue_delay;
       if (Clock::now() >= deadline) break;
       wake_.wait_until(lock, deadline);
     }

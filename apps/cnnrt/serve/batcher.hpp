@@ -1,7 +1,7 @@
 // The dynamic batcher of `cnnrt serve`: one queue per model, served by the model's instances (a thread and a
 // cnnrt::Context each, on the CPU or on one GPU). A free instance takes the oldest request and every later
-// one it can merge with, up to max_batch rows, waiting for more until the oldest has waited max_queue_delay or
-// no request has arrived for idle_gap (when every client is already waiting, no company will come); it runs them as one batch (padded up to the smallest planned batch size that holds them) and splits the
+// one it can merge with, up to max_batch rows, waiting for more until the oldest has waited max_queue_delay;
+// it runs them as one batch (padded up to the smallest planned batch size that holds them) and splits the
 // outputs back by rows. When a merged batch fails, its requests are run again one by one, so that only a
 // request that fails on its own gets an error.
 #pragma once
@@ -26,8 +26,6 @@ namespace cnnrt_serve {
 struct BatchingOptions {
   int64_t max_batch = 64;                               // rows merged into one run, at most
   std::chrono::microseconds max_queue_delay{500};       // the oldest request's longest wait for company
-  std::chrono::microseconds idle_gap{100};              // a batch also starts when no request has arrived for
-                                                        // this long; 0: wait the whole max_queue_delay
   size_t max_queue = 1024;                              // requests waiting; beyond: 503
   std::vector<int64_t> batch_sizes;                     // planned sizes a batch is padded up to (ascending);
                                                         // empty: every batch runs at its own size
@@ -103,7 +101,6 @@ class DynamicBatcher {
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Pending>> queue_;
   int64_t queued_rows_ = 0;
-  std::chrono::steady_clock::time_point last_arrival_;
   bool draining_ = false;
   bool stopping_ = false;
 };

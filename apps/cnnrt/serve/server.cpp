@@ -120,7 +120,6 @@ int serve(const ServeConfig& config) {
   if (config.http_threads < 1) usage("--http-threads must be at least 1");
   if (config.max_queue < 1) usage("--max-queue must be at least 1");
   if (config.max_queue_delay.count() < 0) usage("--max-queue-delay-us must not be negative");
-  if (config.idle_gap.count() < 0) usage("--idle-gap-us must not be negative");
   if (config.port < 0 || config.port > 65535) usage(fmt::format("--port {} is not a TCP port", config.port));
   cnnrt::Options engine = config.engine;
   if (!config.gpus.empty()) {
@@ -176,7 +175,6 @@ int serve(const ServeConfig& config) {
     BatchingOptions batching;
     batching.max_batch = spec.max_batch;
     batching.max_queue_delay = config.max_queue_delay;
-    batching.idle_gap = config.idle_gap;
     batching.max_queue = config.max_queue;
     batching.batch_sizes = resolve_batch_sizes(config.batch_sizes, spec.max_batch, first.device());
     const std::string sizes_text = batching.batch_sizes.empty()
@@ -190,10 +188,9 @@ int serve(const ServeConfig& config) {
         : config.gpus.empty()                ? std::string("the GPU")
                                              : fmt::format("GPU {}", fmt::join(config.gpus, ","));
     say(stdout, fmt::format("cnnrt serve: model '{}' ({}): {} instance{} on {}, max batch {}{}, {}, queue delay {} "
-                            "us, idle gap {} us\n", served->name, served->path, instance_count,
-                            instance_count == 1 ? "" : "s", where, spec.max_batch,
-                            spec.batchable ? "" : " (fixed shapes: requests run one at a time)", sizes_text,
-                            config.max_queue_delay.count(), config.idle_gap.count()));
+                            "us\n", served->name, served->path, instance_count, instance_count == 1 ? "" : "s", where,
+                            spec.max_batch, spec.batchable ? "" : " (fixed shapes: requests run one at a time)",
+                            sizes_text, config.max_queue_delay.count()));
     models.push_back(std::move(served));
   }
   std::map<std::string, ServedModel*> by_name;

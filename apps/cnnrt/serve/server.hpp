@@ -22,7 +22,6 @@ struct ServeConfig {
                                      // copies while the other computes), 1 on the CPU
   int64_t max_batch = 64;
   std::chrono::microseconds max_queue_delay{500};
-  std::chrono::microseconds idle_gap{100};  // a waiting batch starts when no request came for this long; 0: off
   size_t max_queue = 1024;           // requests waiting per model
   size_t max_body_bytes = size_t(64) << 20;
   std::string batch_sizes = "auto";  // "auto", "exact", or a list such as "1,8,64"
