@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # `cnnrt serve` under load on the GPU machine: dynamic batching against --max-batch 1 (one GPU, CLIENTS
 # concurrent clients), and, where the machine has two GPUs, --gpus 0,1 against --gpus 0 at saturation
-# (SAT_CLIENTS clients). Every answer is checked against the CPU backend (scripts/load_test.py).
+# (SAT_CLIENTS clients of SAT_ROWS rows a request). Every answer is checked against the CPU backend (scripts/load_test.py).
 #
 #   scripts/serve_round.sh MODEL.onnx [MODEL.onnx ...]
 #
 # Uses the bundle (scripts/bundle_device.sh; .device/ or .device.tar.xz) when there is one, else `cnnrt` on
 # PATH. A model file called model.onnx (the zoo's layout) is named after its folder. Settings from the
-# environment: CLIENTS (64), SAT_CLIENTS (256), REQUESTS per client (300), ROWS per request (1), ENCODING
-# (binary), DISTINCT inputs (32), INSTANCES per GPU (2), MAX_BATCH (64), DELAY_US (500), SERVE_FLAGS (extra
-# flags for every server). Logs and the JSON of every run go to $OUT (default /tmp/cnnrt-serve); the summary
+# environment: CLIENTS (64), SAT_CLIENTS (256), REQUESTS per client (300), ROWS per request (1), SAT_ROWS
+# (ROWS), ENCODING (binary), DISTINCT inputs (32), INSTANCES per GPU (2), MAX_BATCH (64), DELAY_US (500),
+# ONE_GPU and TWO_GPUS (0 skips that part), SERVE_FLAGS (extra flags for every server). Logs and the JSON of every run go to $OUT (default /tmp/cnnrt-serve); the summary
 # table is printed last.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +27,9 @@ CLIENTS=${CLIENTS:-64}
 SAT_CLIENTS=${SAT_CLIENTS:-256}
 REQUESTS=${REQUESTS:-300}
 ROWS=${ROWS:-1}
+SAT_ROWS=${SAT_ROWS:-$ROWS}
+ONE_GPU=${ONE_GPU:-1}
+TWO_GPUS=${TWO_GPUS:-1}
 ENCODING=${ENCODING:-binary}
 DISTINCT=${DISTINCT:-32}
 INSTANCES=${INSTANCES:-2}
@@ -37,16 +40,16 @@ summary="$OUT/summary.txt"
 {
   echo "serve round: $(cat .device/commit.txt 2>/dev/null || git describe --always --dirty 2>/dev/null)," \
     "$gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
-  echo "clients $CLIENTS (saturation $SAT_CLIENTS) x $REQUESTS requests of $ROWS row(s), $ENCODING, instances" \
-    "$INSTANCES per GPU," \
-    "max batch $MAX_BATCH, delay $DELAY_US us, extra flags: ${SERVE_FLAGS:-none}"
+  echo "clients $CLIENTS x $REQUESTS requests of $ROWS row(s) (saturation: $SAT_CLIENTS clients, $SAT_ROWS" \
+    "row(s)), $ENCODING, instances $INSTANCES per GPU, max batch $MAX_BATCH, delay $DELAY_US us," \
+    "extra flags: ${SERVE_FLAGS:-none}"
   printf '%-18s %-24s %7s %11s %11s %9s %9s %10s %s\n' model config clients "requests/s" "rows/s" "p50 ms" \
     "p99 ms" "mean batch" "ok/wrong/failed/lost"
 } > "$summary"
 
-# Starts a server with the given flags, runs the load test, stops the server: run NAME MODEL CLIENTS FLAGS...
+# Starts a server with the given flags, runs the load test, stops the server: run NAME MODEL CLIENTS ROWS FLAGS...
 run() {
-  local name=$1 model=$2 clients=$3; shift 3
+  local name=$1 model=$2 clients=$3 rows=$4; shift 4
   local log="$OUT/$name.server.log" port="" pid rc served
   served=${name%%__*}
   # shellcheck disable=SC2086
@@ -65,7 +68,7 @@ run() {
     return
   fi
   python3 scripts/load_test.py --url "http://127.0.0.1:$port" --model "$served" --onnx "$model" \
-    --clients "$clients" --requests "$REQUESTS" --rows "$ROWS" --encoding "$ENCODING" --distinct "$DISTINCT" \
+    --clients "$clients" --requests "$REQUESTS" --rows "$rows" --encoding "$ENCODING" --distinct "$DISTINCT" \
     --json "$OUT/$name.json" --reference-cache "$OUT/reference" \
     > "$OUT/$name.load.txt" 2>&1
   cat "$OUT/$name.load.txt"
@@ -104,13 +107,15 @@ for model in "$@"; do
   # Every client's keep-alive connection holds an HTTP thread: give one to each, and some to spare.
   threads=$(( (CLIENTS > SAT_CLIENTS ? CLIENTS : SAT_CLIENTS) + 64 ))
   common=(--instances "$INSTANCES" --max-queue-delay-us "$DELAY_US" --http-threads "$threads")
-  run "${m}__gpu0_dynamic_b$MAX_BATCH" "$model" "$CLIENTS" --gpus 0 --max-batch "$MAX_BATCH" "${common[@]}"
-  run "${m}__gpu0_max_batch_1" "$model" "$CLIENTS" --gpus 0 --max-batch 1 "${common[@]}"
-  ratio "$m: dynamic batching / --max-batch 1, one GPU, $CLIENTS clients" \
-    "$OUT/${m}__gpu0_dynamic_b$MAX_BATCH.json" "$OUT/${m}__gpu0_max_batch_1.json"
-  if [ "$gpus" -ge 2 ]; then
-    run "${m}__gpu0_saturated" "$model" "$SAT_CLIENTS" --gpus 0 --max-batch "$MAX_BATCH" "${common[@]}"
-    run "${m}__gpu01_saturated" "$model" "$SAT_CLIENTS" --gpus 0,1 --max-batch "$MAX_BATCH" "${common[@]}"
+  if [ "$ONE_GPU" != 0 ]; then
+    run "${m}__gpu0_dynamic_b$MAX_BATCH" "$model" "$CLIENTS" "$ROWS" --gpus 0 --max-batch "$MAX_BATCH" "${common[@]}"
+    run "${m}__gpu0_max_batch_1" "$model" "$CLIENTS" "$ROWS" --gpus 0 --max-batch "$ROWS" "${common[@]}"
+    ratio "$m: dynamic batching / --max-batch $ROWS (no merging), one GPU, $CLIENTS clients" \
+      "$OUT/${m}__gpu0_dynamic_b$MAX_BATCH.json" "$OUT/${m}__gpu0_max_batch_1.json"
+  fi
+  if [ "$gpus" -ge 2 ] && [ "$TWO_GPUS" != 0 ]; then
+    run "${m}__gpu0_saturated" "$model" "$SAT_CLIENTS" "$SAT_ROWS" --gpus 0 --max-batch "$MAX_BATCH" "${common[@]}"
+    run "${m}__gpu01_saturated" "$model" "$SAT_CLIENTS" "$SAT_ROWS" --gpus 0,1 --max-batch "$MAX_BATCH" "${common[@]}"
     ratio "$m: two GPUs / one GPU, $SAT_CLIENTS clients" \
       "$OUT/${m}__gpu01_saturated.json" "$OUT/${m}__gpu0_saturated.json"
   fi
