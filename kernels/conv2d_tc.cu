@@ -281,6 +281,9 @@ __global__ void conv2d_tc_sum_splits_kernel(float* __restrict__ y, const ConvGeo
   }
 }
 
+// The layer's K (C/groups * KH * KW) in slices of kBK.
+inline int k_slices(const ConvGeometry& g) { return (g.C / g.groups * g.KH * g.KW + kBK - 1) / kBK; }
+
 inline Params make_params(const ConvGeometry& g, int bm) {
   Params q;
   q.taps = g.KH * g.KW;
@@ -295,19 +298,16 @@ inline Params make_params(const ConvGeometry& g, int bm) {
   q.f_pad = g.groups * q.fg_pad;
   q.ftiles = (q.fg + bm - 1) / bm;
   q.group_tiles = g.groups * q.ftiles;
-  q.split_slices = (q.K + kBK - 1) / kBK;
+  q.split_slices = k_slices(g);
   q.partials = nullptr;
   return q;
 }
 
 // K slices a split takes when K is split `splits` ways; the splits that leaves none empty.
-inline int split_slices(const ConvGeometry& g, int splits) {
-  const int slices = (g.C / g.groups * g.KH * g.KW + kBK - 1) / kBK;
-  return (slices + splits - 1) / splits;
-}
+inline int split_slices(const ConvGeometry& g, int splits) { return (k_slices(g) + splits - 1) / splits; }
 inline int nonempty_splits(const ConvGeometry& g, int splits) {
-  const int slices = (g.C / g.groups * g.KH * g.KW + kBK - 1) / kBK;
-  return (slices + split_slices(g, splits) - 1) / split_slices(g, splits);
+  const int each = split_slices(g, splits);
+  return (k_slices(g) + each - 1) / each;
 }
 
 // splits > 1: K split over that many blocks a tile (grid y), the partial sums in `partials`
@@ -389,7 +389,7 @@ std::string variant_name(const tc::Entry& en, const std::string& splits = "") {
 int tc_splits(const ConvGeometry& g, const tc::Entry& en, int sm_count) {
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;
   const int64_t tiles = (npix + en.bn - 1) / en.bn * ((g.F / g.groups + en.bm - 1) / en.bm) * g.groups;
-  const int slices = (g.C / g.groups * g.KH * g.KW + tc::kBK - 1) / tc::kBK;
+  const int slices = tc::k_slices(g);
   const int64_t wanted = (2 * int64_t(std::max(1, sm_count)) + tiles - 1) / tiles;
   const int splits = static_cast<int>(std::min<int64_t>({wanted, slices / 2, 16}));
   return splits < 2 ? 1 : tc::nonempty_splits(g, splits);

@@ -53,6 +53,10 @@ class GpuExecutor final : public Executor {
       own_outputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
       staged_outputs_.emplace_back(static_cast<size_t>(plan_.slots[s].bytes));
     }
+    int64_t io_bytes = 0;
+    for (const gpu::PinnedAllocation& p : staged_inputs_) io_bytes += static_cast<int64_t>(p.bytes());
+    for (const gpu::PinnedAllocation& p : staged_outputs_) io_bytes += static_cast<int64_t>(p.bytes());
+    zero_copy_ = use_graphs_ && io_bytes <= kZeroCopyBytes;
     slot_ptrs_.assign(plan_.slots.size(), nullptr);
     step_inputs_.resize(plan_.steps.size());
     step_outputs_.resize(plan_.steps.size());
@@ -78,7 +82,7 @@ class GpuExecutor final : public Executor {
     for (size_t i = 0; i < own_inputs_.size(); ++i) {
       std::memcpy(staged_inputs_[i].floats(), inputs[i], staged_inputs_[i].bytes());
     }
-    if (use_graphs_ && io_bytes() <= kZeroCopyBytes) {
+    if (zero_copy_) {
       bind_staged_buffers();
       launch();
     } else if (use_graphs_) {
@@ -147,18 +151,13 @@ class GpuExecutor final : public Executor {
     }
     launch_steps();  // warm-up, and the error check of every step
     synchronize();
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    CNNRT_CUDA_CHECK(cudaEventRecordWithFlags(events_[0], stream_, cudaEventRecordExternal));
-    for (size_t i = 0; i < n; ++i) {
-      launch_step(i);
-      CNNRT_CUDA_CHECK(cudaEventRecordWithFlags(events_[i + 1], stream_, cudaEventRecordExternal));
-    }
-    CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    CNNRT_CUDA_CHECK(inst);
+    const cudaGraphExec_t exec = instantiate(record([&] {
+      CNNRT_CUDA_CHECK(cudaEventRecordWithFlags(events_[0], stream_, cudaEventRecordExternal));
+      for (size_t i = 0; i < n; ++i) {
+        launch_step(i);
+        CNNRT_CUDA_CHECK(cudaEventRecordWithFlags(events_[i + 1], stream_, cudaEventRecordExternal));
+      }
+    }));
     std::vector<std::vector<float>> times(n);
     for (int r = 0; r < repetitions; ++r) {
       CNNRT_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
@@ -249,13 +248,6 @@ class GpuExecutor final : public Executor {
   // Inputs and outputs of at most this many bytes in all are read and written in place in pinned memory.
   static constexpr int64_t kZeroCopyBytes = 64 * 1024;
 
-  int64_t io_bytes() const {
-    int64_t bytes = 0;
-    for (const gpu::PinnedAllocation& p : staged_inputs_) bytes += static_cast<int64_t>(p.bytes());
-    for (const gpu::PinnedAllocation& p : staged_outputs_) bytes += static_cast<int64_t>(p.bytes());
-    return bytes;
-  }
-
   // Binds the steps to the pinned staging buffers, through their device addresses.
   void bind_staged_buffers() {
     if (staged_views_in_.empty() && staged_views_out_.empty()) {
@@ -289,24 +281,40 @@ class GpuExecutor final : public Executor {
   // The copies in, the steps and the copies out as one graph, for the current binding (the context's own
   // device buffers).
   void capture_host_graph() {
-    cudaGraph_t graph = nullptr;
-    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    try {
+    const cudaGraph_t graph = record([&] {
       copy_in();
       launch_steps();
       copy_out();
+    });
+    if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
+    host_graph_exec_ = nullptr;  // (instantiate may throw)
+    host_graph_exec_ = instantiate(graph);
+    host_graph_binding_ = binding_;
+  }
+
+  // What `enqueue` puts on the stream, recorded as a graph (freed again if `enqueue` throws).
+  template <typename Enqueue>
+  cudaGraph_t record(Enqueue&& enqueue) {
+    cudaGraph_t graph = nullptr;
+    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue();
     } catch (...) {
       cudaStreamEndCapture(stream_, &graph);
       if (graph) cudaGraphDestroy(graph);
       throw;
     }
     CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
-    host_graph_exec_ = nullptr;
-    const cudaError_t err = cudaGraphInstantiate(&host_graph_exec_, graph, 0);
+    return graph;
+  }
+
+  // The executable graph of `graph`, which it frees.
+  static cudaGraphExec_t instantiate(cudaGraph_t graph) {
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     CNNRT_CUDA_CHECK(err);
-    host_graph_binding_ = binding_;
+    return exec;
   }
 
   void launch_step(size_t i) {
@@ -341,34 +349,22 @@ class GpuExecutor final : public Executor {
     CNNRT_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
   }
 
+  // The steps as a graph for the current binding: the executable graph updated in place where it can be,
+  // else instantiated anew.
   void capture() {
-    cudaGraph_t graph = nullptr;
-    CNNRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    try {
-      launch_steps();
-    } catch (...) {
-      cudaStreamEndCapture(stream_, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    CNNRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    bool updated = false;
+    const cudaGraph_t graph = record([&] { launch_steps(); });
     if (graph_exec_) {
       cudaGraphExecUpdateResultInfo info{};
-      updated = cudaGraphExecUpdate(graph_exec_, graph, &info) == cudaSuccess;
-      if (!updated) {
-        cudaGetLastError();
-        cudaGraphExecDestroy(graph_exec_);
-        graph_exec_ = nullptr;
+      if (cudaGraphExecUpdate(graph_exec_, graph, &info) == cudaSuccess) {
+        cudaGraphDestroy(graph);
+        graph_stale_ = false;
+        return;
       }
+      cudaGetLastError();
+      cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
     }
-    if (!updated) {
-      const cudaError_t err = cudaGraphInstantiate(&graph_exec_, graph, 0);
-      cudaGraphDestroy(graph);
-      CNNRT_CUDA_CHECK(err);
-    } else {
-      cudaGraphDestroy(graph);
-    }
+    graph_exec_ = instantiate(graph);
     graph_stale_ = false;
   }
 
@@ -376,6 +372,7 @@ class GpuExecutor final : public Executor {
   const plan::GpuPlan& plan_;
   cudaStream_t stream_;
   bool use_graphs_;
+  bool zero_copy_ = false;  // run_host reads and writes the pinned buffers in place (small inputs and outputs)
   gpu::DeviceAllocation arena_;
   std::vector<gpu::DeviceAllocation> own_inputs_, own_outputs_;
   std::vector<gpu::PinnedAllocation> staged_inputs_, staged_outputs_;

@@ -116,6 +116,21 @@ void LowerContext::append_steps(std::vector<Step> steps) {
 
 namespace {
 
+struct DeviceMemory {
+  size_t free_bytes = 0, total_bytes = 0;
+};
+
+// The current device's free and total memory; none where the driver cannot say (the checks then pass, and an
+// allocation that fails later still names itself).
+std::optional<DeviceMemory> device_memory() {
+  DeviceMemory m;
+  if (cudaMemGetInfo(&m.free_bytes, &m.total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return m;
+}
+
 // The memory a plan needs, checked before anything is measured or allocated (a batch of millions must fail
 // at once, not after tuning kernels on buffers that do not fit): the largest intermediate tensor against the
 // arena limit, and the largest step's tensors (inputs and outputs included) against the device's memory.
@@ -150,30 +165,24 @@ void check_memory_before_planning(const Prepared& prepared, const PlanContext& c
               "'{}' needs at least {} bytes of device memory at input shapes [{}]; GPU {} ({}) has {} bytes in all: "
               "use a smaller batch",
               g.model_name, step_peak, shapes, device.ordinal, device.name, device.total_memory_bytes);
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  CNNRT_CHECK(step_peak <= static_cast<int64_t>(free_bytes), ErrorCode::DeviceUnavailable,
+  const std::optional<DeviceMemory> memory = device_memory();
+  if (!memory) return;
+  CNNRT_CHECK(step_peak <= static_cast<int64_t>(memory->free_bytes), ErrorCode::DeviceUnavailable,
               "GPU {} ({}) is out of memory: '{}' needs at least {} bytes at input shapes [{}] and {} bytes are free",
-              device.ordinal, device.name, g.model_name, step_peak, shapes, free_bytes);
+              device.ordinal, device.name, g.model_name, step_peak, shapes, memory->free_bytes);
 }
 
 // The arena against the memory free now: a GPU that has it in all but not now cannot run the plan.
 void check_free_memory(const GpuPlan& plan, const PlanContext& context, const std::string& model_name) {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
+  const std::optional<DeviceMemory> memory = device_memory();
+  if (!memory) return;
   const gpu::DeviceInfo& device = context.device;
-  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(total_bytes), ErrorCode::LimitExceeded,
+  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(memory->total_bytes), ErrorCode::LimitExceeded,
               "'{}' needs a {}-byte activation arena; GPU {} ({}) has {} bytes in all: use a smaller batch",
-              model_name, plan.arena_bytes, device.ordinal, device.name, total_bytes);
-  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(free_bytes), ErrorCode::DeviceUnavailable,
+              model_name, plan.arena_bytes, device.ordinal, device.name, memory->total_bytes);
+  CNNRT_CHECK(plan.arena_bytes <= static_cast<int64_t>(memory->free_bytes), ErrorCode::DeviceUnavailable,
               "GPU {} ({}) is out of memory: '{}' needs a {}-byte activation arena and {} bytes are free",
-              device.ordinal, device.name, model_name, plan.arena_bytes, free_bytes);
+              device.ordinal, device.name, model_name, plan.arena_bytes, memory->free_bytes);
 }
 
 }  // namespace
