@@ -1,5 +1,5 @@
-// SGEMM: a shared-memory tiled kernel with register blocking for general sizes, and two kernels for m <= 4
-// (see gemm.cuh for when each runs). All three read A and B through (row, k) strides, so transposes cost
+// SGEMM: a shared-memory tiled kernel with register blocking for general sizes, and two kernels for m <= 16
+// that hold 4 rows of the output a thread (see gemm.cuh for when each runs). All three read A and B through (row, k) strides, so transposes cost
 // nothing but the choice of which threads load which elements. The tiled kernel splits K over blocks when
 // its tiles alone would leave most SMs idle; a second kernel sums the splits in order.
 #include <algorithm>
@@ -177,10 +177,15 @@ __global__ void gemm_sum_splits_kernel(const float* __restrict__ c, float* __res
   }
 }
 
-// ---- m <= kSmallM ------------------------------------------------------------------------------------
+// ---- m <= kSmallMRows -------------------------------------------------------------------------------
 
+// Rows of the output a thread holds: the small-m kernels take m rows in chunks of this many, each chunk an item
+// of its own (B is read once per chunk: from L2 after the first).
 constexpr int kSmallM = 4;
+constexpr int kSmallMRows = 16;  // the most rows these kernels take; above, the tiled kernel
 constexpr int kSmallMThreads = 256;
+
+__host__ __device__ inline int64_t row_chunks(int64_t m) { return (m + kSmallM - 1) / kSmallM; }
 
 __device__ inline float a_element(const float* a_matrix, const MatrixOperand& a, int64_t i, int64_t p) {
   return a_matrix[i * a.q_stride + p * a.p_stride];
@@ -201,7 +206,8 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int columns_per_block = kDotWarps / warps_per_column;
   const int part = warp % warps_per_column;
-  const int64_t items = params.batch_count * params.n;
+  const int64_t chunks = row_chunks(params.m);
+  const int64_t items = params.batch_count * chunks * params.n;  // (batch, chunk of rows, column)
   // Span of K per warp, whole float4 groups.
   const int64_t span = ((params.k + warps_per_column - 1) / warps_per_column + 3) / 4 * 4;
   const int64_t p_begin = part * span, p_end = max(p_begin, min(params.k, p_begin + span));
@@ -209,13 +215,18 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
        first += int64_t(gridDim.x) * columns_per_block) {  // uniform per block: barriers are safe
     const int64_t item = first + warp / warps_per_column;
     float sums[kSmallM] = {};
-    int64_t batch = 0, j = 0;
+    int64_t batch = 0, j = 0, row0 = 0;
+    int rows = 0;
     if (item < items) {
-      batch = item / params.n;
-      j = item - batch * params.n;
+      batch = item / (chunks * params.n);
+      const int64_t rest = item - batch * chunks * params.n;
+      const int64_t chunk = rest / params.n;
+      j = rest - chunk * params.n;
+      row0 = chunk * kSmallM;
+      rows = static_cast<int>(min(int64_t(kSmallM), params.m - row0));
       int64_t offsets[2];
       params.batch.offsets_of(batch, offsets);
-      const float* a_matrix = a + offsets[kBatchA];
+      const float* a_matrix = a + offsets[kBatchA] + row0 * params.a.q_stride;
       const float* b_column = b + offsets[kBatchB] + j * params.b.q_stride;  // p_stride == 1
       // float4 over whole sweeps of the warp (128 elements), then the rest a float a lane.
       const int64_t vector_end = vector4 ? p_begin + (p_end - p_begin) / (4 * kWarpSize) * (4 * kWarpSize) : p_begin;
@@ -224,7 +235,7 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
         const float4 bv = *reinterpret_cast<const float4*>(b_column + p);
 #pragma unroll
         for (int i = 0; i < kSmallM; ++i) {
-          if (i < params.m) {
+          if (i < rows) {
             const float4 av = *reinterpret_cast<const float4*>(a_matrix + i * params.a.q_stride + p);
             sums[i] = fmaf(av.x, bv.x, fmaf(av.y, bv.y, fmaf(av.z, bv.z, fmaf(av.w, bv.w, sums[i]))));
           }
@@ -234,7 +245,7 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
         const float b_value = b_column[p];
 #pragma unroll
         for (int i = 0; i < kSmallM; ++i) {
-          if (i < params.m) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
+          if (i < rows) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
         }
       }
     }
@@ -244,10 +255,11 @@ __global__ void gemm_small_m_dot_kernel(const float* __restrict__ a, const float
       if (lane == 0) partial[warp][i] = total;
     }
     __syncthreads();
-    if (part == 0 && lane < params.m && item < items) {
+    if (part == 0 && lane < rows && item < items) {
       float total = 0.0f;
       for (int w = 0; w < warps_per_column; ++w) total += partial[warp + w][lane];
-      out[batch * params.m * params.n + lane * params.n + j] = gemm_result(params, c, total, lane, j);
+      const int64_t i = row0 + lane;
+      out[batch * params.m * params.n + i * params.n + j] = gemm_result(params, c, total, i, j);
     }
     __syncthreads();  // partial is rewritten by the next columns
   }
@@ -263,13 +275,18 @@ __global__ void gemm_small_m_columns_kernel(const float* __restrict__ a, const f
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   __shared__ float partials[kSmallM][kKSlices][kColumnsPerBlock + 1];
   const int64_t column_tiles = (params.n + kColumnsPerBlock - 1) / kColumnsPerBlock;
-  const int64_t items = params.batch_count * column_tiles;
+  const int64_t chunks = row_chunks(params.m);
+  const int64_t items = params.batch_count * chunks * column_tiles;  // (batch, chunk of rows, 32 columns)
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {  // uniform per block: barriers are safe
-    const int64_t batch = item / column_tiles;
-    const int64_t j = (item - batch * column_tiles) * kColumnsPerBlock + threadIdx.x;
+    const int64_t batch = item / (chunks * column_tiles);
+    const int64_t rest = item - batch * chunks * column_tiles;
+    const int64_t chunk = rest / column_tiles;
+    const int64_t j = (rest - chunk * column_tiles) * kColumnsPerBlock + threadIdx.x;
+    const int64_t row0 = chunk * kSmallM;
+    const int rows = static_cast<int>(min(int64_t(kSmallM), params.m - row0));
     int64_t offsets[2];
     params.batch.offsets_of(batch, offsets);
-    const float* a_matrix = a + offsets[kBatchA];
+    const float* a_matrix = a + offsets[kBatchA] + row0 * params.a.q_stride;
     const float* b_matrix = b + offsets[kBatchB];
     float sums[kSmallM] = {};
     if (j < params.n) {
@@ -278,18 +295,18 @@ __global__ void gemm_small_m_columns_kernel(const float* __restrict__ a, const f
         const float b_value = b_matrix[p * params.b.p_stride + j * params.b.q_stride];
 #pragma unroll
         for (int i = 0; i < kSmallM; ++i) {
-          if (i < params.m) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
+          if (i < rows) sums[i] = fmaf(a_element(a_matrix, params.a, i, p), b_value, sums[i]);
         }
       }
     }
 #pragma unroll
     for (int i = 0; i < kSmallM; ++i) partials[i][threadIdx.y][threadIdx.x] = sums[i];
     __syncthreads();
-    const int64_t i = threadIdx.y;  // warp i (< m) finishes row i
-    if (i < params.m && j < params.n) {
+    const int i = threadIdx.y;  // warp i (< rows) finishes row row0 + i
+    if (i < rows && j < params.n) {
       float total = 0.0f;
       for (int s = 0; s < kKSlices; ++s) total += partials[i][s][threadIdx.x];
-      out[batch * params.m * params.n + i * params.n + j] = gemm_result(params, c, total, i, j);
+      out[batch * params.m * params.n + (row0 + i) * params.n + j] = gemm_result(params, c, total, row0 + i, j);
     }
     __syncthreads();  // partials is rewritten by the next item
   }
@@ -385,7 +402,7 @@ GemmDesc matmul_desc(int a_rank, const int64_t* a_dims, int b_rank, const int64_
 int gemm_split_k(const GemmDesc& desc, int sm_count) {
   int64_t batches = 1;
   for (int axis = 0; axis < desc.batch_rank; ++axis) batches *= desc.batch_dims[axis];
-  if (desc.m <= kSmallM || batches != 1 || sm_count <= 0) return 1;
+  if (desc.m <= kSmallMRows || batches != 1 || sm_count <= 0) return 1;
   const int64_t tiles = ((desc.m + kTileM - 1) / kTileM) * ((desc.n + kTileN - 1) / kTileN);
   // Two blocks an SM, each split at least 4 slices deep; at most 64 splits.
   const int64_t wanted = (2 * int64_t(sm_count) + tiles - 1) / tiles;
@@ -404,9 +421,9 @@ void launch_gemm(const float* a, const float* b, const float* c, float* out, con
                  cudaStream_t stream, float* workspace) {
   GemmParams params = make_params(desc);
   if (params.m == 0 || params.n == 0 || params.batch_count == 0) return;
-  if (params.m <= kSmallM) {
+  if (params.m <= kSmallMRows) {
     if (params.b.p_stride == 1) {
-      const int64_t items = params.batch_count * params.n;
+      const int64_t items = params.batch_count * row_chunks(params.m) * params.n;
       // More warps per column while there are under ~4096 warps and each keeps 256 or more of K.
       int warps_per_column = 1;
       while (warps_per_column < kDotWarps && items * warps_per_column * 2 <= 4096 &&
@@ -423,7 +440,8 @@ void launch_gemm(const float* a, const float* b, const float* c, float* out, con
       launch_overlapped(gemm_small_m_dot_kernel, dim3(blocks_for(items, columns_per_block)), dim3(kSmallMThreads), 0,
                         stream, 1, a, b, c, out, params, warps_per_column, vector4);
     } else {
-      const int64_t items = params.batch_count * ((params.n + kColumnsPerBlock - 1) / kColumnsPerBlock);
+      const int64_t items =
+          params.batch_count * row_chunks(params.m) * ((params.n + kColumnsPerBlock - 1) / kColumnsPerBlock);
       launch_overlapped(gemm_small_m_columns_kernel, dim3(blocks_for(items, 1)), dim3(kColumnsPerBlock, kKSlices), 0,
                         stream, 1, a, b, c, out, params);
     }

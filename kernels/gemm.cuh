@@ -52,15 +52,16 @@ GemmDesc onnx_gemm_desc(const int64_t* a_dims, bool trans_a, const int64_t* b_di
 GemmDesc matmul_desc(int a_rank, const int64_t* a_dims, int b_rank, const int64_t* b_dims);
 
 // The K split that keeps `sm_count` SMs busy (two blocks each) on a product whose tiles alone would not, with
-// every split at least 4 slices deep: 1 (no split) for m <= 4, batched products and products with tiles enough.
+// every split at least 4 slices deep: 1 (no split) for m <= 16, batched products and products with tiles enough.
 int gemm_split_k(const GemmDesc& desc, int sm_count);
 // Floats of workspace the product needs (0 without a K split).
 int64_t gemm_workspace_floats(const GemmDesc& desc);
 
-// Runs the product. m <= 4 (batch-1 fully connected layers): one warp per output column reducing along K
-// when op(B) is contiguous along K (trans_b, as ONNX Gemm weights usually are), else blocks of 32 columns with
-// K split over 8 warps. Otherwise a 64 x 64 shared-memory tile per block, 16 deep in K (or the block's K
-// split), 8 x 4 outputs per thread, the next K slice fetched while the current one is multiplied. Any sizes
+// Runs the product. m <= 16 (fully connected layers up to batch 16): 4 rows of the output a thread, each chunk
+// of 4 rows its own work item; one warp per (chunk, output column) reducing along K when op(B) is contiguous
+// along K (trans_b, as ONNX Gemm weights usually are), else blocks of 32 columns with K split over 8 warps.
+// Otherwise a 64 x 64 shared-memory tile per block, 16 deep in K (or the block's K split), 8 x 4 outputs per
+// thread, the next K slice fetched while the current one is multiplied. Any sizes
 // and strides; float accumulation (relative error grows like sqrt(k) * 6e-8). No alignment requirement;
 // `workspace` (device, gemm_workspace_floats(desc) floats) only with a K split.
 void launch_gemm(const float* a, const float* b, const float* c, float* out, const GemmDesc& desc, cudaStream_t stream,

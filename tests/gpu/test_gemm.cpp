@@ -1,7 +1,7 @@
 // launch_gemm against the CPU reference (sums in double): ONNX Gemm with every transpose combination, alpha,
 // beta and each broadcast form of C, and MatMul with 1-D operands and broadcast batch axes. Sizes cover the
-// small-M kernels (both layouts of B), partial 64 x 64 tiles, K not a multiple of 16, K = 0 and 1000; K split
-// over blocks (poisoned workspace) and the fused activation.
+// small-M kernels (both layouts of B, one to four chunks of 4 rows), partial 64 x 64 tiles, K not a multiple
+// of 16, K = 0 and 1000; K split over blocks (poisoned workspace) and the fused activation.
 #include <algorithm>
 
 #include "kernel_test_util.hpp"
@@ -25,7 +25,12 @@ TEST_CASE("Gemm matches the CPU reference") {
       {1, 1000, 512, false, false, 1.0f, 1.0f, true, {1, 1000}},  // FC, weights [K, N]: 32 columns x 8 K-slices
       {3, 7, 31, true, false, 0.5f, 2.0f, true, {3, 1}},
       {4, 5, 1000, true, true, 1.0f, 0.5f, true, {}},     // scalar C
-      {5, 5, 5, false, false, 1.0f, 1.0f, true, {5, 5}},  // just above the small-M kernels
+      {5, 5, 5, false, false, 1.0f, 1.0f, true, {5, 5}},  // two chunks of rows, the second of one row
+      {8, 84, 120, false, true, 1.0f, 1.0f, true, {84}},   // LeNet's f6 at batch 8: rows in two chunks
+      {13, 10, 84, true, true, 1.0f, 1.0f, true, {10}},    // A transposed, a partial last chunk
+      {16, 128, 3136, false, true, 1.0f, 1.0f, true, {128}},  // batch 16: 4 chunks, warps split K, float4
+      {16, 70, 515, false, false, 2.0f, 0.5f, true, {16, 70}},  // B along N: 32 columns x 8 K-slices a chunk
+      {17, 33, 40, false, true, 1.0f, 1.0f, true, {33}},   // just above the small-M kernels: tiled
       {33, 31, 7, true, true, -1.5f, 1.0f, true, {33, 31}},
       {64, 64, 64, false, false, 1.0f, 1.0f, false, {}},
       {65, 129, 17, false, true, 1.0f, -1.0f, true, {1, 129}},
@@ -74,8 +79,9 @@ TEST_CASE("Gemm with K split over blocks and a fused activation matches the CPU 
     kernels::ParamAct act;
   };
   const std::vector<SplitCase> cases = {
-      {16, 128, 2048, false, kernels::ParamAct::Relu},  // a classifier at batch 16: 2 tiles
-      {16, 16, 1920, false, kernels::ParamAct::None},   // a low-rank bottleneck: 1 tile
+      {17, 128, 2048, false, kernels::ParamAct::Relu},  // a classifier at batch 17: 2 tiles
+      {32, 16, 1920, false, kernels::ParamAct::None},   // a low-rank bottleneck: 1 tile
+      {16, 128, 2048, false, kernels::ParamAct::Relu},  // batch 16: the small-M kernels, no split
       {256, 120, 400, false, kernels::ParamAct::Tanh},  // LeNet's first fully connected layer at batch 256
       {33, 70, 1000, true, kernels::ParamAct::Clip},    // partial tiles, K not a multiple of the split
       {5, 1000, 64, false, kernels::ParamAct::None},    // K too shallow to split
@@ -99,7 +105,11 @@ TEST_CASE("Gemm with K split over blocks and a fused activation matches the CPU 
     for (int64_t i = 0; i < want.numel(); ++i) w[i] = kernels::apply_activation(c.act, w[i], -0.5f, 0.5f);
     desc.split_k = kernels::gemm_split_k(desc, 132);
     INFO("Gemm M=" << c.m << " N=" << c.n << " K=" << c.k << " split " << desc.split_k);
-    if (c.k >= 400) CHECK(desc.split_k > 1);
+    if (c.m <= 16) {
+      CHECK(desc.split_k == 1);  // the small-M kernels take K whole
+    } else if (c.k >= 400) {
+      CHECK(desc.split_k > 1);
+    }
     CHECK(int64_t(desc.split_k) * 64 <= c.k + 63);  // every split at least 4 slices of 16, none empty
     DeviceBuffer a_device(a.float_values());
     DeviceBuffer b_device(b.float_values());
@@ -142,6 +152,7 @@ TEST_CASE("MatMul matches the CPU reference") {
       {{4, 1, 64}, {64, 100}},                 // M = 1 per batch, B shared by every batch
       {{2, 2, 2, 65, 33}, {2, 2, 2, 33, 70}},  // rank 5
       {{8, 2, 100}, {8, 100, 3}},
+      {{3, 11, 50}, {50, 20}},  // 11 rows a batch in 3 chunks, B shared by every batch
   };
   uint32_t seed = 1100;
   for (const MatMulCase& c : cases) {
