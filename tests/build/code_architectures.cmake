@@ -1,0 +1,47 @@
+# The GPU code in a built program: machine code (cuobjdump --list-elf) for every architecture the build was
+# configured with, PTX (--list-ptx) for every virtual one (an entry without "-real"), and sm_90a for the
+# wgmma kernels. Prints "skipped:" (which CTest reports as skipped) where cuobjdump is missing: some CUDA
+# Toolkit installs leave it out.
+#   cmake -DCUOBJDUMP=... -DPROGRAM=... "-DARCHITECTURES=75;80-real;90" -DSM90A=ON -P code_architectures.cmake
+cmake_minimum_required(VERSION 3.24)
+if(NOT CUOBJDUMP OR NOT EXISTS "${CUOBJDUMP}")
+  message("skipped: cuobjdump not found")
+  return()
+endif()
+
+function(list_code what out)
+  execute_process(COMMAND ${CUOBJDUMP} --list-${what} ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE text ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "cuobjdump --list-${what} ${PROGRAM} failed (${rc}): ${err}")
+  endif()
+  # Lines such as "ELF file    3: cnnrt.3.sm_80.cubin" and "PTX file    1: cnnrt.1.sm_75.ptx".
+  string(REGEX MATCHALL "\\.sm_[0-9]+a?\\.(cubin|ptx)" found "${text}")
+  list(TRANSFORM found REPLACE "^\\.(sm_[0-9]+a?)\\..*$" "\\1")
+  list(REMOVE_DUPLICATES found)
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+list_code(elf elf)
+list_code(ptx ptx)
+message("machine code: ${elf}; PTX: ${ptx}")
+set(missing "")
+foreach(arch IN LISTS ARCHITECTURES)
+  if(NOT arch MATCHES "^([0-9]+)(-real|-virtual)?$")
+    message("skipped: architecture '${arch}' is not a number")
+    return()
+  endif()
+  set(number ${CMAKE_MATCH_1})
+  if(NOT CMAKE_MATCH_2 STREQUAL "-virtual" AND NOT "sm_${number}" IN_LIST elf)
+    list(APPEND missing "machine code sm_${number}")
+  endif()
+  if(NOT CMAKE_MATCH_2 STREQUAL "-real" AND NOT "sm_${number}" IN_LIST ptx)
+    list(APPEND missing "PTX compute_${number}")
+  endif()
+endforeach()
+if(SM90A AND NOT "sm_90a" IN_LIST elf)
+  list(APPEND missing "machine code sm_90a")
+endif()
+if(missing)
+  list(JOIN missing ", " text)
+  message(FATAL_ERROR "${PROGRAM} lacks ${text}")
+endif()
