@@ -1,6 +1,7 @@
-// Per-channel affine transform over [batch, channels, inner]: one flat grid-stride loop; the channel of
-// element i is (i / inner) % channels, by launch-constant divisors (nd_index.cuh).
+// Per-channel affine transform over [batch, channels, inner], then an activation: one flat grid-stride loop;
+// the channel of element i is (i / inner) % channels, by launch-constant divisors (nd_index.cuh).
 #include "kernels/batchnorm.cuh"
+#include "kernels/conv_device.cuh"
 #include "kernels/nd_index.cuh"
 
 namespace cnnrt::kernels {
@@ -11,7 +12,8 @@ constexpr int kThreads = 256;
 // Packs of kWidth elements; with kWidth 4, inner % 4 == 0 so that a pack never straddles two channels.
 template <class Index, int kWidth>
 __global__ void channel_affine_kernel(const float* x, const float* __restrict__ scale, const float* __restrict__ shift,
-                                      float* y, FixedDivisor<Index> inner, FixedDivisor<Index> channels, Index packs) {
+                                      float* y, FixedDivisor<Index> inner, FixedDivisor<Index> channels, Index packs,
+                                      ParamAct act, float alpha, float beta) {
   for (Index p = global_thread_index<Index>(); p < packs; p += global_thread_count<Index>()) {
     const Index first = p * kWidth;  // element index of the pack's first element
     const Index plane = inner.quotient(first);
@@ -20,32 +22,34 @@ __global__ void channel_affine_kernel(const float* x, const float* __restrict__ 
     const float offset = shift[channel];
     Pack<kWidth> pack = load_pack<kWidth>(x, first, false);
 #pragma unroll
-    for (int e = 0; e < kWidth; ++e) pack.v[e] = pack.v[e] * multiplier + offset;
+    for (int e = 0; e < kWidth; ++e) pack.v[e] = param_activate(pack.v[e] * multiplier + offset, act, alpha, beta);
     store_pack<kWidth>(y, first, pack);
   }
 }
 
 template <class Index, int kWidth>
 void launch_channel_affine_with(const float* x, const float* scale, const float* shift, float* y, int64_t count,
-                                int64_t channels, int64_t inner, cudaStream_t stream) {
+                                int64_t channels, int64_t inner, cudaStream_t stream, ParamAct act, float alpha,
+                                float beta) {
   const int64_t packs = count / kWidth;
   channel_affine_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
       x, scale, shift, y, FixedDivisor<Index>::make(static_cast<Index>(inner)),
-      FixedDivisor<Index>::make(static_cast<Index>(channels)), static_cast<Index>(packs));
+      FixedDivisor<Index>::make(static_cast<Index>(channels)), static_cast<Index>(packs), act, alpha, beta);
 }
 
 }  // namespace
 
 void launch_channel_affine(const float* x, const float* scale, const float* shift, float* y, int64_t batch,
-                           int64_t channels, int64_t inner, cudaStream_t stream) {
+                           int64_t channels, int64_t inner, cudaStream_t stream, ParamAct act, float alpha,
+                           float beta) {
   const int64_t count = batch * channels * inner;
   if (count == 0) return;
   if (count >= (int64_t{1} << 31)) {
-    launch_channel_affine_with<uint64_t, 1>(x, scale, shift, y, count, channels, inner, stream);
+    launch_channel_affine_with<uint64_t, 1>(x, scale, shift, y, count, channels, inner, stream, act, alpha, beta);
   } else if (inner % 4 == 0 && aligned_16(x) && aligned_16(y)) {
-    launch_channel_affine_with<uint32_t, 4>(x, scale, shift, y, count, channels, inner, stream);
+    launch_channel_affine_with<uint32_t, 4>(x, scale, shift, y, count, channels, inner, stream, act, alpha, beta);
   } else {
-    launch_channel_affine_with<uint32_t, 1>(x, scale, shift, y, count, channels, inner, stream);
+    launch_channel_affine_with<uint32_t, 1>(x, scale, shift, y, count, channels, inner, stream, act, alpha, beta);
   }
 }
 

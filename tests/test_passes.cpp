@@ -350,6 +350,25 @@ TEST_CASE("fuse_activation fuses an activation into ConvTranspose, and leaves on
         ErrorCode::Unsupported);
 }
 
+TEST_CASE("fuse_activation fuses an activation into a BatchNormalization no conv took, and leaves a shared one") {
+  ModelBuilder m;
+  m.input("a", {2, 3, 5, 5}).input("b", {2, 3, 5, 5}).output("y").output("z").output("n2");
+  m.node("Add", {"a", "b"}, {"s"}, "sum");  // no conv before the batch norms: fold_batchnorm leaves them
+  batch_norm(m, "s", "n1", "bn1", 3);
+  ModelBuilder::attr_float(m.node("LeakyRelu", {"n1"}, {"y"}, "leaky"), "alpha", 0.2f);
+  batch_norm(m, "s", "n2", "bn2", 3);
+  m.node("Relu", {"n2"}, {"z"}, "relu");  // n2 is also a graph output: the Relu stays
+  const Passed p = check_unchanged(m, {{2, 3, 5, 5}, {2, 3, 5, 5}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Add", "FusedBatchNormalization", "BatchNormalization", "Relu"});
+  const ir::Node& node = p.graph.nodes[1];
+  CHECK(node.domain == fused::kDomain);
+  CHECK(node.covers == std::vector<std::string>{"bn1", "leaky"});
+  CHECK(node.attrs.get_string(fused::kActivation, "") == "LeakyRelu");
+  CHECK(node.attrs.get_float(fused::kConvActAlpha, 0.0f) == doctest::Approx(0.2f));
+  CHECK(lines_of(p, "fuse_activation") ==
+        std::vector<std::string>{"BatchNormalization 'bn1' + LeakyRelu 'leaky' -> FusedBatchNormalization"});
+}
+
 TEST_CASE("fuse_activation leaves a conv output with another reader, and a pooled FusedConv") {
   ModelBuilder m;
   m.input("x", {1, 3, 6, 6}).output("y").output("z").output("c");

@@ -1,9 +1,13 @@
 // launch_channel_affine against the CPU reference of BatchNormalization, with scale and shift folded as the
-// planner folds them (in double, then rounded to float).
+// planner folds them (in double, then rounded to float), alone and with each fused activation after it
+// (FusedBatchNormalization), and a DenseNet-style Concat -> BatchNormalization -> Relu model on the GPU.
+#include <algorithm>
 #include <cmath>
 
+#include "cnnrt/cnnrt.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/batchnorm.cuh"
+#include "tests/model_builder.hpp"
 
 namespace cnnrt::testing {
 namespace {
@@ -51,6 +55,90 @@ TEST_CASE("channel affine matches BatchNormalization") {
                                    channels, inner, nullptr);
     finish_launch();
     CHECK(error_against(x_device, want) < kTolerance);
+  }
+}
+
+TEST_CASE("channel affine with a fused activation matches BatchNormalization then the activation") {
+  struct Case {
+    const char* op;
+    kernels::ParamAct act;
+    float alpha, beta;
+    ir::Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {"Relu", kernels::ParamAct::Relu, 0.0f, 0.0f, {}},
+      {"LeakyRelu", kernels::ParamAct::LeakyRelu, 0.1f, 0.0f, make_attrs({{"alpha", 0.1f}})},
+      {"Clip", kernels::ParamAct::Clip, -0.5f, 0.5f, make_attrs({{"min", -0.5f}, {"max", 0.5f}})},
+      {"Sigmoid", kernels::ParamAct::Sigmoid, 0.0f, 0.0f, {}},
+      {"HardSwish", kernels::ParamAct::HardSwish, 0.0f, 0.0f, {}},
+      {"Gelu", kernels::ParamAct::Gelu, 0.0f, 0.0f, {}},
+  };
+  const std::vector<ir::Shape> shapes = {{1, 1}, {2, 16, 7, 7}, {1, 32, 8, 8}, {3, 4, 31}, {7, 33, 5, 4}};
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    for (const ir::Shape& shape : shapes) {
+      INFO(c.op << " " << ir::shape_str(shape));
+      const int64_t channels = shape[1];
+      const ir::HostTensor x = random_tensor(shape, seed++);
+      const ir::HostTensor gamma = random_tensor({channels}, seed++);
+      const ir::HostTensor beta = random_tensor({channels}, seed++);
+      const ir::HostTensor mean = random_tensor({channels}, seed++);
+      const ir::HostTensor variance = random_tensor({channels}, seed++, 0.1f, 2.0f);
+      const ir::HostTensor normalized = cpu_reference("BatchNormalization", make_attrs({{"epsilon", 1e-5f}}),
+                                                      {&x, &gamma, &beta, &mean, &variance}, shape);
+      const ir::HostTensor want = cpu_reference(c.op, c.attrs, {&normalized}, shape);
+      std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+      for (size_t k = 0; k < scale.size(); ++k) {
+        const double multiplier = gamma.float_values()[k] / std::sqrt(double{variance.float_values()[k]} + 1e-5);
+        scale[k] = static_cast<float>(multiplier);
+        shift[k] = static_cast<float>(beta.float_values()[k] - mean.float_values()[k] * multiplier);
+      }
+      DeviceBuffer x_device(x.float_values()), scale_device(scale), shift_device(shift);
+      DeviceBuffer out(static_cast<size_t>(x.numel()));
+      kernels::launch_channel_affine(x_device.get(), scale_device.get(), shift_device.get(), out.get(), shape[0],
+                                     channels, product(shape, 2), nullptr, c.act, c.alpha, c.beta);
+      finish_launch();
+      CHECK(error_against(out, want) < kTolerance);
+    }
+  }
+}
+
+TEST_CASE("Concat -> BatchNormalization -> Relu (DenseNet's layer input) runs as one fused step on the GPU") {
+  for (const char* act : {"Relu", "HardSwish"}) {
+    CAPTURE(act);
+    ModelBuilder m;
+    m.input("a", {-1, 5, 9, 7}).input("b", {-1, 3, 9, 7}).output("y");
+    ModelBuilder::attr_int(m.node("Concat", {"a", "b"}, {"c"}, "cat"), "axis", 1);
+    m.initializer("g", {8}, random_floats(8, 31)).initializer("be", {8}, random_floats(8, 32));
+    m.initializer("m", {8}, random_floats(8, 33)).initializer("v", {8}, random_floats(8, 34, 0.2f, 2.0f));
+    m.node("BatchNormalization", {"c", "g", "be", "m", "v"}, {"n"}, "bn");
+    m.node(act, {"n"}, {"y"}, "act");
+    const std::string bytes = m.bytes();
+    const std::vector<Tensor> inputs = {{{3, 5, 9, 7}, random_floats(3 * 5 * 9 * 7, 35)},
+                                        {{3, 3, 9, 7}, random_floats(3 * 3 * 9 * 7, 36)}};
+    std::vector<Tensor> outputs;
+    for (Device device : {Device::Cpu, Device::Gpu}) {
+      Options options;
+      options.device = device;
+      options.batch_sizes = {3};
+      options.tuning_cache = "none";
+      const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "densenet_input.onnx");
+      Context context(model);
+      outputs.push_back(context.run(inputs)[0]);
+      if (device == Device::Gpu) {
+        const std::vector<StepTiming> steps = context.profile(inputs, 1);
+        REQUIRE(steps.size() == 2);
+        CHECK(steps[1].kernel == std::string("channel_affine+") + act);
+        CHECK(steps[1].nodes == std::vector<std::string>{"bn", "act"});
+      }
+    }
+    REQUIRE(outputs[1].data.size() == outputs[0].data.size());
+    double worst = 0;
+    for (size_t i = 0; i < outputs[0].data.size(); ++i) {
+      worst = std::max(worst, std::fabs(double{outputs[1].data[i]} - outputs[0].data[i]) /
+                                  std::max(1.0, std::fabs(double{outputs[0].data[i]})));
+    }
+    CHECK(worst < kTolerance);
   }
 }
 

@@ -1,4 +1,5 @@
-// Fused kernels (FusedConv, FusedGemm, FusedConvTranspose; conventions in ir/fused.hpp) as the unfused reference
+// Fused kernels (FusedConv, FusedGemm, FusedConvTranspose, FusedBatchNormalization; conventions in ir/fused.hpp)
+// as the unfused reference
 // kernels run one after the other, in the epilogue order of the GPU kernels: conv + bias, + residual, activation,
 // pool.
 // Each stage rounds to float32 as the unfused graph does, so fusion changes nothing on the CPU.
@@ -78,6 +79,14 @@ void fused_conv_transpose_kernel(const ir::Node& node, const Inputs& in, Outputs
   apply_activation(node, *out[0]);
 }
 
+// Inputs X, scale, B, mean, var: BatchNormalization, then the activation.
+void fused_batchnorm_kernel(const ir::Node& node, const Inputs& in, Outputs& out) {
+  ir::Node bn = node;  // epsilon is BatchNormalization's own
+  bn.op = "BatchNormalization";
+  run_kernel(bn, in, out);
+  apply_activation(node, *out[0]);
+}
+
 }  // namespace
 
 void add_fused_kernels(KernelTable& table) {
@@ -85,6 +94,7 @@ void add_fused_kernels(KernelTable& table) {
       {ir::fused::kFusedConv, fused_conv_kernel},
       {ir::fused::kFusedGemm, fused_gemm_kernel},
       {ir::fused::kFusedConvTranspose, fused_conv_transpose_kernel},
+      {ir::fused::kFusedBatchNorm, fused_batchnorm_kernel},
   });
 }
 

@@ -18,6 +18,8 @@
 //               activation   as for FusedConv, its parameters in alpha_act, beta_act (alpha/beta are Gemm's)
 // FusedConvTranspose  inputs X, W, optional B: exactly ConvTranspose's canonical form, then
 //               activation, alpha, beta   as for FusedConv (epilogue: + bias, activation)
+// FusedBatchNormalization  inputs X, scale, B, mean, var: exactly inference BatchNormalization (epsilon), then
+//               activation, alpha, beta   as for FusedConv
 #pragma once
 
 #include <cstddef>
@@ -32,6 +34,7 @@ inline constexpr const char* kDomain = "cnnrt";  // Node::domain of the fused op
 inline constexpr const char* kFusedConv = "FusedConv";
 inline constexpr const char* kFusedGemm = "FusedGemm";
 inline constexpr const char* kFusedConvTranspose = "FusedConvTranspose";
+inline constexpr const char* kFusedBatchNorm = "FusedBatchNormalization";
 
 inline constexpr size_t kResidualInput = 3;  // FusedConv input slot of the residual operand
 
@@ -56,7 +59,8 @@ struct Activation {
   float beta = 0.0f;   // Clip max
 };
 
-// Turns `node` (a copy of the op it extends) into fused op `op` (kFusedConv, kFusedGemm, kFusedConvTranspose) in
+// Turns `node` (a copy of the op it extends) into fused op `op` (kFusedConv, kFusedGemm, kFusedConvTranspose,
+// kFusedBatchNorm) in
 // cnnrt's domain.
 void make_fused(Node& node, const char* op);
 

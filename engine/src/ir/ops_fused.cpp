@@ -1,5 +1,5 @@
-// cnnrt's fused ops (FusedConv, FusedGemm, FusedConvTranspose; conventions in ir/fused.hpp): shape inference
-// that checks what the passes wrote, by running the unfused op's own inference (Conv, Gemm, ConvTranspose) and
+// cnnrt's fused ops (FusedConv, FusedGemm, FusedConvTranspose, FusedBatchNormalization; conventions in
+// ir/fused.hpp): shape inference that checks what the passes wrote, by running the unfused op's own inference and
 // then the epilogue's. A model file may not contain them: only the passes write them.
 #include <fmt/format.h>
 
@@ -176,6 +176,11 @@ void infer_fused_conv_transpose(Node& node, Graph& graph, int64_t opset) {
   check_fused_activation(node);
 }
 
+void infer_fused_batchnorm(Node& node, Graph& graph, int64_t opset) {
+  infer_as(node, graph, opset, "BatchNormalization", 5);
+  check_fused_activation(node);
+}
+
 }  // namespace
 
 void add_fused_ops(std::vector<OpInfo>& table) {
@@ -183,6 +188,7 @@ void add_fused_ops(std::vector<OpInfo>& table) {
   table.push_back({fused::kFusedConv, 2, 4, 1, 1, check_internal_op, infer_fused_conv, false, true});
   table.push_back({fused::kFusedGemm, 2, 3, 1, 1, check_internal_op, infer_fused_gemm, false, true});
   table.push_back({fused::kFusedConvTranspose, 2, 3, 1, 1, check_internal_op, infer_fused_conv_transpose, false, true});
+  table.push_back({fused::kFusedBatchNorm, 5, 5, 1, 1, check_internal_op, infer_fused_batchnorm, false, true});
 }
 
 }  // namespace cnnrt::ir

@@ -4,6 +4,8 @@
 //   a Gemm, a MatMul of two matrices, or MatMul + bias Add (the bias as in fold_bias_add), or a FusedGemm
 //   with no activation                                           -> FusedGemm with the activation
 //   a ConvTranspose                                              -> FusedConvTranspose with the activation
+//   an inference BatchNormalization (one output; one not folded   -> FusedBatchNormalization with the
+//   into a conv, such as DenseNet's after each Concat)               activation
 // A pooled FusedConv keeps its activation outside: the pool would have to run after it.
 #include <fmt/format.h>
 
@@ -40,6 +42,9 @@ std::optional<ir::Node> with_activation(const ir::Graph& graph, const ir::Node& 
     if (fused::fused_activation(producer)) return std::nullopt;
   } else if (producer.op == "ConvTranspose") {
     fused::make_fused(result, fused::kFusedConvTranspose);
+  } else if (producer.op == "BatchNormalization") {
+    if (producer.outputs.size() != 1 || producer.attrs.get_int("training_mode", 0) != 0) return std::nullopt;
+    fused::make_fused(result, fused::kFusedBatchNorm);
   } else {
     return std::nullopt;
   }

@@ -1,11 +1,15 @@
 // Lowering of elementwise ops: unary activations and math, broadcast binary ops (variadic ones as a
-// chain into the output), Expand, and a standalone BatchNormalization as a per-channel affine transform.
+// chain into the output), Expand, and a standalone BatchNormalization (with the activation after it:
+// FusedBatchNormalization) as a per-channel affine transform.
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "kernels/batchnorm.cuh"
 #include "kernels/broadcast.cuh"
 #include "kernels/elementwise.cuh"
+#include "ir/fused.hpp"
+#include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 
 namespace cnnrt::plan {
@@ -141,9 +145,13 @@ void lower_batchnorm(const ir::Node& node, LowerContext& lc) {
   const float* scale_d = lc.context.weights.upload(scale, "bn_scale");
   const float* shift_d = lc.context.weights.upload(shift, "bn_shift");
   const int64_t batch = x[0], inner = product(x, 2);
-  lc.add_step(node, "channel_affine", fmt::format("{} channels", channels), {lc.slot(node.input(0))},
-              output_slots(lc, node), [=](const float* const* in, float* const* out, Stream s) {
-                kernels::launch_channel_affine(in[0], scale_d, shift_d, out[0], batch, channels, inner, s);
+  const KernelActivation act = node.op == ir::fused::kFusedBatchNorm ? kernel_activation(node) : KernelActivation{};
+  const std::optional<ir::fused::Activation> fused_act = ir::fused::fused_activation(node);
+  const std::string kind = fused_act ? "channel_affine+" + fused_act->op : "channel_affine";
+  lc.add_step(node, kind, fmt::format("{} channels", channels), {lc.slot(node.input(0))}, output_slots(lc, node),
+              [=](const float* const* in, float* const* out, Stream s) {
+                kernels::launch_channel_affine(in[0], scale_d, shift_d, out[0], batch, channels, inner, s, act.act,
+                                               act.alpha, act.beta);
               });
 }
 
@@ -155,6 +163,7 @@ std::vector<LoweringEntry> elementwise_lowerings() {
   for (const auto& [name, op] : binary_ops()) entries.push_back({name.c_str(), lower_binary});
   entries.push_back({"Expand", lower_expand});
   entries.push_back({"BatchNormalization", lower_batchnorm});
+  entries.push_back({ir::fused::kFusedBatchNorm, lower_batchnorm});
   return entries;
 }
 
