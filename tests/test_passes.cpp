@@ -21,9 +21,9 @@ namespace {
 
 namespace fused = ir::fused;
 
-const std::vector<std::string> kAllPasses = {"eliminate_identity",        "fold_batchnorm",  "fold_bias_add",
-                                             "fuse_composite_activation", "fuse_activation", "fuse_residual",
-                                             "fuse_pool"};
+const std::vector<std::string> kAllPasses = {"eliminate_identity", "fold_pad",        "fold_batchnorm",
+                                             "fold_bias_add",      "fuse_composite_activation",
+                                             "fuse_activation",    "fuse_residual",   "fuse_pool"};
 
 // Uniform in [-1, -0.1] u [0.1, 1]: random, never zero.
 std::vector<float> random_values(size_t count, uint32_t seed) {
@@ -116,6 +116,65 @@ void batch_norm(ModelBuilder& m, const std::string& x, const std::string& y, con
 }
 
 }  // namespace
+
+// ---- fold_pad ----------------------------------------------------------------------------------------
+
+TEST_CASE("fold_pad folds a Pad of zeros into the Conv and the AveragePool after it") {
+  ModelBuilder m;
+  m.input("x", {2, 3, 7, 6}).output("y").output("z");
+  m.int_initializer("p1", {8}, {0, 0, 1, 2, 0, 0, 2, 1});
+  m.node("Pad", {"x", "p1"}, {"px"}, "pad_conv");
+  conv(m, "px", "y", "conv", 3, 4);  // pads 1 of its own
+  m.int_initializer("p2", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  m.node("Pad", {"x", "p2"}, {"qx"}, "pad_pool");
+  auto& pool = m.node("AveragePool", {"qx"}, {"z"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  const Passed p = check_unchanged(m, {{2, 3, 7, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Conv", "AveragePool"});
+  CHECK(p.graph.nodes[0].attrs.get_ints("pads") == std::vector<int64_t>{2, 3, 3, 2});
+  CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"pad_conv", "conv"});
+  const ir::Node& folded = p.graph.nodes[1];
+  CHECK(folded.attrs.get_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(folded.attrs.get_int("count_include_pad", 0) == 1);
+  CHECK(folded.covers == std::vector<std::string>{"pad_pool", "pool"});
+  CHECK(lines_of(p, "fold_pad") == std::vector<std::string>{"Pad 'pad_conv' + Conv 'conv' -> Conv padding 2,3,3,2",
+                                                            "Pad 'pad_pool' + AveragePool 'pool' -> AveragePool "
+                                                            "padding 1,1,1,1"});
+}
+
+TEST_CASE("fold_pad leaves other values, channel pads, other modes, a MaxPool, an uncounted pool pad, shared pads") {
+  ModelBuilder m;
+  m.input("x", {1, 2, 5, 5}).output("a").output("b").output("c").output("d").output("e").output("f");
+  m.int_initializer("sp", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  m.int_initializer("cp", {8}, {0, 1, 1, 1, 0, 0, 1, 1});
+  m.initializer("half", {}, {0.5f});
+  auto pooled = [&](const std::string& op, const std::string& in, const std::string& out, const std::string& name,
+                    int64_t pad, int64_t count_pad) {
+    auto& node = m.node(op, {in}, {out}, name);
+    ModelBuilder::attr_ints(node, "kernel_shape", {2, 2});
+    ModelBuilder::attr_ints(node, "pads", {pad, pad, pad, pad});
+    if (op == "AveragePool") ModelBuilder::attr_int(node, "count_include_pad", count_pad);
+  };
+  m.node("Pad", {"x", "sp", "half"}, {"p1"}, "value_half");
+  conv(m, "p1", "a", "conv_a", 2, 2);
+  m.node("Pad", {"x", "cp"}, {"p2"}, "channel_pad");
+  conv(m, "p2", "b", "conv_b", 3, 2);
+  ModelBuilder::attr_string(m.node("Pad", {"x", "sp"}, {"p3"}, "reflect"), "mode", "reflect");
+  conv(m, "p3", "c", "conv_c", 2, 2);
+  m.node("Pad", {"x", "sp"}, {"p4"}, "before_max");
+  pooled("MaxPool", "p4", "d", "max", 0, 0);
+  m.node("Pad", {"x", "sp"}, {"p5"}, "before_uncounted");
+  pooled("AveragePool", "p5", "e", "uncounted", 1, 0);
+  m.node("Pad", {"x", "sp"}, {"p6"}, "shared");
+  conv(m, "p6", "f", "conv_f", 2, 2);
+  conv(m, "p6", "g", "conv_g", 2, 2);
+  m.output("g");
+  const Passed p = check_unchanged(m, {{1, 2, 5, 5}});
+  CHECK(lines_of(p, "fold_pad").empty());
+  const std::vector<std::string> ops = ops_of(p.graph);
+  CHECK(std::count(ops.begin(), ops.end(), "Pad") == 6);
+}
 
 // ---- fold_batchnorm ----------------------------------------------------------------------------------
 
@@ -783,7 +842,7 @@ TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing
   CHECK(names == kAllPasses);
   auto [code, message] = error_of([&] { prepare(m, {{1, 3, 6, 6}}, {"fuse_everything"}); });
   CHECK(code == ErrorCode::Usage);
-  CHECK(message == "unknown pass 'fuse_everything' (passes: eliminate_identity, fold_batchnorm, fold_bias_add, "
+  CHECK(message == "unknown pass 'fuse_everything' (passes: eliminate_identity, fold_pad, fold_batchnorm, fold_bias_add, "
                    "fuse_composite_activation, fuse_activation, fuse_residual, fuse_pool)");
 }
 

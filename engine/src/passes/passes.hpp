@@ -10,6 +10,7 @@
 namespace cnnrt::passes {
 
 void eliminate_identity(ir::Graph& graph, std::vector<std::string>& log);  // eliminate_identity.cpp
+void fold_pad(ir::Graph& graph, std::vector<std::string>& log);            // fold_pad.cpp
 void fold_batchnorm(ir::Graph& graph, std::vector<std::string>& log);      // fold_batchnorm.cpp
 void fold_bias_add(ir::Graph& graph, std::vector<std::string>& log);       // fold_bias_add.cpp
 void fuse_composite_activation(ir::Graph& graph, std::vector<std::string>& log);  // fuse_composite_activation.cpp
