@@ -12,6 +12,28 @@
 namespace cnnrt::testing {
 namespace {
 
+// A random input of `shape` and BatchNormalization parameters for its channels (axis 1), the CPU reference's
+// output, and the per-channel scale and shift as the planner folds them (in double, then rounded to float).
+struct BatchNormCase {
+  ir::HostTensor x, gamma, beta, mean, variance, want;
+  std::vector<float> scale, shift;
+
+  BatchNormCase(const ir::Shape& shape, float epsilon, uint32_t& seed)
+      : x(random_tensor(shape, seed++)),
+        gamma(random_tensor({shape[1]}, seed++)),
+        beta(random_tensor({shape[1]}, seed++)),
+        mean(random_tensor({shape[1]}, seed++)),
+        variance(random_tensor({shape[1]}, seed++, 0.1f, 2.0f)),
+        want(cpu_reference("BatchNormalization", make_attrs({{"epsilon", epsilon}}),
+                           {&x, &gamma, &beta, &mean, &variance}, shape)) {
+    for (size_t c = 0; c < static_cast<size_t>(shape[1]); ++c) {
+      const double multiplier = gamma.float_values()[c] / std::sqrt(double{variance.float_values()[c]} + epsilon);
+      scale.push_back(static_cast<float>(multiplier));
+      shift.push_back(static_cast<float>(beta.float_values()[c] - mean.float_values()[c] * multiplier));
+    }
+  }
+};
+
 TEST_CASE("channel affine matches BatchNormalization") {
   const std::vector<ir::Shape> shapes = {
       {1, 1},                                        // 2-D input: inner 1
@@ -26,24 +48,12 @@ TEST_CASE("channel affine matches BatchNormalization") {
   for (const ir::Shape& shape : shapes) {
     INFO(ir::shape_str(shape));
     const int64_t channels = shape[1];
-    const ir::HostTensor x = random_tensor(shape, seed++);
-    const ir::HostTensor gamma = random_tensor({channels}, seed++);
-    const ir::HostTensor beta = random_tensor({channels}, seed++);
-    const ir::HostTensor mean = random_tensor({channels}, seed++);
-    const ir::HostTensor variance = random_tensor({channels}, seed++, 0.1f, 2.0f);
-    const ir::HostTensor want = cpu_reference("BatchNormalization", make_attrs({{"epsilon", epsilon}}),
-                                              {&x, &gamma, &beta, &mean, &variance}, shape);
-
-    std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-    for (size_t c = 0; c < scale.size(); ++c) {
-      const double multiplier = gamma.float_values()[c] / std::sqrt(double{variance.float_values()[c]} + epsilon);
-      scale[c] = static_cast<float>(multiplier);
-      shift[c] = static_cast<float>(beta.float_values()[c] - mean.float_values()[c] * multiplier);
-    }
-    DeviceBuffer x_device(x.float_values());
-    DeviceBuffer scale_device(scale);
-    DeviceBuffer shift_device(shift);
-    DeviceBuffer out(static_cast<size_t>(x.numel()));
+    const BatchNormCase bn(shape, epsilon, seed);
+    const ir::HostTensor& want = bn.want;
+    DeviceBuffer x_device(bn.x.float_values());
+    DeviceBuffer scale_device(bn.scale);
+    DeviceBuffer shift_device(bn.shift);
+    DeviceBuffer out(static_cast<size_t>(bn.x.numel()));
     const int64_t inner = product(shape, 2);
     kernels::launch_channel_affine(x_device.get(), scale_device.get(), shift_device.get(), out.get(), shape[0],
                                    channels, inner, nullptr);
@@ -78,25 +88,12 @@ TEST_CASE("channel affine with a fused activation matches BatchNormalization the
   for (const Case& c : cases) {
     for (const ir::Shape& shape : shapes) {
       INFO(c.op << " " << ir::shape_str(shape));
-      const int64_t channels = shape[1];
-      const ir::HostTensor x = random_tensor(shape, seed++);
-      const ir::HostTensor gamma = random_tensor({channels}, seed++);
-      const ir::HostTensor beta = random_tensor({channels}, seed++);
-      const ir::HostTensor mean = random_tensor({channels}, seed++);
-      const ir::HostTensor variance = random_tensor({channels}, seed++, 0.1f, 2.0f);
-      const ir::HostTensor normalized = cpu_reference("BatchNormalization", make_attrs({{"epsilon", 1e-5f}}),
-                                                      {&x, &gamma, &beta, &mean, &variance}, shape);
-      const ir::HostTensor want = cpu_reference(c.op, c.attrs, {&normalized}, shape);
-      std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-      for (size_t k = 0; k < scale.size(); ++k) {
-        const double multiplier = gamma.float_values()[k] / std::sqrt(double{variance.float_values()[k]} + 1e-5);
-        scale[k] = static_cast<float>(multiplier);
-        shift[k] = static_cast<float>(beta.float_values()[k] - mean.float_values()[k] * multiplier);
-      }
-      DeviceBuffer x_device(x.float_values()), scale_device(scale), shift_device(shift);
-      DeviceBuffer out(static_cast<size_t>(x.numel()));
+      const BatchNormCase bn(shape, 1e-5f, seed);
+      const ir::HostTensor want = cpu_reference(c.op, c.attrs, {&bn.want}, shape);
+      DeviceBuffer x_device(bn.x.float_values()), scale_device(bn.scale), shift_device(bn.shift);
+      DeviceBuffer out(static_cast<size_t>(bn.x.numel()));
       kernels::launch_channel_affine(x_device.get(), scale_device.get(), shift_device.get(), out.get(), shape[0],
-                                     channels, product(shape, 2), nullptr, c.act, c.alpha, c.beta);
+                                     shape[1], product(shape, 2), nullptr, c.act, c.alpha, c.beta);
       finish_launch();
       CHECK(error_against(out, want) < kTolerance);
     }
