@@ -87,10 +87,10 @@ const DeviceInfo& current_device() {
   static std::map<int, DeviceInfo> cache;
   int ordinal = 0;
   CNNRT_CUDA_CHECK(cudaGetDevice(&ordinal));
-  const int max_arch = max_arch_from_environment();
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(ordinal);
   if (it != cache.end()) return it->second;
+  const int max_arch = max_arch_from_environment();  // read once per device: the cap is per process
   cudaDeviceProp prop{};
   CNNRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
   DeviceInfo info;
