@@ -1,6 +1,6 @@
 // SGEMM: a shared-memory tiled kernel with register blocking for general sizes, and two kernels for m <= 16
-// that hold 4 rows of the output a thread (see gemm.cuh for when each runs). All three read A and B through (row, k) strides, so transposes cost
-// nothing but the choice of which threads load which elements. The tiled kernel splits K over blocks when
+// that hold 4 rows of the output a thread (see gemm.cuh for when each runs). All three read A and B through
+// (row, k) strides, so transposes cost nothing but the choice of which threads load which elements. The tiled kernel splits K over blocks when
 // its tiles alone would leave most SMs idle; a second kernel sums the splits in order.
 #include <algorithm>
 #include <stdexcept>

@@ -61,9 +61,9 @@ int64_t gemm_workspace_floats(const GemmDesc& desc);
 // of 4 rows its own work item; one warp per (chunk, output column) reducing along K when op(B) is contiguous
 // along K (trans_b, as ONNX Gemm weights usually are), else blocks of 32 columns with K split over 8 warps.
 // Otherwise a 64 x 64 shared-memory tile per block, 16 deep in K (or the block's K split), 8 x 4 outputs per
-// thread, the next K slice fetched while the current one is multiplied. Any sizes
-// and strides; float accumulation (relative error grows like sqrt(k) * 6e-8). No alignment requirement;
-// `workspace` (device, gemm_workspace_floats(desc) floats) only with a K split.
+// thread, the next K slice fetched while the current one is multiplied. Any sizes and strides; float
+// accumulation (relative error grows like sqrt(k) * 6e-8). No alignment requirement; `workspace` (device,
+// gemm_workspace_floats(desc) floats) only with a K split.
 void launch_gemm(const float* a, const float* b, const float* c, float* out, const GemmDesc& desc, cudaStream_t stream,
                  float* workspace = nullptr);
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "cnnrt/cnnrt.hpp"
+
 #define GPU_CHECK(call)                                                                      \
   do {                                                                                       \
     cudaError_t err_ = (call);                                                               \
@@ -115,6 +117,16 @@ inline double relative_error(const std::vector<float>& got, const std::vector<fl
     den += double(want[i]) * double(want[i]);
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Largest |a - b| / max(1, |b|) over two equally shaped tensors.
+inline double max_rel_error(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape == b.shape);
+  double worst = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a.data[i]) - b.data[i]) / std::max(1.0, std::abs(double(b.data[i]))));
+  }
+  return worst;
 }
 
 }  // namespace cnnrt::testing

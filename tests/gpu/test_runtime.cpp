@@ -26,6 +26,7 @@
 #include "gpu_test_util.hpp"
 
 using namespace cnnrt;
+using testing::max_rel_error;
 using testing::repo_path;
 
 namespace {
@@ -56,16 +57,6 @@ Tensor fashion_batch(const Model& model, int64_t first, int64_t batch) {
     cnnrt_cli::normalise_into(image, norm, t.data.data() + i * 784);
   }
   return t;
-}
-
-// Largest |a - b| / max(1, |b|) over two equally shaped tensors.
-double max_rel_error(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape == b.shape);
-  double worst = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    worst = std::max(worst, std::abs(double(a.data[i]) - b.data[i]) / std::max(1.0, std::abs(double(b.data[i]))));
-  }
-  return worst;
 }
 
 std::vector<std::string> all_pass_names() {

@@ -1,7 +1,6 @@
 // Fused kernels (FusedConv, FusedGemm, FusedConvTranspose, FusedBatchNormalization; conventions in ir/fused.hpp)
-// as the unfused reference
-// kernels run one after the other, in the epilogue order of the GPU kernels: conv + bias, + residual, activation,
-// pool.
+// as the unfused reference kernels run one after the other, in the epilogue order of the GPU kernels: conv +
+// bias, + residual, activation, pool.
 // Each stage rounds to float32 as the unfused graph does, so fusion changes nothing on the CPU.
 #include "cpu/kernel_util.hpp"
 #include "ir/fused.hpp"

@@ -60,8 +60,7 @@ struct Activation {
 };
 
 // Turns `node` (a copy of the op it extends) into fused op `op` (kFusedConv, kFusedGemm, kFusedConvTranspose,
-// kFusedBatchNorm) in
-// cnnrt's domain.
+// kFusedBatchNorm) in cnnrt's domain.
 void make_fused(Node& node, const char* op);
 
 // The activation a canonical node computes, when it is one the fused ops can apply; nullopt otherwise.

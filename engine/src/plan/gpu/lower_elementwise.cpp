@@ -145,8 +145,8 @@ void lower_batchnorm(const ir::Node& node, LowerContext& lc) {
   const float* scale_d = lc.context.weights.upload(scale, "bn_scale");
   const float* shift_d = lc.context.weights.upload(shift, "bn_shift");
   const int64_t batch = x[0], inner = product(x, 2);
-  const KernelActivation act = node.op == ir::fused::kFusedBatchNorm ? kernel_activation(node) : KernelActivation{};
   const std::optional<ir::fused::Activation> fused_act = ir::fused::fused_activation(node);
+  const KernelActivation act = kernel_activation(node);  // ParamAct::None for a plain BatchNormalization
   const std::string kind = fused_act ? "channel_affine+" + fused_act->op : "channel_affine";
   lc.add_step(node, kind, fmt::format("{} channels", channels), {lc.slot(node.input(0))}, output_slots(lc, node),
               [=](const float* const* in, float* const* out, Stream s) {
