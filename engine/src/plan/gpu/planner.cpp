@@ -185,6 +185,61 @@ void check_free_memory(const GpuPlan& plan, const PlanContext& context, const st
               device.ordinal, device.name, model_name, plan.arena_bytes, memory->free_bytes);
 }
 
+// A Concat whose inputs are contiguous blocks of its output (nothing but extents of 1 before the axis: the
+// channel axis at batch 1) runs in place: each input's producer writes straight into its block, and the Concat
+// is no step at all. Decided per group of values that share storage (views): a group is a block of one Concat
+// at most, and Concats nest (DenseNet: each layer's Concat holds the previous one as its first block). A block
+// must start on the arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs
+// (the caller's buffers), constants and an input given twice keep the copy.
+struct ConcatsInPlace {
+  std::vector<int> parent;           // per group root: the root of the Concat output it is a block of, or -1
+  std::vector<int64_t> byte_offset;  // where that block starts in the Concat's output
+  std::vector<bool> no_step;         // per node: a Concat that runs in place
+  std::vector<std::string> names;    // those Concats, for the plan's notes
+};
+
+ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, const std::vector<int>& group_slot) {
+  ConcatsInPlace found;
+  found.parent.assign(g.values.size(), -1);
+  found.byte_offset.assign(g.values.size(), 0);
+  found.no_step.assign(g.nodes.size(), false);
+  auto storable = [&](int v) { return v >= 0 && !g.values[v].is_constant() && g.values[v].shape.has_value(); };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& node = g.nodes[i];
+    if (node.op != "Concat" || node.outputs.size() != 1 || !storable(node.outputs[0])) continue;
+    const ir::Shape& shape = g.shape_of(node.outputs[0]);
+    const auto axis = static_cast<size_t>(node.attrs.get_int("axis", 0));
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+    for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+    const int out_root = groups.find(node.outputs[0]);
+    if (outer != 1 || group_slot[out_root] >= 0) continue;
+    std::vector<int> roots;
+    std::vector<int64_t> offsets;
+    int64_t at = 0;  // along the axis
+    for (int v : node.inputs) {
+      if (!storable(v)) break;
+      const int root = groups.find(v);
+      const int64_t bytes = at * inner * static_cast<int64_t>(sizeof(float));
+      if (group_slot[root] >= 0 || found.parent[root] >= 0 || root == out_root || bytes % kArenaAlignment != 0 ||
+          std::find(roots.begin(), roots.end(), root) != roots.end()) {
+        break;
+      }
+      roots.push_back(root);
+      offsets.push_back(bytes);
+      at += g.shape_of(v)[axis];
+    }
+    if (roots.size() != node.inputs.size()) continue;
+    for (size_t k = 0; k < roots.size(); ++k) {
+      found.parent[roots[k]] = out_root;
+      found.byte_offset[roots[k]] = offsets[k];
+    }
+    found.no_step[i] = true;
+    found.names.push_back(ir::node_short_name(node));
+  }
+  return found;
+}
+
 }  // namespace
 
 std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& context) {
@@ -244,6 +299,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     const int root = groups.find(static_cast<int>(v));
     if (group_slot[root] >= 0 && !g.values[v].is_constant()) value_slots[v] = group_slot[root];
   }
+  const ConcatsInPlace in_place = find_concats_in_place(g, groups, group_slot);
   // Remaining groups get one arena slot, created on first use and shared by the group's members.
   LowerContext lower(g, context, *plan, value_slots);
   for (size_t v = 0; v < n_values; ++v) {
@@ -269,7 +325,10 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   std::vector<bool> lowered(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
-    if (lowered[i] || (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) continue;
+    if (lowered[i] || in_place.no_step[i] ||
+        (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) {
+      continue;
+    }
     const std::optional<ConvChainMatch> chain = match_conv_chain(g, static_cast<int>(i));
     if (!chain) {
       lower_node(node);
@@ -294,25 +353,50 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
                    device_copy(plan->slots[copy.to_slot].bytes));
   }
 
-  // 4. Lifetimes of arena slots -> offsets.
+  // 4. Lifetimes of arena slots -> offsets. A block of an in-place Concat is no buffer of its own: it lies at its
+  // offset in the outermost Concat's output, which lives from the first write of any block to the last read.
+  std::vector<int> block_of;  // per slot: the slot of the Concat output it is a block of, or -1
+  std::vector<int64_t> block_offset;
+  for (size_t v = 0; v < n_values; ++v) {
+    if (in_place.parent[v] < 0) continue;
+    const int self = lower.slot(static_cast<int>(v));  // also an in-place Concat's output that no step reads
+    const int parent = lower.slot(in_place.parent[v]);
+    block_of.resize(plan->slots.size(), -1);
+    block_offset.resize(plan->slots.size(), 0);
+    block_of[self] = parent;
+    block_offset[self] = in_place.byte_offset[v];
+  }
+  block_of.resize(plan->slots.size(), -1);
+  block_offset.resize(plan->slots.size(), 0);
+  auto outermost = [&](int s) {
+    while (block_of[s] >= 0) s = block_of[s];
+    return s;
+  };
   std::vector<int> arena_ids;
   std::vector<BufferLifetime> lifetimes;
   std::vector<int> first(plan->slots.size(), INT_MAX), last(plan->slots.size(), -1);
   for (size_t i = 0; i < plan->steps.size(); ++i) {
     for (const auto* list : {&plan->steps[i].inputs, &plan->steps[i].outputs}) {
       for (int s : *list) {
-        first[s] = std::min(first[s], static_cast<int>(i));
-        last[s] = std::max(last[s], static_cast<int>(i));
+        const int buffer = outermost(s);
+        first[buffer] = std::min(first[buffer], static_cast<int>(i));
+        last[buffer] = std::max(last[buffer], static_cast<int>(i));
       }
     }
   }
   for (size_t s = 0; s < plan->slots.size(); ++s) {
-    if (plan->slots[s].kind != SlotKind::Arena || last[s] < 0) continue;
+    if (plan->slots[s].kind != SlotKind::Arena || block_of[s] >= 0 || last[s] < 0) continue;
     arena_ids.push_back(static_cast<int>(s));
     lifetimes.push_back({plan->slots[s].bytes, first[s], last[s]});
   }
   const ArenaPlan arena = plan_arena(lifetimes);
   for (size_t k = 0; k < arena_ids.size(); ++k) plan->slots[arena_ids[k]].offset = arena.offsets[k];
+  for (size_t s = 0; s < plan->slots.size(); ++s) {
+    int64_t offset = 0;
+    int at = static_cast<int>(s);
+    for (; block_of[at] >= 0; at = block_of[at]) offset += block_offset[at];
+    if (at != static_cast<int>(s)) plan->slots[s].offset = plan->slots[at].offset + offset;
+  }
   plan->arena_bytes = arena.arena_bytes;
   plan->activation_bytes = arena.sum_bytes;
   CNNRT_CHECK(plan->arena_bytes <= context.options.limits.max_activation_bytes, ErrorCode::LimitExceeded,
@@ -324,6 +408,9 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   check_free_memory(*plan, context, g.model_name);
   for (const Slot& s : plan->slots) plan->weight_bytes += s.kind == SlotKind::Weight ? s.bytes : 0;
   if (!views.empty()) plan->notes.push_back(fmt::format("views (no copy): {}", fmt::join(views, ", ")));
+  if (!in_place.names.empty()) {
+    plan->notes.push_back(fmt::format("concats in place (no copy): {}", fmt::join(in_place.names, ", ")));
+  }
   return plan;
 }
 

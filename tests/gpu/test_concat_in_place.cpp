@@ -1,0 +1,86 @@
+// Concats in place: at batch 1 a channel Concat's inputs are written straight into their blocks of its output
+// (nested, as DenseNet's), and the Concats that must copy still do: a graph input as a block, one value given
+// twice, a Concat that is the graph's output, a block that would start off the arena's alignment, and every
+// Concat at batch 2 (its blocks are strided there). Each against the CPU backend.
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+#include "gpu_test_util.hpp"
+#include "tests/model_builder.hpp"
+
+namespace cnnrt::testing {
+namespace {
+
+void conv3x3(ModelBuilder& m, const std::string& in, const std::string& out, int64_t c, int64_t f, uint32_t seed) {
+  m.initializer("w_" + out, {f, c, 3, 3}, random_floats(static_cast<size_t>(f * c * 9), seed));
+  m.initializer("b_" + out, {f}, random_floats(static_cast<size_t>(f), seed + 1));
+  ModelBuilder::attr_ints(m.node("Conv", {in, "w_" + out, "b_" + out}, {out}, out), "pads", {1, 1, 1, 1});
+}
+
+void concat(ModelBuilder& m, std::initializer_list<std::string> in, const std::string& out) {
+  ModelBuilder::attr_int(m.node("Concat", in, {out}, out), "axis", 1);
+}
+
+// x [N, 4, 8, 8] -> t = Relu(x);  dense = Concat(Concat(t, conv(t)), conv(that))  (in place at batch 1);
+// from_input = Concat(x, a) (a graph input as a block); twice = Concat(a, a); out_cat = Concat(b, a) (the
+// graph's output); odd = Concat(p, q) of 1-channel 3x5 maps (the second block would start 60 bytes in);
+// wide = Concat(c, from_input, twice) is in place again: the two copying Concats write into its blocks.
+std::string dense_model() {
+  ModelBuilder m;
+  m.input("x", {-1, 4, 8, 8}).output("y").output("out_cat").output("z");
+  m.node("Relu", {"x"}, {"t"}, "t");
+  conv3x3(m, "t", "a", 4, 4, 10);
+  concat(m, {"t", "a"}, "cat1");
+  conv3x3(m, "cat1", "b", 8, 4, 20);
+  concat(m, {"cat1", "b"}, "cat2");
+  conv3x3(m, "cat2", "c", 12, 4, 30);
+  concat(m, {"x", "a"}, "from_input");
+  concat(m, {"a", "a"}, "twice");
+  concat(m, {"c", "from_input", "twice"}, "wide");
+  conv3x3(m, "wide", "y", 20, 2, 40);
+  concat(m, {"b", "a"}, "out_cat");
+  // Two 1-channel 3x5 maps from a strided 1x1 conv, concatenated: the second block is not 256-byte aligned.
+  m.initializer("w_p", {1, 4, 1, 1}, random_floats(4, 50)).initializer("w_q", {1, 4, 1, 1}, random_floats(4, 51));
+  ModelBuilder::attr_ints(m.node("Conv", {"c", "w_p"}, {"p"}, "p"), "strides", {3, 2});
+  ModelBuilder::attr_ints(m.node("Conv", {"c", "w_q"}, {"q"}, "q"), "strides", {3, 2});
+  concat(m, {"p", "q"}, "odd");
+  m.node("Relu", {"odd"}, {"z"}, "z");
+  return m.bytes();
+}
+
+TEST_CASE("a channel Concat at batch 1 runs in place, nested; the Concats that must copy still copy") {
+  const std::string bytes = dense_model();
+  for (int64_t batch : {1, 2}) {
+    CAPTURE(batch);
+    const std::vector<Tensor> inputs = {{{batch, 4, 8, 8}, random_floats(static_cast<size_t>(batch * 256), 60)}};
+    std::vector<std::vector<Tensor>> outputs;
+    std::string plan;
+    for (Device device : {Device::Cpu, Device::Gpu}) {
+      Options options;
+      options.device = device;
+      options.batch_sizes = {batch};
+      options.tuning_cache = "none";
+      const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "dense.onnx");
+      Context context(model);
+      outputs.push_back(context.run(inputs));
+      if (device == Device::Gpu) plan = model.describe_plan(batch);
+    }
+    INFO(plan);
+    const std::string note = "concats in place (no copy): cat1, cat2, wide\n";
+    if (batch == 1) {
+      CHECK(plan.find(note) != std::string::npos);
+    } else {
+      CHECK(plan.find("concats in place") == std::string::npos);
+    }
+    REQUIRE(outputs[0].size() == 3);
+    for (size_t k = 0; k < outputs[0].size(); ++k) {
+      CAPTURE(k);
+      CHECK(max_rel_error(outputs[1][k], outputs[0][k]) < 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cnnrt::testing
