@@ -118,7 +118,7 @@ TEST_CASE("each architecture gets the families it can run; every geometry keeps 
     REQUIRE(f != nullptr);
     return kernels::device_lacks(dev, f->needs()).empty();
   };
-  for (const char* family : {"dw", "c1stream", "c1", "small", "gen", "igemm"}) {
+  for (const char* family : {"dw", "c1stream", "c1", "small", "gen", "igemm", "dot"}) {
     CAPTURE(family);
     CHECK(runs(family, turing));
   }

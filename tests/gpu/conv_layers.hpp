@@ -342,6 +342,38 @@ inline std::vector<Layer> tc_layers() {
   return out;
 }
 
+// dot (a warp's lanes split each output's taps; at least 16 taps, at most 2^19 outputs): odd sizes, paddings,
+// strides, dilation, groups, 1-D, reductions of a partial last lane trip up to 4608 taps, filter and pixel
+// counts that leave the last warp's tile partial, residuals, every kind of activation.
+inline std::vector<Layer> dot_layers() {
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int K : {1, 3, 5}) {
+    const int pad = K / 2;
+    for (int size : {1, 7, 31, 33}) {
+      out.push_back(tc_layer(1, 33, size, size, 9, K, K, 1, pad, pad, pad, pad));
+      out.push_back(tc_layer(2, 32, size, size + 3, 17, K, K, 1, pad, pad, pad, pad, ParamAct::Relu, true));
+      out.push_back(tc_layer(3, 20, size, size, 31, K, K, 2, pad, 0, pad, 2 * pad, ParamAct::LeakyRelu));
+    }
+  }
+  out.push_back(tc_layer(1, 144, 6, 6, 24, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true));  // MobileNet v2's late 1x1
+  out.push_back(tc_layer(1, 1000, 1, 1, 10, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));       // a 1x1 map
+  out.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1));                        // 4608 taps
+  out.push_back(tc_layer(1, 16, 1, 1000, 8, 1, 7, 1, 0, 3, 0, 3, ParamAct::Relu));       // Conv1d, 1000 wide
+  out.push_back(tc_layer(1, 1, 1, 1000, 16, 1, 80, 4, 0, 0, 0, 0, ParamAct::Relu));      // raw audio, 80 taps
+  out.push_back(tc_layer(2, 16, 31, 33, 24, 3, 3, 1, 2, 2, 2, 2, ParamAct::Clip));       // dilation 2
+  out.back().dil = 2;
+  out.push_back(tc_layer(2, 3, 33, 31, 16, 7, 7, 2, 3, 3, 3, 3, ParamAct::Relu));        // an RGB stem
+  for (int groups : {2, 3, 8}) {
+    out.push_back(tc_layer(1, 16 * groups, 9, 7, 10 * groups, 3, 3, 2, 1, 1, 1, 1, ParamAct::None, true));
+    out.back().groups = groups;
+  }
+  for (auto act : {ParamAct::Sigmoid, ParamAct::Tanh, ParamAct::HardSwish, ParamAct::Swish, ParamAct::Gelu}) {
+    out.push_back(tc_layer(1, 24, 7, 9, 13, 3, 3, 1, 1, 1, 1, 1, act));
+  }
+  return out;
+}
+
 // wgr and wgh (wgmma 3xTF32, C a multiple of 32): the same kinds of layers; wgh takes the stride-1 ones with 4
 // filter taps or more (`halo`).
 inline std::vector<Layer> wg_layers(bool halo) {
@@ -382,6 +414,7 @@ inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "dw") return dw_layers();
   if (family == "tc") return tc_layers();
   if (family == "igemm") return tc_layers();  // the same geometries: any stride, dilation, groups, 1-D
+  if (family == "dot") return dot_layers();
   if (family == "wgr") return wg_layers(false);
   if (family == "wgh") return wg_layers(true);
   if (family == "gen") {

@@ -1,0 +1,234 @@
+// Family "dot": each output a dot product split over the 32 lanes of a warp, for layers too small to fill the
+// GPU with tiles (batch 1 and small maps).
+//
+// A tiled kernel gives a small layer a handful of blocks, each walking the whole reduction (C*KH*KW) in a
+// serial pipeline: a 1x1 convolution of 144 channels on a 6x6 map is one 64x64 tile and takes several
+// microseconds of dependent shared-memory stages. Here a warp computes FW filters x P output pixels, its lanes
+// taking every 32nd tap k = (c, ky, kx): each lane multiplies FW filter values (consecutive k across the lanes:
+// coalesced) by P gathered inputs, so a warp's loads are independent of one another and the reduction is a few
+// loop trips deep; a butterfly of shuffles then sums the lanes' partials, and the lanes write the FW x P
+// outputs with the epilogue (bias, residual, activation). The warps of a block share their output pixels and
+// take different filters, so the gathered inputs come from L1 after the first warp.
+//
+// Any geometry: groups, strides, dilations, padding, 1-D. The weights are read as ONNX stores them.
+#include "kernels/conv_common.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/conv_registry.hpp"
+#include "kernels/fast_div.cuh"
+#include "kernels/launch.cuh"
+
+namespace cnnrt::kernels {
+
+namespace dot {
+
+// Waits as wait_for_prior_grid() (launch.cuh), but lets the next grid launch only as this grid's blocks exit:
+// released early, the next grid's waiting blocks slowed these many short blocks (MobileNet v2 at batch 1 on
+// the H100: 237 against 196 us with its small convolutions on this family).
+__device__ __forceinline__ void wait_for_prior_grid_release_at_exit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+constexpr int kWarps = 4;  // warps a block: same pixels, consecutive filter tiles
+
+// The layer's extents as the kernel reads them.
+struct Params {
+  int K;            // C/groups * KH * KW
+  int cg, fg;       // input channels and filters a group
+  int ohw, npix;    // OH * OW, N * OH * OW
+  int ftiles;       // filter tiles a group
+  int group_tiles;  // filter tiles of all groups: warps a pixel tile
+  int items;        // warps in all: group_tiles * pixel tiles
+  FastDiv by_taps, by_kw, by_ohw, by_ow, by_group_tiles, by_ftiles;
+};
+
+template <int FW, int P, Act ACT>
+__global__ void __launch_bounds__(kWarps * 32)
+    conv2d_dot_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+                      const ConvGeometry g, const Epilogue e, const Params q) {
+  wait_for_prior_grid_release_at_exit();  // launched with PDL (launch.cuh): nothing global before this
+  const int lane = threadIdx.x & 31;
+  const int item = static_cast<int>(blockIdx.x) * kWarps + static_cast<int>(threadIdx.x >> 5);
+  if (item >= q.items) return;
+  const int ptile = q.by_group_tiles.div(item);
+  const int tile = item - ptile * q.group_tiles;
+  const int group = q.by_ftiles.div(tile);
+  const int f0 = (tile - group * q.ftiles) * FW;  // first filter of the tile within its group
+  const int hw = g.H * g.W;
+
+  // The warp's pixels (the same in every lane): window origins and the offset of input (n, group's first channel).
+  int iy0[P], ix0[P], xoff[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int pix = ptile * P + p;
+    if (pix < q.npix) {
+      const int n = q.by_ohw.div(pix), rem = pix - n * q.ohw;
+      const int oy = q.by_ow.div(rem), ox = rem - oy * g.OW;
+      iy0[p] = oy * g.stride_h - g.pad_top;
+      ix0[p] = ox * g.stride_w - g.pad_left;
+      xoff[p] = (n * g.C + group * q.cg) * hw;
+    } else {
+      iy0[p] = ix0[p] = -(1 << 30);  // every tap outside: contributes nothing
+      xoff[p] = 0;
+    }
+  }
+  const float* wf[FW];
+#pragma unroll
+  for (int i = 0; i < FW; ++i) wf[i] = w + static_cast<int64_t>(group * q.fg + min(f0 + i, q.fg - 1)) * q.K;
+
+  float acc[FW][P];
+#pragma unroll
+  for (int i = 0; i < FW; ++i) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) acc[i][p] = 0.0f;
+  }
+#pragma unroll 2
+  for (int k = lane; k < q.K; k += 32) {
+    const int c = q.by_taps.div(k);
+    const int t = k - c * static_cast<int>(q.by_taps.d);
+    const int ky = q.by_kw.div(t);
+    const int kx = (t - ky * g.KW) * g.dil_w;
+    const int dy = ky * g.dil_h;
+    float wv[FW];
+#pragma unroll
+    for (int i = 0; i < FW; ++i) wv[i] = __ldg(wf[i] + k);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int iy = iy0[p] + dy, ix = ix0[p] + kx;
+      const bool inside = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H) &&
+                          static_cast<unsigned>(ix) < static_cast<unsigned>(g.W);
+      const float xv = inside ? __ldg(x + xoff[p] + c * hw + iy * g.W + ix) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < FW; ++i) acc[i][p] = fmaf(wv[i], xv, acc[i][p]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < FW; ++i) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) acc[i][p] += __shfl_xor_sync(0xffffffffu, acc[i][p], offset);
+    }
+  }
+  // Lane i*P + p writes output (filter f0 + i, pixel p).
+#pragma unroll
+  for (int i = 0; i < FW; ++i) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int pix = ptile * P + p;
+      if (lane != i * P + p || f0 + i >= q.fg || pix >= q.npix) continue;
+      const int f = group * q.fg + f0 + i;
+      const int n = q.by_ohw.div(pix), rem = pix - n * q.ohw;
+      const int64_t at = (static_cast<int64_t>(n) * g.F + f) * q.ohw + rem;
+      float v = acc[i][p] + (e.bias ? __ldg(e.bias + f) : 0.0f);
+      if (e.residual) v += __ldg(e.residual + at);
+      y[at] = activate<ACT>(v, e);
+    }
+  }
+}
+
+template <int FW, int P, Act ACT>
+void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, cudaStream_t stream) {
+  Params q;
+  q.cg = g.C / g.groups;
+  q.fg = g.F / g.groups;
+  q.K = q.cg * g.KH * g.KW;
+  q.ohw = g.OH * g.OW;
+  q.npix = g.N * q.ohw;
+  q.ftiles = (q.fg + FW - 1) / FW;
+  q.group_tiles = g.groups * q.ftiles;
+  q.items = q.group_tiles * ((q.npix + P - 1) / P);
+  q.by_taps = FastDiv(g.KH * g.KW);
+  q.by_kw = FastDiv(g.KW);
+  q.by_ohw = FastDiv(q.ohw);
+  q.by_ow = FastDiv(g.OW);
+  q.by_group_tiles = FastDiv(q.group_tiles);
+  q.by_ftiles = FastDiv(q.ftiles);
+  const unsigned blocks = static_cast<unsigned>((q.items + kWarps - 1) / kWarps);
+  launch_overlapped(conv2d_dot_kernel<FW, P, ACT>, dim3(blocks), dim3(kWarps * 32), 0, stream, 1, x, y, w, g, e, q);
+}
+
+// The instantiated tiles (filters x pixels a warp): 1 x 4, the most warps for the fewest outputs; 4 x 4,
+// each gathered input used four times; 2 x 8, each filter value used eight times. Each with ReLU compiled
+// in and with the activation chosen at run time.
+struct Entry {
+  int fw, p;
+  Act act;
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+};
+
+#define DOT_ENTRY(FW, P, ACT) \
+  Entry { FW, P, ACT, &launch<FW, P, ACT> }
+
+const Entry kEntries[] = {
+    DOT_ENTRY(1, 4, Act::Relu), DOT_ENTRY(1, 4, Act::Param), DOT_ENTRY(4, 4, Act::Relu),
+    DOT_ENTRY(4, 4, Act::Param), DOT_ENTRY(2, 8, Act::Relu), DOT_ENTRY(2, 8, Act::Param),
+};
+
+#undef DOT_ENTRY
+
+// Outputs beyond which a layer has enough of them to fill the GPU with tiles: the tiled families win there,
+// and timing this family on large layers would only lengthen tuning.
+constexpr int64_t kMaxOutputs = int64_t(1) << 19;
+// Taps below which most lanes would idle.
+constexpr int kMinTaps = 16;
+
+}  // namespace dot
+
+namespace {
+
+std::string variant_name(const dot::Entry& en) {
+  return "dot_f" + std::to_string(en.fw) + "_p" + std::to_string(en.p) + "_" + (en.act == Act::Relu ? "relu" : "act");
+}
+
+class DotFamily final : public ConvFamily {
+ public:
+  DotFamily()
+      : ConvFamily("dot",
+                   "small layers: each output a dot product over C*KH*KW split across a warp's lanes (filters x "
+                   "pixels a warp), summed by shuffles; the weights as stored, the input gathered through L1",
+                   {}, pack_nothing) {}
+
+  std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
+    const ConvGeometry& g = layer.g;
+    if (layer.pooled()) return "fused pooling";
+    const int64_t K = int64_t(g.C / g.groups) * g.KH * g.KW;
+    if (K < dot::kMinTaps) return "fewer than 16 taps (C/groups*KH*KW) an output";
+    if (layer.conv_floats() > dot::kMaxOutputs) return "more than 2^19 outputs (the tiled families' layers)";
+    if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31) || int64_t(g.F) * K >= (int64_t(1) << 31)) {
+      return "too large for 32-bit offsets";
+    }
+    return "";
+  }
+
+  std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {
+    const ConvGeometry& g = layer.g;
+    const bool relu = layer.e.param_act == ParamAct::Relu;
+    const int fg = g.F / g.groups;
+    const int64_t npix = int64_t(g.N) * g.OH * g.OW;
+    std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
+    for (const dot::Entry& en : dot::kEntries) {
+      if (en.act == Act::Relu && !relu) continue;
+      // Warps in all against the warps the SMs hold at once (a wave), and each warp's loads a tap.
+      const double warps = double((fg + en.fw - 1) / en.fw) * g.groups * double((npix + en.p - 1) / en.p);
+      const double waves = std::ceil(warps / (double(std::max(1, dev.sm_count)) * 64));
+      const double score = waves * (en.fw + en.p) * (en.act == Act::Param && relu ? 1.02 : 1.0);
+      scored.push_back({{variant_name(en), "", bind_launch(en.launch, layer, w.filters)}, score});
+    }
+    return rank_by_score(std::move(scored));
+  }
+
+  std::vector<std::string> variant_names() const override {
+    return entry_names(dot::kEntries, [](const dot::Entry& en) { return variant_name(en); });
+  }
+};
+
+}  // namespace
+
+const ConvFamily& conv2d_dot_family() {
+  static const DotFamily family;
+  return family;
+}
+
+}  // namespace cnnrt::kernels
