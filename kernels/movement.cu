@@ -29,6 +29,39 @@ void launch_copy_space(const float* in, float* out, const StridedSpace<2>& space
       in, out, space.template indexer<Index>(), static_cast<Index>(packs));
 }
 
+// ---- concat ------------------------------------------------------------------------------------------
+
+struct ConcatSources {
+  const float* in[kMaxConcatInputs];
+};
+
+// One thread a pack of kWidth output elements (a pack never straddles two inputs: the boundaries are multiples
+// of kWidth). `desc` is in packs. The parameters are indexed by a run-time input number: __grid_constant__
+// reads them from the constant bank where a plain parameter would be copied to each thread's local memory.
+template <class Index, int kWidth>
+__global__ void concat_kernel(const __grid_constant__ ConcatSources sources, float* __restrict__ out,
+                              const __grid_constant__ ConcatDesc desc, FixedDivisor<Index> row, Index packs) {
+  for (Index i = global_thread_index<Index>(); i < packs; i += global_thread_count<Index>()) {
+    const Index r = row.quotient(i);
+    const Index column = i - r * row.divisor;
+    int k = 0;
+    while (k + 1 < desc.inputs && static_cast<int64_t>(column) >= desc.starts[k + 1]) ++k;
+    const Index width = static_cast<Index>(desc.starts[k + 1] - desc.starts[k]);
+    const Index source = r * width + column - static_cast<Index>(desc.starts[k]);
+    store_pack<kWidth>(out, static_cast<int64_t>(i) * kWidth,
+                       load_pack<kWidth>(sources.in[k], static_cast<int64_t>(source) * kWidth, false));
+  }
+}
+
+template <class Index, int kWidth>
+void launch_concat_with(const ConcatSources& sources, float* out, ConcatDesc desc, cudaStream_t stream) {
+  for (int k = 0; k <= desc.inputs; ++k) desc.starts[k] /= kWidth;
+  desc.row /= kWidth;
+  const int64_t packs = desc.outer * desc.row;
+  concat_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
+      sources, out, desc, FixedDivisor<Index>::make(static_cast<Index>(desc.row)), static_cast<Index>(packs));
+}
+
 // ---- pad ---------------------------------------------------------------------------------------------
 
 template <class Index>
@@ -181,6 +214,35 @@ void launch_strided_copy(const float* in, float* out, const StridedCopyDesc& des
     launch_copy_space<uint32_t, 4>(in_base, out_base, space.packs_of_4(), stream);
   } else {
     launch_copy_space<uint32_t, 1>(in_base, out_base, space, stream);
+  }
+}
+
+ConcatDesc concat_desc(int inputs, int rank, const int64_t* const* in_dims, const int64_t* out_dims, int axis) {
+  ConcatDesc desc;
+  desc.inputs = inputs;
+  int64_t inner = 1;
+  for (int d = 0; d < axis; ++d) desc.outer *= out_dims[d];
+  for (int d = axis + 1; d < rank; ++d) inner *= out_dims[d];
+  for (int k = 0; k < inputs; ++k) desc.starts[k + 1] = desc.starts[k] + in_dims[k][axis] * inner;
+  desc.row = desc.starts[inputs];
+  return desc;
+}
+
+void launch_concat(const float* const* inputs, float* out, const ConcatDesc& desc, cudaStream_t stream) {
+  const int64_t count = desc.outer * desc.row;
+  if (count == 0) return;
+  ConcatSources sources{};
+  bool packs_of_4 = desc.row % 4 == 0 && aligned_16(out);
+  for (int k = 0; k < desc.inputs; ++k) {
+    sources.in[k] = inputs[k];
+    packs_of_4 = packs_of_4 && desc.starts[k] % 4 == 0 && aligned_16(inputs[k]);
+  }
+  if (count >= kIndex32Limit) {
+    launch_concat_with<uint64_t, 1>(sources, out, desc, stream);
+  } else if (packs_of_4) {
+    launch_concat_with<uint32_t, 4>(sources, out, desc, stream);
+  } else {
+    launch_concat_with<uint32_t, 1>(sources, out, desc, stream);
   }
 }
 

@@ -29,6 +29,21 @@ StridedCopyDesc slice_desc(int rank, const int64_t* in_dims, const int64_t* out_
 StridedCopyDesc concat_input_desc(int rank, const int64_t* in_dims, const int64_t* out_dims, int axis,
                                   int64_t axis_offset);
 
+// Concat of up to kMaxConcatInputs contiguous inputs in one launch. The output is viewed as `outer` rows
+// (the extents before the axis) of `row` elements; input k fills columns [starts[k], starts[k + 1]) of every
+// row (its extent along the axis times the extents after it), so it is read as [outer, starts[k + 1] -
+// starts[k]]. Writes are coalesced over whole rows; float4 accesses when every boundary and the row are
+// multiples of 4 and every pointer is 16-byte aligned.
+constexpr int kMaxConcatInputs = 16;
+struct ConcatDesc {
+  int inputs = 0;
+  int64_t outer = 1;
+  int64_t row = 0;                             // starts[inputs]
+  int64_t starts[kMaxConcatInputs + 1] = {};   // starts[0] = 0
+};
+ConcatDesc concat_desc(int inputs, int rank, const int64_t* const* in_dims, const int64_t* out_dims, int axis);
+void launch_concat(const float* const* inputs, float* out, const ConcatDesc& desc, cudaStream_t stream);
+
 // Runs the copy. Axes are merged where possible, so a Concat input is a 2-D block copy and an identity
 // permutation a flat copy; float4 accesses when the innermost extent is a multiple of 4, both innermost
 // strides are 1 (or the input's is 0), outer strides are multiples of 4 and both bases (pointer + offset) are

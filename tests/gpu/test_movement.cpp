@@ -83,6 +83,9 @@ TEST_CASE("Concat matches the CPU reference") {
       {{{5}, {7}}, 0},                      // second input starts misaligned: scalar
       {{{2, 2, 3, 1, 2}, {2, 2, 3, 4, 2}}, 3},
       {{{4, 1}, {4, 2}, {4, 3}}, 1},
+      {{{2, 4, 3, 4}, {2, 8, 3, 4}, {2, 4, 3, 4}}, 1},  // float4 packs in one launch
+      {{{1000, 3}, {1000, 1}, {1000, 5}, {1000, 7}, {1000, 2}, {1000, 1}, {1000, 3}, {1000, 4},
+        {1000, 1}, {1000, 6}, {1000, 2}, {1000, 3}, {1000, 1}, {1000, 8}, {1000, 2}, {1000, 5}}, 1},  // 16 inputs
   };
   uint32_t seed = 1400;
   for (const ConcatCase& c : cases) {
@@ -108,6 +111,23 @@ TEST_CASE("Concat matches the CPU reference") {
       axis_offset += input.shape()[c.axis];
     }
     CHECK(error_against(out, want) < kTolerance);
+
+    // The same in one launch (the planner's way for up to kMaxConcatInputs inputs), on a poisoned output.
+    std::vector<DeviceBuffer> device_inputs;
+    std::vector<const float*> pointers;
+    std::vector<const int64_t*> dims;
+    for (const ir::HostTensor& input : inputs) {
+      device_inputs.emplace_back(input.float_values());
+      pointers.push_back(device_inputs.back().get());
+      dims.push_back(input.shape().data());
+    }
+    DeviceBuffer joined(static_cast<size_t>(want.numel()));  // poisoned
+    kernels::launch_concat(pointers.data(), joined.get(),
+                           kernels::concat_desc(static_cast<int>(inputs.size()), rank_of(out_shape), dims.data(),
+                                                out_shape.data(), c.axis),
+                           nullptr);
+    finish_launch();
+    CHECK(error_against(joined, want) < kTolerance);
   }
 }
 

@@ -61,10 +61,20 @@ void lower_slice(const ir::Node& node, LowerContext& lc) {
               [desc](const float* const* i, float* const* o, Stream s) { kernels::launch_strided_copy(i[0], o[0], desc, s); });
 }
 
+// One launch for up to kMaxConcatInputs inputs; more are copied one launch each.
 void lower_concat(const ir::Node& node, LowerContext& lc) {
   const ir::Shape& out = output_shape(lc, node);
   require_rank_at_most(out, kernels::kMaxRank, "Concat output");
   const int axis = static_cast<int>(node.attrs.get_int("axis", 0));
+  if (node.inputs.size() <= static_cast<size_t>(kernels::kMaxConcatInputs)) {
+    std::vector<const int64_t*> dims;
+    for (size_t i = 0; i < node.inputs.size(); ++i) dims.push_back(input_shape(lc, node, i).data());
+    const kernels::ConcatDesc desc =
+        kernels::concat_desc(static_cast<int>(dims.size()), rank_of(out), dims.data(), out.data(), axis);
+    add_simple_step(lc, node, "concat", fmt::format("{} inputs on axis {}", desc.inputs, axis),
+                    [desc](const float* const* i, float* const* o, Stream s) { kernels::launch_concat(i, o[0], desc, s); });
+    return;
+  }
   std::vector<kernels::StridedCopyDesc> descs;
   int64_t offset = 0;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
