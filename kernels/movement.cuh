@@ -25,7 +25,8 @@ StridedCopyDesc transpose_desc(int rank, const int64_t* in_dims, const int64_t* 
 // starts[d] + i * steps[d]; out_dims gives the counts. Steps may be negative, never 0.
 StridedCopyDesc slice_desc(int rank, const int64_t* in_dims, const int64_t* out_dims, const int64_t* starts,
                            const int64_t* steps);
-// Concat: the input of in_dims goes to the output (out_dims) at axis_offset along `axis`; one launch per input.
+// Concat: the input of in_dims goes to the output (out_dims) at axis_offset along `axis`, one launch per input
+// (the planner uses launch_concat below for up to kMaxConcatInputs inputs).
 StridedCopyDesc concat_input_desc(int rank, const int64_t* in_dims, const int64_t* out_dims, int axis,
                                   int64_t axis_offset);
 
