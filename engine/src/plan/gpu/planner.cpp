@@ -355,47 +355,54 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
 
   // 4. Lifetimes of arena slots -> offsets. A block of an in-place Concat is no buffer of its own: it lies at its
   // offset in the outermost Concat's output, which lives from the first write of any block to the last read.
-  std::vector<int> block_of;  // per slot: the slot of the Concat output it is a block of, or -1
-  std::vector<int64_t> block_offset;
+  struct Block {
+    int slot, parent;
+    int64_t offset;
+  };
+  std::vector<Block> blocks;
   for (size_t v = 0; v < n_values; ++v) {
     if (in_place.parent[v] < 0) continue;
-    const int self = lower.slot(static_cast<int>(v));  // also an in-place Concat's output that no step reads
-    const int parent = lower.slot(in_place.parent[v]);
-    block_of.resize(plan->slots.size(), -1);
-    block_offset.resize(plan->slots.size(), 0);
-    block_of[self] = parent;
-    block_offset[self] = in_place.byte_offset[v];
+    // slot() also creates the slot of an in-place Concat's output that no step reads.
+    blocks.push_back({lower.slot(static_cast<int>(v)), lower.slot(in_place.parent[v]), in_place.byte_offset[v]});
   }
-  block_of.resize(plan->slots.size(), -1);
-  block_offset.resize(plan->slots.size(), 0);
-  auto outermost = [&](int s) {
-    while (block_of[s] >= 0) s = block_of[s];
-    return s;
-  };
+  const size_t n_slots = plan->slots.size();
+  std::vector<int> block_of(n_slots, -1);
+  std::vector<int64_t> block_offset(n_slots, 0);
+  for (const Block& b : blocks) {
+    block_of[b.slot] = b.parent;
+    block_offset[b.slot] = b.offset;
+  }
+  // Per slot: the buffer it lies in (itself, or the outermost Concat output) and its offset there.
+  std::vector<int> buffer_of(n_slots);
+  std::vector<int64_t> offset_in_buffer(n_slots, 0);
+  for (size_t s = 0; s < n_slots; ++s) {
+    int at = static_cast<int>(s);
+    for (; block_of[at] >= 0; at = block_of[at]) offset_in_buffer[s] += block_offset[at];
+    buffer_of[s] = at;
+  }
   std::vector<int> arena_ids;
   std::vector<BufferLifetime> lifetimes;
-  std::vector<int> first(plan->slots.size(), INT_MAX), last(plan->slots.size(), -1);
+  std::vector<int> first(n_slots, INT_MAX), last(n_slots, -1);
   for (size_t i = 0; i < plan->steps.size(); ++i) {
     for (const auto* list : {&plan->steps[i].inputs, &plan->steps[i].outputs}) {
       for (int s : *list) {
-        const int buffer = outermost(s);
+        const int buffer = buffer_of[s];
         first[buffer] = std::min(first[buffer], static_cast<int>(i));
         last[buffer] = std::max(last[buffer], static_cast<int>(i));
       }
     }
   }
-  for (size_t s = 0; s < plan->slots.size(); ++s) {
-    if (plan->slots[s].kind != SlotKind::Arena || block_of[s] >= 0 || last[s] < 0) continue;
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (plan->slots[s].kind != SlotKind::Arena || buffer_of[s] != static_cast<int>(s) || last[s] < 0) continue;
     arena_ids.push_back(static_cast<int>(s));
     lifetimes.push_back({plan->slots[s].bytes, first[s], last[s]});
   }
   const ArenaPlan arena = plan_arena(lifetimes);
   for (size_t k = 0; k < arena_ids.size(); ++k) plan->slots[arena_ids[k]].offset = arena.offsets[k];
-  for (size_t s = 0; s < plan->slots.size(); ++s) {
-    int64_t offset = 0;
-    int at = static_cast<int>(s);
-    for (; block_of[at] >= 0; at = block_of[at]) offset += block_offset[at];
-    if (at != static_cast<int>(s)) plan->slots[s].offset = plan->slots[at].offset + offset;
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (buffer_of[s] != static_cast<int>(s)) {
+      plan->slots[s].offset = plan->slots[buffer_of[s]].offset + offset_in_buffer[s];
+    }
   }
   plan->arena_bytes = arena.arena_bytes;
   plan->activation_bytes = arena.sum_bytes;
