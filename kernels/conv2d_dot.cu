@@ -21,15 +21,6 @@ namespace cnnrt::kernels {
 
 namespace dot {
 
-// Waits as wait_for_prior_grid() (launch.cuh), but lets the next grid launch only as this grid's blocks exit:
-// released early, the next grid's waiting blocks slowed these many short blocks (MobileNet v2 at batch 1 on
-// the H100: 237 against 196 us with its small convolutions on this family).
-__device__ __forceinline__ void wait_for_prior_grid_release_at_exit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 constexpr int kWarps = 4;  // warps a block: same pixels, consecutive filter tiles
 
 // The layer's extents as the kernel reads them.

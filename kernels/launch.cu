@@ -10,6 +10,7 @@ namespace cnnrt::kernels {
 namespace {
 std::atomic<bool> g_programmatic_launch{true};  // constant-initialised: no CUDA call at static-init time
 std::atomic<uint64_t> g_plain_devices{0};         // bit d: device d launches without PDL
+thread_local bool t_next_plain = false;           // launch_next_plain() asked for it
 }  // namespace
 
 void set_programmatic_launch(bool on) { g_programmatic_launch.store(on, std::memory_order_relaxed); }
@@ -43,6 +44,16 @@ bool programmatic_launch() {
   int ordinal = 0;
   if (cudaGetDevice(&ordinal) != cudaSuccess || ordinal < 0 || ordinal >= 64) return false;
   return (plain >> ordinal & 1) == 0;
+}
+
+void launch_next_plain() { t_next_plain = true; }
+
+bool take_programmatic_launch() {
+  if (t_next_plain) {
+    t_next_plain = false;
+    return false;
+  }
+  return programmatic_launch();
 }
 
 }  // namespace cnnrt::kernels

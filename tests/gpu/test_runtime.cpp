@@ -24,6 +24,8 @@
 #include "conformance.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu_test_util.hpp"
+#include "kernels/launch.cuh"
+#include "kernels/pool.cuh"
 
 using namespace cnnrt;
 using testing::max_rel_error;
@@ -205,6 +207,54 @@ TEST_CASE("overlapped launches (PDL) and plain launches agree bit for bit, graph
       }
     }
   }
+}
+
+TEST_CASE("launch_next_plain: the thread's next overlapped launch waits for the grid before; the ones after overlap") {
+  // The request is the thread's, taken by one launch.
+  kernels::set_programmatic_launch(true);
+  kernels::launch_next_plain();
+  CHECK_FALSE(kernels::take_programmatic_launch());
+  CHECK(kernels::take_programmatic_launch() == kernels::programmatic_launch());
+#if CUDART_VERSION >= 12030
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  if (major < 9 || !kernels::programmatic_launch()) {
+    MESSAGE("no programmatic dependent launch on this GPU; the graph edges are not checked");
+    return;
+  }
+  // Three pooling launches captured: A, then B after launch_next_plain(), then C. A -> B must be a full
+  // dependency, B -> C a programmatic one.
+  gpu::DeviceAllocation x(4 * 8 * 8 * sizeof(float)), y(4 * 4 * 4 * sizeof(float));
+  kernels::Pool2dDesc desc;
+  desc.planes = 4;
+  desc.rows = {8, 4, 2, 2};
+  desc.cols = {8, 4, 2, 2};
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  kernels::launch_pool2d(kernels::PoolOp::Max, x.floats(), y.floats(), desc, stream);
+  kernels::launch_next_plain();
+  kernels::launch_pool2d(kernels::PoolOp::Max, x.floats(), y.floats(), desc, stream);
+  kernels::launch_pool2d(kernels::PoolOp::Max, x.floats(), y.floats(), desc, stream);
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  cudaGraphNode_t from[4], to[4];
+  cudaGraphEdgeData data[4] = {};
+  size_t edges = 4;
+#if CUDART_VERSION >= 13000
+  REQUIRE(cudaGraphGetEdges(graph, from, to, data, &edges) == cudaSuccess);
+#else
+  REQUIRE(cudaGraphGetEdges_v2(graph, from, to, data, &edges) == cudaSuccess);
+#endif
+  REQUIRE(edges == 2);
+  // A -> B is the edge whose head is the other's tail.
+  const size_t a_edge = (from[0] == to[1]) ? 1 : 0;
+  CHECK(data[a_edge].type == cudaGraphDependencyTypeDefault);
+  CHECK(data[1 - a_edge].type == cudaGraphDependencyTypeProgrammatic);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+#endif
 }
 
 TEST_CASE("runs queue on the caller's stream") {

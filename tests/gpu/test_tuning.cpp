@@ -66,3 +66,42 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+TEST_CASE("launch overlap: measured on the whole plan once, then from the cache; the outputs stay right") {
+  char name[] = "/tmp/cnnrt_overlap_XXXXXX";
+  const fs::path dir = mkdtemp(name);
+  const std::string cache = (dir / "tuning.json").string();
+  const std::string path = repo_path("tests/data/resnet_basic_block_opset13/model.onnx");
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning_cache = cache;
+  options.batch_sizes = {1};
+  const Model first = Model::load(path, options);
+  // The measured choice is stored beside the kernel choices, under this device and kernel set.
+  const std::string text = read(cache);
+  CHECK_MESSAGE(text.find("launch-overlap|") != std::string::npos, text);
+  const std::string first_plan = first.describe_plan(1);
+  const Model second = Model::load(path, options);
+  const std::string second_plan = second.describe_plan(1);
+  INFO(first_plan);
+  INFO(second_plan);
+  // Where some steps launch plainly, the second plan names the cache, with the same steps.
+  const std::string note = "steps launched without overlapping the step before (";
+  CHECK((first_plan.find(note) == std::string::npos) == (second_plan.find(note) == std::string::npos));
+  if (first_plan.find(note) != std::string::npos) {
+    CHECK(first_plan.find(note + "measured") != std::string::npos);
+    CHECK(second_plan.find(note + "cache") != std::string::npos);
+  }
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu = Model::load(path, cpu_options);
+  std::vector<int64_t> shape = first.inputs()[0].shape;
+  shape[0] = 1;
+  int64_t count = 1;
+  for (int64_t& d : shape) count *= (d = d < 0 ? 9 : d);
+  const Tensor input{shape, random_floats(static_cast<size_t>(count), 77)};
+  const Tensor want = Context(cpu).run({input})[0];
+  CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}

@@ -59,6 +59,9 @@ struct Step {
   std::vector<Candidate> candidates;  // tuning results, fastest first (cnnrt plan --explain)
   std::vector<std::string> not_eligible;  // "family: why not", for the families that declined the step
   std::shared_ptr<const ConvStepInfo> conv;  // convolution steps only
+  // Launched while the step before drains (PDL, where the GPU and the switch allow it); false: launched only
+  // once the step before has finished, where the whole network measured faster so (runtime/gpu_executor.hpp).
+  bool overlap = true;
   LaunchFn launch;
 };
 

@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/graph_timing.hpp"
+#include "kernels/launch.cuh"
 #include "plan/gpu_plan.hpp"
 
 namespace cnnrt::runtime {
@@ -189,6 +191,48 @@ class GpuExecutor final : public Executor {
 
   const plan::GpuPlan* gpu_plan() const override { return &plan_; }
 
+  // For measure_step_overlap: the context's own buffers bound, the inputs random in [-1, 1).
+  void bind_random_inputs() {
+    bind_own_buffers();
+    std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (gpu::DeviceAllocation& in : own_inputs_) {
+      std::vector<float> host(in.bytes() / sizeof(float));
+      for (float& x : host) x = dist(rng);
+      CNNRT_CUDA_CHECK(cudaMemcpy(in.get(), host.data(), in.bytes(), cudaMemcpyHostToDevice));
+    }
+    bound_once_ = true;
+  }
+
+  // The median GPU time of `samples` single runs (graph replays between two events), the graph instantiated
+  // anew first: the steps' `overlap` may have changed, and an edge's kind is not something an update of the
+  // executable graph is sure to carry.
+  double median_single_run_us(int samples) {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+    graph_stale_ = true;
+    launch();  // capture, and a warm-up
+    launch();
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CNNRT_CUDA_CHECK(cudaEventCreate(&start));
+    CNNRT_CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<double> us;
+    cudaError_t err = cudaSuccess;
+    for (int s = 0; s < samples && err == cudaSuccess; ++s) {
+      float ms = 0;
+      if ((err = cudaEventRecord(start, stream_)) != cudaSuccess) break;
+      if ((err = cudaGraphLaunch(graph_exec_, stream_)) != cudaSuccess) break;
+      if ((err = cudaEventRecord(stop, stream_)) != cudaSuccess) break;
+      if ((err = cudaEventSynchronize(stop)) != cudaSuccess) break;
+      if ((err = cudaEventElapsedTime(&ms, start, stop)) != cudaSuccess) break;
+      us.push_back(ms * 1000.0);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    CNNRT_CUDA_CHECK(err);
+    return gpu::median(us);
+  }
+
  private:
   // A host pointer passed where device memory belongs is a common mistake; CUDA can tell us.
   static void check_device_pointer(const void* ptr, const char* what, size_t index) {
@@ -319,7 +363,9 @@ class GpuExecutor final : public Executor {
 
   void launch_step(size_t i) {
     const plan::Step& step = plan_.steps[i];
+    if (!step.overlap) kernels::launch_next_plain();
     step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
+    if (!step.overlap) kernels::take_programmatic_launch();  // (a step that launched nothing leaves no request)
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
       gpu::throw_cuda_error(err, step.kernel.c_str(), __FILE__, __LINE__,
@@ -395,6 +441,81 @@ class GpuExecutor final : public Executor {
 };
 
 }  // namespace
+
+OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
+  constexpr int kSamples = 15;           // single runs a measurement (their median)
+  constexpr double kMaxRunUs = 2000;     // longer runs are many-wave grids: a launch gap is noise there
+  constexpr double kBudgetUs = 2.0e6;    // GPU time the search may take
+  const size_t n = plan->steps.size();
+  OverlapChoice choice;
+  constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // a second arena beside the contexts' (large batches)
+  for (plan::Step& s : plan->steps) s.overlap = true;
+  if (n < 2 || plan->arena_bytes > kMaxArenaBytes) return choice;
+  auto prepared = std::make_shared<plan::Prepared>();
+  prepared->graph.model_name = model_name;
+  prepared->gpu_plan = plan;
+  cudaStream_t stream = nullptr;
+  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  GpuExecutor executor(prepared, stream, /*use_graphs=*/true);
+  executor.bind_random_inputs();
+
+  const auto set_plain = [&](const std::vector<bool>& plain) {
+    for (size_t i = 0; i < n; ++i) plan->steps[i].overlap = !plain[i];
+  };
+  // A change is kept only when it gains more than run-to-run noise.
+  const auto margin = [](double us) { return std::max(0.25, 0.004 * us); };
+  std::vector<bool> best(n, false);
+  double best_us = executor.median_single_run_us(kSamples);
+  choice.overlapped_us = choice.chosen_us = best_us;
+  choice.measured = best_us <= kMaxRunUs && best_us * (kSamples + 2) * double(n + 6) <= kBudgetUs;
+  if (!choice.measured) return choice;
+  // Greedy, first step to last: each step launched plainly in turn, kept where the network got faster.
+  for (size_t i = 1; i < n; ++i) {
+    std::vector<bool> trial = best;
+    trial[i] = true;
+    set_plain(trial);
+    const double us = executor.median_single_run_us(kSamples);
+    if (us < best_us - margin(best_us)) {
+      best = std::move(trial);
+      best_us = us;
+    }
+  }
+  if (std::find(best.begin(), best.end(), true) == best.end()) {
+    set_plain(best);
+    return choice;
+  }
+  // The winner against all overlapped once more, alternating, so that a lucky sample does not decide.
+  std::vector<double> overlapped, chosen;
+  const std::vector<bool> none(n, false);
+  for (int r = 0; r < 3; ++r) {
+    set_plain(none);
+    overlapped.push_back(executor.median_single_run_us(kSamples));
+    set_plain(best);
+    chosen.push_back(executor.median_single_run_us(kSamples));
+  }
+  choice.overlapped_us = gpu::median(overlapped);
+  choice.chosen_us = gpu::median(chosen);
+  if (choice.chosen_us < choice.overlapped_us - margin(choice.overlapped_us)) {
+    for (size_t i = 0; i < n; ++i) {
+      if (best[i]) choice.plain_steps.push_back(static_cast<int>(i));
+    }
+  } else {
+    choice.chosen_us = choice.overlapped_us;
+  }
+  apply_step_overlap(*plan, choice.plain_steps);
+  return choice;
+}
+
+void apply_step_overlap(plan::GpuPlan& plan, const std::vector<int>& plain_steps) {
+  for (plan::Step& s : plan.steps) s.overlap = true;
+  for (int i : plain_steps) {
+    if (i >= 0 && static_cast<size_t>(i) < plan.steps.size()) plan.steps[static_cast<size_t>(i)].overlap = false;
+  }
+}
 
 std::unique_ptr<Executor> make_gpu_executor(std::shared_ptr<const plan::Prepared> prepared, Stream stream,
                                             bool use_graphs) {

@@ -1,6 +1,10 @@
 #include "runtime/gpu_model.hpp"
 
 #include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -17,6 +21,29 @@ namespace cnnrt::runtime {
 
 namespace {
 
+// CNNRT_NO_LAUNCH_TUNING=1: every step overlaps the one before, unmeasured (for comparison).
+bool launch_tuning_off() {
+  const char* v = std::getenv("CNNRT_NO_LAUNCH_TUNING");
+  return v && std::strcmp(v, "0") != 0;
+}
+
+// What identifies a plan's launch sequence for the cache: every step's kernel, configuration and output shape.
+std::string overlap_signature(const plan::GpuPlan& plan) {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  const auto mix = [&hash](const std::string& text) {
+    for (const char c : text + "\n") {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ull;
+    }
+  };
+  for (const plan::Step& s : plan.steps) {
+    mix(s.kernel);
+    mix(s.config);
+    mix(fmt::format("{}", fmt::join(s.output_shape, "x")));
+  }
+  return fmt::format("launch-overlap|{} steps|{:016x}", plan.steps.size(), hash);
+}
+
 class GpuModelImpl final : public GpuModel {
  public:
   explicit GpuModelImpl(const Options& options)
@@ -29,7 +56,9 @@ class GpuModelImpl final : public GpuModel {
 
   std::shared_ptr<const plan::GpuPlan> plan(const plan::Prepared& prepared) override {
     plan::PlanContext context{device_, weights_, options_, tuner_.get()};
-    return plan::build_gpu_plan(prepared, context);
+    std::shared_ptr<plan::GpuPlan> plan = plan::build_gpu_plan(prepared, context);
+    choose_step_overlap(plan, prepared.graph.model_name);
+    return plan;
   }
 
   std::unique_ptr<Executor> make_executor(std::shared_ptr<const plan::Prepared> prepared, Stream stream) override {
@@ -47,6 +76,41 @@ class GpuModelImpl final : public GpuModel {
   }
 
  private:
+  // Which steps launch without overlapping the step before (measure_step_overlap), from the cache when this
+  // launch sequence was measured on this device before. Only where overlapping is possible and measured
+  // choices are wanted: PDL on, CUDA graphs on, tuning on.
+  void choose_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
+    if (!options_.tuning || !options_.cuda_graphs || launch_tuning_off() || !kernels::programmatic_launch() ||
+        plan->steps.size() < 2) {
+      return;
+    }
+    const std::string signature = overlap_signature(*plan);
+    OverlapChoice choice;
+    std::string how = "measured";
+    if (const std::optional<plan::CachedChoice> cached = tuner_->recall(signature)) {
+      how = "cache";
+      std::string list = cached->kernel.substr(cached->kernel.find(':') + 1);
+      for (size_t at = 0; at < list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        choice.plain_steps.push_back(std::stoi(list.substr(at, comma - at)));
+        at = comma + 1;
+      }
+      for (const auto& [what, us] : cached->timings) (what == "overlapped" ? choice.overlapped_us : choice.chosen_us) = us;
+      apply_step_overlap(*plan, choice.plain_steps);
+    } else {
+      choice = measure_step_overlap(plan, model_name);
+      if (!choice.measured) return;
+      plan::CachedChoice store;
+      store.kernel = fmt::format("plain:{}", fmt::join(choice.plain_steps, ","));
+      store.timings = {{"overlapped", choice.overlapped_us}, {"chosen", choice.chosen_us}};
+      tuner_->remember(signature, store);
+    }
+    if (choice.plain_steps.empty()) return;
+    plan->notes.push_back(fmt::format(
+        "steps launched without overlapping the step before ({}: a run {:.1f} us, all overlapped {:.1f} us): {}", how,
+        choice.chosen_us, choice.overlapped_us, fmt::join(choice.plain_steps, ", ")));
+  }
+
   Options options_;
   const gpu::DeviceInfo& device_;
   gpu::WeightStore weights_;

@@ -127,6 +127,14 @@ class MeasuringTuner final : public Tuner {
     return choice;
   }
 
+  std::optional<CachedChoice> recall(const std::string& signature) const override {
+    return cache_.find(TuningCache::key(device_.name, kernel_set_version(), signature));
+  }
+
+  void remember(const std::string& signature, const CachedChoice& choice) override {
+    cache_.store(TuningCache::key(device_.name, kernel_set_version(), signature), choice);
+  }
+
  private:
   Choice measure(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                  const TuneShapes& shapes) {

@@ -10,6 +10,7 @@
 #include "cnnrt/cnnrt.hpp"
 #include "gpu/device_info.hpp"
 #include "plan/gpu_plan.hpp"
+#include "plan/tuning_cache.hpp"
 
 namespace cnnrt::plan {
 
@@ -50,6 +51,11 @@ class Tuner {
   // `signature` must identify the layer completely (op, shapes, attributes, epilogue).
   virtual Choice choose(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                         const TuneShapes& shapes) = 0;
+
+  // Whole-plan choices measured outside the tuner (which steps launch without overlap) share its cache, keyed
+  // by device and kernel set as its own entries: the entry stored for `signature`, if any, and storing one.
+  virtual std::optional<CachedChoice> recall(const std::string& signature) const = 0;
+  virtual void remember(const std::string& signature, const CachedChoice& choice) = 0;
 };
 
 std::unique_ptr<Tuner> make_tuner(const Options& options, const gpu::DeviceInfo& device);
