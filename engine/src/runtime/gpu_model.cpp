@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -27,7 +28,8 @@ bool launch_tuning_off() {
   return v && std::strcmp(v, "0") != 0;
 }
 
-// What identifies a plan's launch sequence for the cache: every step's kernel, configuration and output shape.
+// What identifies a plan's launch sequence for the cache: every step's nodes, kernel and output shape (not its
+// config text, which says whether its kernel was measured or came from the cache).
 std::string overlap_signature(const plan::GpuPlan& plan) {
   uint64_t hash = 14695981039346656037ull;  // FNV-1a
   const auto mix = [&hash](const std::string& text) {
@@ -37,11 +39,28 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
     }
   };
   for (const plan::Step& s : plan.steps) {
+    mix(s.label);
     mix(s.kernel);
-    mix(s.config);
     mix(fmt::format("{}", fmt::join(s.output_shape, "x")));
   }
   return fmt::format("launch-overlap|{} steps|{:016x}", plan.steps.size(), hash);
+}
+
+// The step list of a cached choice, "plain:3,7,12" ("plain:" for none); nullopt for anything else (an entry
+// edited by hand, or written by another version): it is measured again.
+std::optional<std::vector<int>> parse_plain_steps(const std::string& text) {
+  const std::string prefix = "plain:";
+  if (text.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::vector<int> steps;
+  const char* p = text.c_str() + prefix.size();
+  while (*p) {
+    char* end = nullptr;
+    const long step = std::strtol(p, &end, 10);
+    if (end == p || step < 0 || (*end != ',' && *end != '\0')) return std::nullopt;
+    steps.push_back(static_cast<int>(step));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return steps;
 }
 
 class GpuModelImpl final : public GpuModel {
@@ -87,15 +106,14 @@ class GpuModelImpl final : public GpuModel {
     const std::string signature = overlap_signature(*plan);
     OverlapChoice choice;
     std::string how = "measured";
-    if (const std::optional<plan::CachedChoice> cached = tuner_->recall(signature)) {
+    const std::optional<plan::CachedChoice> cached = tuner_->recall(signature);
+    const std::optional<std::vector<int>> cached_steps = cached ? parse_plain_steps(cached->kernel) : std::nullopt;
+    if (cached_steps) {
       how = "cache";
-      std::string list = cached->kernel.substr(cached->kernel.find(':') + 1);
-      for (size_t at = 0; at < list.size();) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        choice.plain_steps.push_back(std::stoi(list.substr(at, comma - at)));
-        at = comma + 1;
+      choice.plain_steps = *cached_steps;
+      for (const auto& [what, us] : cached->timings) {
+        (what == "overlapped" ? choice.overlapped_us : choice.chosen_us) = us;
       }
-      for (const auto& [what, us] : cached->timings) (what == "overlapped" ? choice.overlapped_us : choice.chosen_us) = us;
       apply_step_overlap(*plan, choice.plain_steps);
     } else {
       choice = measure_step_overlap(plan, model_name);
