@@ -22,11 +22,22 @@ std::vector<double> time_captured_runs(cudaStream_t stream, int runs, int sample
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   CNNRT_CUDA_CHECK(instantiated);
+  struct ExecGuard {
+    cudaGraphExec_t exec;
+    ~ExecGuard() { cudaGraphExecDestroy(exec); }
+  } guard{exec};
+  CNNRT_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
+  std::vector<double> us = time_graph_replays(exec, stream, samples);
+  for (double& u : us) u /= runs;
+  return us;
+}
+
+std::vector<double> time_graph_replays(cudaGraphExec_t exec, cudaStream_t stream, int samples) {
   cudaEvent_t start = nullptr, stop = nullptr;
   CNNRT_CUDA_CHECK(cudaEventCreate(&start));
   CNNRT_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<double> us;
-  cudaError_t err = cudaGraphLaunch(exec, stream);  // warm-up
+  cudaError_t err = cudaSuccess;
   for (int s = 0; s < samples && err == cudaSuccess; ++s) {
     float ms = 0;
     if ((err = cudaEventRecord(start, stream)) != cudaSuccess) break;
@@ -34,11 +45,10 @@ std::vector<double> time_captured_runs(cudaStream_t stream, int runs, int sample
     if ((err = cudaEventRecord(stop, stream)) != cudaSuccess) break;
     if ((err = cudaEventSynchronize(stop)) != cudaSuccess) break;
     if ((err = cudaEventElapsedTime(&ms, start, stop)) != cudaSuccess) break;
-    us.push_back(ms * 1000.0 / runs);
+    us.push_back(ms * 1000.0);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
   CNNRT_CUDA_CHECK(err);
   return us;
 }

@@ -15,6 +15,9 @@ namespace cnnrt::gpu {
 std::vector<double> time_captured_runs(cudaStream_t stream, int runs, int samples,
                                        const std::function<void()>& enqueue_one_run);
 
+// Microseconds of each of `samples` replays of `exec` on `stream`, each between two events (not sorted).
+std::vector<double> time_graph_replays(cudaGraphExec_t exec, cudaStream_t stream, int samples);
+
 double median(std::vector<double> values);
 
 }  // namespace cnnrt::gpu

@@ -213,24 +213,7 @@ class GpuExecutor final : public Executor {
     graph_stale_ = true;
     launch();  // capture, and a warm-up
     launch();
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CNNRT_CUDA_CHECK(cudaEventCreate(&start));
-    CNNRT_CUDA_CHECK(cudaEventCreate(&stop));
-    std::vector<double> us;
-    cudaError_t err = cudaSuccess;
-    for (int s = 0; s < samples && err == cudaSuccess; ++s) {
-      float ms = 0;
-      if ((err = cudaEventRecord(start, stream_)) != cudaSuccess) break;
-      if ((err = cudaGraphLaunch(graph_exec_, stream_)) != cudaSuccess) break;
-      if ((err = cudaEventRecord(stop, stream_)) != cudaSuccess) break;
-      if ((err = cudaEventSynchronize(stop)) != cudaSuccess) break;
-      if ((err = cudaEventElapsedTime(&ms, start, stop)) != cudaSuccess) break;
-      us.push_back(ms * 1000.0);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    CNNRT_CUDA_CHECK(err);
-    return gpu::median(us);
+    return gpu::median(gpu::time_graph_replays(graph_exec_, stream_, samples));
   }
 
  private:
