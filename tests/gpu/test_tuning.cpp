@@ -1,5 +1,6 @@
 // The planner's measured choices and their cache on the GPU: a first load measures and writes the cache, a
 // second load of the same model measures nothing, and entries of another kernel set are measured again.
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -68,6 +69,14 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
 }
 
 TEST_CASE("launch overlap: measured on the whole plan once, then from the cache; the outputs stay right") {
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  const char* off = std::getenv("CNNRT_NO_LAUNCH_TUNING");
+  if (major < 9 || (off && std::string(off) != "0")) {
+    MESSAGE("no programmatic dependent launch here (or CNNRT_NO_LAUNCH_TUNING is set): nothing is measured");
+    return;
+  }
   char name[] = "/tmp/cnnrt_overlap_XXXXXX";
   const fs::path dir = mkdtemp(name);
   const std::string cache = (dir / "tuning.json").string();
@@ -77,14 +86,15 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   options.tuning_cache = cache;
   options.batch_sizes = {1};
   const Model first = Model::load(path, options);
-  // The measured choice is stored beside the kernel choices, under this device and kernel set, once: the second
-  // load (its kernels now from the cache) finds it.
+  // The measured choice is stored beside the kernel choices, under this device and kernel set; the second load
+  // (its kernels now from the cache too) finds it and writes nothing: a second measurement would store other
+  // timings.
   const std::string text = read(cache);
-  CHECK_MESSAGE(count(text, "launch-overlap") == 1, text);
+  CHECK_MESSAGE(text.find("launch-overlap-v1|") != std::string::npos, text);
   const std::string first_plan = first.describe_plan(1);
   const Model second = Model::load(path, options);
   const std::string second_plan = second.describe_plan(1);
-  CHECK_MESSAGE(count(read(cache), "launch-overlap") == 1, read(cache));
+  CHECK(read(cache) == text);
   INFO(first_plan);
   INFO(second_plan);
   // Where some steps launch plainly, the second plan names the cache, with the same steps.

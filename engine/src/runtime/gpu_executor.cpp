@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "core/error.hpp"
@@ -208,6 +209,8 @@ class GpuExecutor final : public Executor {
   // anew first: the steps' `overlap` may have changed, and an edge's kind is not something an update of the
   // executable graph is sure to carry.
   double median_single_run_us(int samples) {
+    CNNRT_CHECK(use_graphs_, ErrorCode::Internal, "timing single runs of '{}' needs CUDA graphs",
+                prepared_->graph.model_name);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     graph_exec_ = nullptr;
     graph_stale_ = true;
@@ -346,9 +349,18 @@ class GpuExecutor final : public Executor {
 
   void launch_step(size_t i) {
     const plan::Step& step = plan_.steps[i];
-    if (!step.overlap) kernels::launch_next_plain();
+    // A plain step asks for its first launch to be plain; the request goes when the step is done, whether it
+    // launched anything or threw.
+    struct PlainRequest {
+      bool on;
+      explicit PlainRequest(bool plain) : on(plain) {
+        if (on) kernels::launch_next_plain();
+      }
+      ~PlainRequest() {
+        if (on) kernels::take_programmatic_launch();
+      }
+    } request(!step.overlap);
     step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
-    if (!step.overlap) kernels::take_programmatic_launch();  // (a step that launched nothing leaves no request)
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
       gpu::throw_cuda_error(err, step.kernel.c_str(), __FILE__, __LINE__,
@@ -423,9 +435,8 @@ class GpuExecutor final : public Executor {
   std::vector<cudaEvent_t> events_;
 };
 
-}  // namespace
-
-OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
+// measure_step_overlap's search (gpu_executor.hpp), which leaves the steps' flags as they were at a throw.
+OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
   constexpr int kSamples = 15;           // single runs a measurement (their median)
   constexpr double kMaxRunUs = 2000;     // longer runs are many-wave grids: a launch gap is noise there
   constexpr double kBudgetUs = 2.0e6;    // GPU time the search may take
@@ -433,7 +444,10 @@ OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, c
   OverlapChoice choice;
   constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // a second arena beside the contexts' (large batches)
   for (plan::Step& s : plan->steps) s.overlap = true;
-  if (n < 2 || plan->arena_bytes > kMaxArenaBytes) return choice;
+  if (n < 2 || plan->arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
+  // One search at a time in the process: two would time each other.
+  static std::mutex searching;
+  const std::lock_guard<std::mutex> lock(searching);
   auto prepared = std::make_shared<plan::Prepared>();
   prepared->graph.model_name = model_name;
   prepared->gpu_plan = plan;
@@ -491,6 +505,17 @@ OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, c
   }
   apply_step_overlap(*plan, choice.plain_steps);
   return choice;
+}
+
+}  // namespace
+
+OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
+  try {
+    return search_step_overlap(plan, model_name);
+  } catch (...) {
+    apply_step_overlap(*plan, {});
+    throw;
+  }
 }
 
 void apply_step_overlap(plan::GpuPlan& plan, const std::vector<int>& plain_steps) {

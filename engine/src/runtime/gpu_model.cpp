@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <optional>
 
 #include "core/error.hpp"
@@ -43,7 +44,9 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
     mix(s.kernel);
     mix(fmt::format("{}", fmt::join(s.output_shape, "x")));
   }
-  return fmt::format("launch-overlap|{} steps|{:016x}", plan.steps.size(), hash);
+  // v1: the search of measure_step_overlap; a change to it (or to where kernels release the next grid)
+  // bumps this, so that choices it made before are measured again.
+  return fmt::format("launch-overlap-v1|{} steps|{:016x}", plan.steps.size(), hash);
 }
 
 // The step list of a cached choice, "plain:3,7,12" ("plain:" for none); nullopt for anything else (an entry
@@ -116,8 +119,17 @@ class GpuModelImpl final : public GpuModel {
       }
       apply_step_overlap(*plan, choice.plain_steps);
     } else {
-      choice = measure_step_overlap(plan, model_name);
-      if (!choice.measured) return;
+      try {
+        choice = measure_step_overlap(plan, model_name);
+      } catch (const std::exception& e) {
+        // Only a speed choice: the plan runs as well with every step overlapped (as the search leaves it). A
+        // broken CUDA context fails the load's next CUDA call with its own error.
+        cudaGetLastError();
+        log().warn("'{}': measuring which steps to launch plainly failed ({}); every step overlaps", model_name,
+                   e.what());
+        return;
+      }
+      if (choice.overlapped_us <= 0) return;  // not timed (see measure_step_overlap)
       plan::CachedChoice store;
       store.kernel = fmt::format("plain:{}", fmt::join(choice.plain_steps, ","));
       store.timings = {{"overlapped", choice.overlapped_us}, {"chosen", choice.chosen_us}};
