@@ -113,9 +113,24 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   L.bb = take(L.fb);
   L.part = take(window_lanes ? 0 : L.fb * L.groups * B.g.OH * B.g.OW);
   L.feat = take(L.fb * B.PH() * B.PW());
-  L.wfc = take(d.fc.N * L.fb * B.PH() * B.PW());
+  L.fc_stride = round4(d.fc.N * B.PH() * B.PW());
+  L.fc_bytes = L.fb * L.fc_stride * 4;
+  L.wfc = take(L.fb * L.fc_stride);
   L.bfc = take(d.fc.N);
   L.fc_part = take(ranks * d.fc.N);
+  // The tail's inputs and outputs: fc's outputs and every tail layer's but the last (which goes to y).
+  L.dense_width = d.tail_count > 0 ? d.fc.N : 0;
+  for (int t = 0; t + 1 < d.tail_count; ++t) L.dense_width = std::max(L.dense_width, d.tail[t].N);
+  L.dense_width = round4(L.dense_width);
+  L.dense_io = take(2 * L.dense_width);
+  static_assert(kChainTailMax == 2, "ChainLayout's tail arrays hold two layers");
+  for (int t = 0, k = d.fc.N; t < d.tail_count; k = d.tail[t].N, ++t) {
+    L.tail_w_bytes[t] = round4(d.tail[t].N * k) * 4;
+    L.tail_b_bytes[t] = round4(d.tail[t].N) * 4;
+    L.tail_w[t] = take(round4(d.tail[t].N * k));
+    L.tail_b[t] = take(round4(d.tail[t].N));
+    L.tail_bytes += L.tail_w_bytes[t] + (d.tail[t].bias ? L.tail_b_bytes[t] : 0);
+  }
   L.floats = at;
   L.by_segs_a = FastDiv(L.segs_a);
   L.by_win_rows = FastDiv(pool_a ? A.e.pool.kh : 1);
@@ -157,6 +172,18 @@ bool conv_ok(const ChainConv& c) {
 
 }  // namespace
 
+std::vector<float> chain_fc_weights(const std::vector<float>& nk, const ConvChainDesc& d) {
+  const int64_t n_out = d.fc.N, filters = d.b.g.F, p_count = int64_t(d.b.PH()) * d.b.PW();
+  const int64_t k = filters * p_count, stride = round4(static_cast<int>(n_out * p_count));
+  std::vector<float> out(static_cast<size_t>(filters * stride), 0.0f);
+  for (int64_t f = 0; f < filters; ++f) {
+    for (int64_t n = 0; n < n_out; ++n) {
+      for (int64_t p = 0; p < p_count; ++p) out[f * stride + n * p_count + p] = nk[n * k + f * p_count + p];
+    }
+  }
+  return out;
+}
+
 bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::string* why) {
   auto no = [why](std::string reason) {
     if (why) *why = std::move(reason);
@@ -169,6 +196,16 @@ bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::stri
   if (B.g.C != A.g.F || B.g.H != A.PH() || B.g.W != A.PW()) return no("the second convolution does not read the first's output");
   if (!conv_ok(A) || !conv_ok(B)) return no("a convolution's geometry is not stride 1 with non-negative padding");
   if (d.fc.N < 1 || d.batch < 1 || A.g.F < 1 || B.g.F < 1) return no("empty tensor");
+  if (d.tail_count < 0 || d.tail_count > kChainTailMax) {
+    return no(fmt::format("{} dense layers after the first ({} supported)", d.tail_count, kChainTailMax));
+  }
+  int64_t tail_bytes = 0;
+  for (int t = 0, k = d.fc.N; t < d.tail_count; k = d.tail[t].N, ++t) {
+    if (d.tail[t].N < 1) return no("empty tensor");
+    tail_bytes += 4 * (int64_t(round4(d.tail[t].N)) + (int64_t(d.tail[t].N) * k + 3) / 4 * 4);
+  }
+  if (int64_t(d.fc.N) * B.PH() * B.PW() * 4 > kChainTailMaxBytes) return no("the dense layer's weights per filter take over 1 MB");
+  if (tail_bytes > kChainTailMaxBytes) return no(fmt::format("the dense layers after the first take {} bytes", tail_bytes));
   for (int ranks : kChainRanks) {
     if (d.b.g.F % ranks == 0 && fits(make_layout(d, ranks, false, false), smem_optin_bytes)) return true;
   }

@@ -24,9 +24,14 @@
 //      warp) sum the groups' partials in a fixed order, add the bias and activate, and pool across the
 //      lanes with shuffles;
 //   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
-//      of the fully connected weights, one warp per output, and stores the partial dot products into rank
+//      of the fully connected weights (brought into its shared memory by one bulk copy issued at the start),
+//      one warp per output, and stores the partial dot products into rank
 //      0's shared memory (asynchronous stores counted by an mbarrier there: only rank 0 waits); rank 0 sums
-//      the ranks' partials in rank order (deterministic), adds the bias, activates and writes the outputs.
+//      the ranks' partials in rank order (deterministic), adds the bias, activates and writes the outputs;
+//   4. where more dense layers follow (up to kChainTailMax: LeNet-5's F6 and output layer), rank 0 runs them
+//      from its shared memory, one warp per output; their weights (tens of kilobytes) arrive there by bulk
+//      copies issued at the start, while the convolutions run. As steps of their own they cost ~5 us each at
+//      batch 1.
 // The device code is in conv_chain_device.cuh: conv_chain.cu builds it for any shapes, and conv_chain_jit.hpp
 // compiles it at plan time for one model's shapes (NVRTC), where the shapes fold into constants.
 // Limits (conv_chain_supports): stride 1, dilation 1, one group, square kernels of 3 or 5 (A and B the
@@ -67,16 +72,28 @@ struct ChainConv {
 // The fully connected layer over B's flattened pooled output: out[n] = act(sum_k w[n][k] * f[k] + bias[n]).
 struct ChainDense {
   int N = 1;                        // outputs per image
-  const float* weights = nullptr;   // device, [N][B.F * B.PH * B.PW] (Gemm's alpha folded in)
+  const float* weights = nullptr;   // device, Gemm's alpha folded in. fc: per filter f of B, an [N][B.PH * B.PW]
+                                    // block padded to whole float4s (chain_fc_weights; 16-byte aligned);
+                                    // tail: [N][the previous layer's N]
   const float* bias = nullptr;      // device, [N] (Gemm's beta * C), or null
   ParamAct act = ParamAct::None;
   float alpha = 0.0f, beta = 0.0f;
 };
 
+// Dense layers after the first, in order (LeNet-5's F6 and output layer): each reads the one before
+// (tail[0] reads fc's outputs) and the last writes y. Their weights and biases are copied into rank 0's
+// shared memory whole, by bulk asynchronous copies issued at the kernel's start: each must be 16-byte
+// aligned and readable to the next whole float4 (kChainTailAlign floats; the planner pads its uploads).
+constexpr int kChainTailMax = 2;
+constexpr int kChainTailAlign = 4;
+constexpr int kChainTailMaxBytes = (1 << 20) - 16;  // what one mbarrier counts
+
 struct ConvChainDesc {
   int batch = 1;
   ChainConv a, b;
   ChainDense fc;
+  int tail_count = 0;               // of kChainTailMax
+  ChainDense tail[kChainTailMax];   // weights [N][the previous layer's N]
 };
 
 // Where each staged tensor lives in a block's dynamic shared memory (float offsets), and how the work of
@@ -108,6 +125,13 @@ struct ChainLayout {
   FastDiv by_src_w, by_src_h;  // B's staged input: row pitch and rows per channel
   FastDiv by_img_w;            // A's staged image: row pitch
   int img = 0, wa = 0, ba = 0, map_a = 0, src = 0, wb = 0, bb = 0, part = 0, feat = 0, wfc = 0, bfc = 0, fc_part = 0;
+  int tail_w[2] = {0, 0}, tail_b[2] = {0, 0};  // the tail's weights and biases (kChainTailMax layers)
+  int tail_w_bytes[2] = {0, 0}, tail_b_bytes[2] = {0, 0};  // their bulk copies' sizes (whole float4s)
+  int tail_bytes = 0;     // what the copies bring in all (the biases only where the desc has them)
+  int fc_stride = 0;      // floats per filter block of the dense layer's weights (chain_fc_weights)
+  int fc_bytes = 0;       // this rank's blocks: fb * fc_stride floats, one bulk copy
+  int dense_io = 0;       // two buffers of dense_width floats: the inputs and outputs of the tail's layers
+  int dense_width = 0;    // the widest dense output before the last (0 without a tail)
   int floats = 0;         // total
 };
 
@@ -116,6 +140,11 @@ struct ConvChainVariant {
   std::string name;       // e.g. "chain_k5k5_cl16_aw_bw" (docs/kernels.md)
   ChainLayout layout;
 };
+
+// The dense layer's weights as the kernel reads them, from Gemm's [N][K] (K = B.F * P, P = B.PH * B.PW, alpha
+// folded in): filter-major, each filter's [N][P] block padded to whole float4s, so that every rank's filters are
+// one contiguous, aligned run (one bulk copy) whatever the cluster size.
+std::vector<float> chain_fc_weights(const std::vector<float>& nk, const ConvChainDesc& d);
 
 // Whether the chain kernel runs `d`; `why` (if given) says what does not fit.
 bool conv_chain_supports(const ConvChainDesc& d, int smem_optin_bytes, std::string* why = nullptr);
@@ -134,7 +163,7 @@ std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int sm
 cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStream_t stream,
                                        cudaLaunchAttribute (&attributes)[2]);
 
-// x: [batch, 1, A.H, A.W]; y: [batch, fc.N].
+// x: [batch, 1, A.H, A.W]; y: [batch, N of the last dense layer (fc, or tail[tail_count - 1])].
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
                        cudaStream_t stream);
 #endif  // __CUDACC_RTC__

@@ -60,6 +60,15 @@ __device__ __forceinline__ void mbarrier_wait_parity0(uint64_t* bar) {
   }
 }
 
+// `bytes` (a multiple of 16) from global `src` to this block's shared `dst` (both 16-byte aligned) by the bulk
+// copy engine, counted on this block's mbarrier `bar` (the issuing thread has announced the bytes).
+__device__ __forceinline__ void bulk_copy_to_shared(float* dst, const float* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(shared_address(bar))
+               : "memory");
+}
+
 // `v` into rank `rank`'s copy of the shared-memory float `p` (this block's address of it), counted as 4 bytes
 // by that rank's copy of the mbarrier `bar`: an asynchronous store that needs no barrier to be seen there.
 __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_t* bar) {
@@ -228,6 +237,29 @@ __device__ __forceinline__ float a_window_lanes(const ChainConv& A, const ChainL
   return pool ? window.finish(A.e.pool, py, px, A.g.OH, A.g.OW) : window.sum;
 }
 
+// out[n] = act(sum_k weights[n][k] * in[k] + bias[n]) for n in [0, D.N), everything in shared memory: one
+// warp per output, the lanes striding over k, summed by a fixed shuffle tree (deterministic).
+template <int kWarps>
+__device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const float* weights, const float* bias,
+                                            const float* in, float* out, int warp, int lane) {
+  const int passes = (D.N + kWarps - 1) / kWarps, chunks = (k + 31) / 32;
+#pragma unroll 4
+  for (int p = 0; p < passes; ++p) {
+    const int n = warp + p * kWarps;
+    if (n >= D.N) break;  // uniform across the warp
+    const float* w = weights + n * k;
+    float s = 0.0f;
+#pragma unroll 4
+    for (int c = 0; c < chunks; ++c) {
+      const int j = c * 32 + lane;
+      if (j < k) s = fmaf(w[j], in[j], s);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) out[n] = param_activate(s + (D.bias ? bias[n] : 0.0f), D.act, D.alpha, D.beta);
+  }
+}
+
 // One launch of the chain (conv_chain.cuh): `d` and `L` are the kernel's parameters in the built kernels
 // (conv_chain.cu), and constants in the kernels compiled for one model at plan time (conv_chain_jit.cpp),
 // where the index arithmetic and the parameter loads fold away.
@@ -264,9 +296,9 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   // issued at about one thread a cycle here (six a thread took 1.0 us of an isolated launch, chain_trace).
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
-  const int wa_count = A.g.F * KA * KA, wb_count = L.fb * B.g.C * KB * KB, wfc_count = d.fc.N * slice;
+  const int wa_count = A.g.F * KA * KA, wb_count = L.fb * B.g.C * KB * KB;
   const int features = B.g.F * P;
-  const int weight_floats = wa_count + A.g.F + wb_count + L.fb + wfc_count + d.fc.N;
+  const int weight_floats = wa_count + A.g.F + wb_count + L.fb + d.fc.N;
   // The i-th weight of this rank (A's filters and bias, this rank's B filters and bias, its columns of the
   // dense layer, the dense bias) and its offset in shared memory. Absent biases read as zero.
   auto weight = [&](int i, int& at) -> float {
@@ -290,15 +322,31 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
       return B.e.bias ? __ldg(B.e.bias + rank * L.fb + i) : 0.0f;
     }
     i -= L.fb;
-    if (i < wfc_count) {
-      const int n = L.by_slice.div(i), j = i - n * slice;
-      at = L.wfc + i;
-      return __ldg(d.fc.weights + static_cast<int64_t>(n) * features + rank * slice + j);
-    }
-    i -= wfc_count;
     at = L.bfc + i;
     return d.fc.bias ? __ldg(d.fc.bias + i) : 0.0f;
   };
+  // This rank's block of the dense layer's weights (its filters' [N][P] blocks, contiguous: chain_fc_weights)
+  // and, in rank 0, the tail's weights and biases, into shared memory by the bulk copy engine; waited for
+  // only where they are used (the copies run under the convolutions).
+  __shared__ uint64_t fc_weights_ready, tail_ready;
+  if (tid == 0) {
+    mbarrier_init(&fc_weights_ready, 1);
+    if (rank == 0 && d.tail_count > 0) mbarrier_init(&tail_ready, 1);
+    fence_mbarrier_init();
+    mbarrier_arrive_expect_tx(&fc_weights_ready, static_cast<uint32_t>(L.fc_bytes));
+    bulk_copy_to_shared(wfc, d.fc.weights + static_cast<int64_t>(rank) * L.fb * L.fc_stride,
+                        static_cast<uint32_t>(L.fc_bytes), &fc_weights_ready);
+  }
+  if (rank == 0 && tid == 0 && d.tail_count > 0) {
+    mbarrier_arrive_expect_tx(&tail_ready, static_cast<uint32_t>(L.tail_bytes));
+#pragma unroll
+    for (int t = 0; t < kChainTailMax; ++t) {
+      if (t >= d.tail_count) break;
+      const ChainDense& D = d.tail[t];
+      bulk_copy_to_shared(smem + L.tail_w[t], D.weights, static_cast<uint32_t>(L.tail_w_bytes[t]), &tail_ready);
+      if (D.bias) bulk_copy_to_shared(smem + L.tail_b[t], D.bias, static_cast<uint32_t>(L.tail_b_bytes[t]), &tail_ready);
+    }
+  }
   RegisterStage<kChainWeightRegs> weights;
   weights.load_all_but_last(smem, weight_floats, weight);
   // The image, zero-padded (it may be the prior grid's output), loaded into registers the same way before
@@ -475,10 +523,15 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   // asynchronous stores that rank 0's fc_ready counts. Only rank 0 waits: the other ranks are done once
   // their stores are issued (nothing reads their shared memory any more; rank 0's lives until the stores
   // have landed). A cluster barrier here cost ~0.7 us on one launch's critical path (launch_floor).
+  mbarrier_wait_parity0(&fc_weights_ready);
   for (int n = warp; n < d.fc.N; n += kWarps) {
     float s = 0.0f;
     for (int j0 = 0; j0 < slice; j0 += 32) {
-      if (j0 + lane < slice) s = fmaf(wfc[n * slice + j0 + lane], feat[j0 + lane], s);
+      const int j = j0 + lane;
+      if (j < slice) {
+        const int f = L.by_pb.div(j), p = j - f * P;  // this rank's filter f, its pooled output p
+        s = fmaf(wfc[f * L.fc_stride + n * P + p], feat[j], s);
+      }
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
@@ -495,14 +548,38 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   } else if (rank == 0) {
     mbarrier_wait_parity0(&fc_ready);
   }
-  if (rank == 0) {
-    // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
-    for (int n = warp; n < d.fc.N; n += kWarps) {
-      float v = lane < R ? fc_part[lane * d.fc.N + n] : 0.0f;
+  if (rank != 0) return;
+  // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
+  float* dense_in = smem + L.dense_io;
+  for (int n = warp; n < d.fc.N; n += kWarps) {
+    float v = lane < R ? fc_part[lane * d.fc.N + n] : 0.0f;
 #pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == 0) y[static_cast<int64_t>(image) * d.fc.N + n] = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) {
+      v = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
+      if (d.tail_count == 0) {
+        y[static_cast<int64_t>(image) * d.fc.N + n] = v;
+      } else {
+        dense_in[n] = v;
+      }
     }
+  }
+  // 4. The dense layers after the first, rank 0 alone (the block's barriers are its own). Unrolled: a
+  // runtime index into d.tail would put the whole desc in local memory in the compiled kernels, whose
+  // constants then stop folding.
+  int k = d.fc.N;
+#pragma unroll
+  for (int t = 0; t < kChainTailMax; ++t) {
+    if (t >= d.tail_count) break;
+    const ChainDense& D = d.tail[t];
+    const bool last = t + 1 == d.tail_count;
+    float* dense_out = smem + L.dense_io + ((t + 1) % 2) * L.dense_width;
+    if (t == 0) mbarrier_wait_parity0(&tail_ready);  // the weights
+    block_barrier();  // the layer before has written dense_in
+    dense_layer<kWarps>(D, k, smem + L.tail_w[t], smem + L.tail_b[t], dense_in,
+                        last ? y + static_cast<int64_t>(image) * D.N : dense_out, warp, lane);
+    dense_in = dense_out;
+    k = D.N;
   }
 }
 

@@ -60,6 +60,7 @@ std::string words(const T& value) {
 ConvChainDesc shapes_only(ConvChainDesc d) {
   d.batch = d.a.g.N = d.b.g.N = 1;
   d.a.weights = d.a.e.bias = d.a.e.residual = d.b.weights = d.b.e.bias = d.b.e.residual = d.fc.weights = d.fc.bias = nullptr;
+  for (ChainDense& t : d.tail) t.weights = t.bias = nullptr;
   return d;
 }
 
@@ -82,7 +83,8 @@ static_assert(sizeof(cnnrt::kernels::ConvChainDesc) == {desc_size} && sizeof(cnn
 
 extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
     {entry}(const float* __restrict__ x, float* __restrict__ y, const float* wa, const float* ba, const float* wb,
-            const float* bb, const float* wfc, const float* bfc) {{
+            const float* bb, const float* wfc, const float* bfc, const float* wt0, const float* bt0,
+            const float* wt1, const float* bt1) {{
   using namespace cnnrt::kernels;
   constexpr unsigned kDesc[] = {{{desc}}};
   constexpr unsigned kLayout[] = {{{layout}}};
@@ -96,6 +98,10 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
   d.b.e.bias = bb;
   d.fc.weights = wfc;
   d.fc.bias = bfc;
+  d.tail[0].weights = wt0;
+  d.tail[0].bias = bt0;
+  d.tail[1].weights = wt1;
+  d.tail[1].bias = bt1;
   chain_detail::conv_chain_body<{ka}, {kb}>(x, y, d, L);
 }}
 )",
@@ -105,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
                      fmt::arg("kb", d.b.g.KH));
 }
 
-std::string compile_chain_jit_source(const std::string& source, int arch) {
+std::string compile_chain_jit_source(const std::string& source, int arch, std::string* log_out) {
   std::vector<const char*> names = {"cstdint"}, texts = {kCstdint};
   for (int i = 0; i < kChainJitHeaderCount; ++i) {
     names.push_back(kChainJitHeaders[i].name);
@@ -117,7 +123,10 @@ std::string compile_chain_jit_source(const std::string& source, int arch) {
               "create");
   // As nvcc builds the kernels (kernels/CMakeLists.txt): C++17, full optimisation, no fast-math.
   const std::string gpu = fmt::format("--gpu-architecture=sm_{}", arch);
-  const char* options[] = {gpu.c_str(), "-std=c++17", "-default-device", "-lineinfo"};
+  // ptxas warns in the log where the kernel uses local memory: the desc indexed at run time, or spills (both
+  // undo what compiling for the shapes is for).
+  const char* options[] = {gpu.c_str(), "-std=c++17", "-default-device", "-lineinfo",
+                           "--ptxas-options=--warn-on-local-memory-usage", "--ptxas-options=--warn-on-spills"};
   const nvrtcResult r = nvrtcCompileProgram(program, static_cast<int>(std::size(options)), options);
   size_t log_size = 0;
   nvrtcGetProgramLogSize(program, &log_size);
@@ -131,6 +140,7 @@ std::string compile_chain_jit_source(const std::string& source, int arch) {
     nvrtcGetCUBIN(program, cubin.data());
   }
   nvrtcDestroyProgram(&program);
+  if (log_out) *log_out = log;
   if (r != NVRTC_SUCCESS || cubin.empty()) {
     throw std::runtime_error(fmt::format("NVRTC could not compile the chain kernel ({}):\n{}", nvrtcGetErrorString(r), log));
   }
@@ -172,7 +182,12 @@ void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cu
   const float* bb = d.b.e.bias;
   const float* wfc = d.fc.weights;
   const float* bfc = d.fc.bias;
-  void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc};
+  static_assert(kChainTailMax == 2, "the compiled kernel's parameters name two tail layers");
+  const float* wt0 = d.tail[0].weights;
+  const float* bt0 = d.tail[0].bias;
+  const float* wt1 = d.tail[1].weights;
+  const float* bt1 = d.tail[1].bias;
+  void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc, &wt0, &bt0, &wt1, &bt1};
   cudaLaunchAttribute attributes[2];
   const cudaLaunchConfig_t config = chain_launch_config(layout_, d.batch, stream, attributes);
   cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel_), args);

@@ -25,8 +25,9 @@ std::string conv_chain_jit_source(const ConvChainDesc& d, const ConvChainVariant
 extern const char* const kChainJitEntry;
 
 // `source` compiled for sm_<arch> (e.g. 90) to a cubin. Needs no GPU. Throws std::runtime_error with the
-// compiler's log when the source does not compile.
-std::string compile_chain_jit_source(const std::string& source, int arch);
+// compiler's log when the source does not compile; `log` (if given) gets the log of a compilation that
+// succeeded (ptxas warns there where the kernel uses local memory).
+std::string compile_chain_jit_source(const std::string& source, int arch, std::string* log = nullptr);
 
 // A chain kernel compiled for (d, v) on the current device and loaded. Throws std::runtime_error when NVRTC
 // or the load fails; the planner then keeps the built kernel.

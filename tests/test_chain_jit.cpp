@@ -33,6 +33,26 @@ ConvChainDesc lenet_chain() {
   return d;
 }
 
+// LeNet-5's: conv 1->6 5x5 on 32x32 + Tanh + 2x2/2 average pool, conv 6->16 5x5 + Tanh + 2x2/2 average
+// pool, 400->120 Tanh, then its tail: 120->84 Tanh, 84->10.
+ConvChainDesc lenet5_chain() {
+  ConvChainDesc d;
+  auto avg_pool = [](int out) {
+    PoolGeometry p = max_pool(2, out);
+    p.kind = FusedPool::Avg;
+    return p;
+  };
+  d.a.g.C = 1, d.a.g.H = d.a.g.W = 32, d.a.g.F = 6, d.a.g.KH = d.a.g.KW = 5, d.a.g.OH = d.a.g.OW = 28;
+  d.a.e.param_act = ParamAct::Tanh, d.a.e.pool = avg_pool(14);
+  d.b.g.C = 6, d.b.g.H = d.b.g.W = 14, d.b.g.F = 16, d.b.g.KH = d.b.g.KW = 5, d.b.g.OH = d.b.g.OW = 10;
+  d.b.e.param_act = ParamAct::Tanh, d.b.e.pool = avg_pool(5);
+  d.fc.N = 120, d.fc.act = ParamAct::Tanh;
+  d.tail_count = 2;
+  d.tail[0].N = 84, d.tail[0].act = ParamAct::Tanh;
+  d.tail[1].N = 10;
+  return d;
+}
+
 constexpr int kH100SharedMemory = 227 * 1024;
 
 }  // namespace
@@ -48,6 +68,22 @@ TEST_CASE("chain JIT: every LeNet variant's source compiles for sm_90 without a 
     const std::string cubin = compile_chain_jit_source(source, 90);
     CHECK(cubin.size() > 1000);
     CHECK(cubin.compare(0, 4, "\x7f" "ELF") == 0);
+  }
+}
+
+// Compiled for the shapes, the desc's fields are constants: a runtime index into it (the tail's layers in a
+// loop the compiler cannot unroll) puts the whole desc in local memory, and every constant with it. ptxas
+// says so in the log (--warn-on-local-memory-usage).
+TEST_CASE("chain JIT: LeNet-5's kernels, with their dense tail, use no local memory") {
+  const ConvChainDesc d = lenet5_chain();
+  const auto variants = conv_chain_variants(d, kH100SharedMemory);
+  REQUIRE(!variants.empty());
+  for (const ConvChainVariant& v : variants) {
+    CAPTURE(v.name);
+    std::string log;
+    compile_chain_jit_source(conv_chain_jit_source(d, v), 90, &log);
+    CHECK_MESSAGE(log.find("ocal memory") == std::string::npos, log);  // "Local memory used for function ..."
+    CHECK_MESSAGE(log.find("spill") == std::string::npos, log);
   }
 }
 

@@ -810,6 +810,49 @@ TEST_CASE("the GPU planner's chain matcher finds conv, conv, views, Gemm and say
   CHECK(why == "the second convolution's output has other readers or is a graph output");
 }
 
+TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after the first") {
+  // conv, conv, Flatten, Gemm, then `dense` more Gemms (Relu after each but the last), the n-th intermediate
+  // a graph output when `exposed` == n.
+  auto lenet = [](int dense, int exposed) {
+    ModelBuilder m;
+    m.input("x", {-1, 1, 12, 12}).output("y");
+    conv(m, "x", "c1", "conv1", 1, 4, true, 0);
+    conv(m, "c1", "c2", "conv2", 4, 6, true, 1);
+    auto& flat = m.node("Flatten", {"c2"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {600, 12});
+    std::string value = "h0";
+    m.node("Gemm", {"f", "fc.w"}, {dense == 0 ? "y" : value}, "fc");
+    for (int i = 1; i <= dense; ++i) {
+      const std::string w = "fc" + std::to_string(i) + ".w";
+      random_initializer(m, w, {i == 1 ? 12 : 9, 9});
+      if (exposed == i - 1 && i > 1) m.output(value);
+      const std::string relu = "r" + std::to_string(i);
+      m.node("Relu", {value}, {relu}, "relu" + std::to_string(i));
+      const std::string out = i == dense ? "y" : "h" + std::to_string(i);
+      m.node("Gemm", {relu, w}, {out}, "fc" + std::to_string(i));
+      value = out;
+    }
+    return m;
+  };
+  // fc, FusedGemm x 3 (the Relus fuse into the Gemms before them): the first two after fc are taken.
+  const Passed p = prepare(lenet(3, -1), {{2, 1, 12, 12}}, {});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Conv", "Conv", "Flatten", "FusedGemm", "FusedGemm", "FusedGemm", "Gemm"});
+  auto m = plan::match_conv_chain(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->dense == 3);
+  CHECK(m->tail == std::vector<int>{4, 5});
+  // An intermediate that is a graph output ends the tail before its reader.
+  const Passed exposed = prepare(lenet(3, 1), {{2, 1, 12, 12}}, {});
+  m = plan::match_conv_chain(exposed.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->tail == std::vector<int>{4});
+  const Passed none = prepare(lenet(0, -1), {{2, 1, 12, 12}}, {});
+  m = plan::match_conv_chain(none.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->tail.empty());
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.

@@ -14,6 +14,9 @@
 #include "kernels/lab/lab_lenet_chain.cuh"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -137,6 +140,119 @@ void report(const char* name, cudaStream_t stream, const std::function<void()>& 
   cudaEventDestroy(stop);
 }
 
+// Reads `n` floats of `x` (mapped pinned memory in the host-to-host rows), writes their sum to y[0..9], then,
+// when `flag` is given, publishes `seq` there (a host-visible store after a system-wide fence).
+__global__ void io_kernel(const float* x, int n, float* y, volatile unsigned* flag, unsigned seq) {
+  __shared__ float sum[32];
+  float s = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  if (threadIdx.x % 32 == 0) sum[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x < 10) y[threadIdx.x] = sum[0] + threadIdx.x;
+  if (flag) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      *flag = seq;
+    }
+  }
+}
+
+// Host-clock medians of `reps` runs of `body` (each returns once its results are on the host).
+double host_median_us(int reps, const std::function<void()>& body) {
+  for (int i = 0; i < 200; ++i) body();
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(us);
+}
+
+// What an application waits for at batch 1, host to host: the launch (a kernel or a one-kernel graph), the
+// input read and output written in mapped pinned memory or copied, and the wait (cudaStreamSynchronize, or
+// spinning on a flag the kernel writes to mapped memory).
+void host_to_host(cudaStream_t stream, const ConvChainDesc& d, const ConvChainVariant* chain) {
+  std::printf("\n## host to host (host clock, median of 2000)\n");
+  float *hx = nullptr, *hy = nullptr, *dx = nullptr, *dy = nullptr, *mx = nullptr, *my = nullptr;
+  unsigned* hflag = nullptr;
+  unsigned* mflag = nullptr;
+  LAB_CHECK(cudaHostAlloc(&hx, 784 * sizeof(float), cudaHostAllocMapped));
+  LAB_CHECK(cudaHostAlloc(&hy, 16 * sizeof(float), cudaHostAllocMapped));
+  LAB_CHECK(cudaHostAlloc(&hflag, sizeof(unsigned), cudaHostAllocMapped));
+  LAB_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mx), hx, 0));
+  LAB_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&my), hy, 0));
+  LAB_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mflag), hflag, 0));
+  LAB_CHECK(cudaMalloc(&dx, 784 * sizeof(float)));
+  LAB_CHECK(cudaMalloc(&dy, 16 * sizeof(float)));
+  for (int i = 0; i < 784; ++i) hx[i] = 0.001f * float(i % 97);
+  *hflag = 0;
+  std::vector<float> user_in(784, 0.5f), user_out(16);
+  auto sync = [&] { LAB_CHECK(cudaStreamSynchronize(stream)); };
+  auto line = [](const char* name, double us) { std::printf("%-60s %6.2f us\n", name, us); };
+  auto io = [&](const float* x, float* y, volatile unsigned* flag, unsigned seq) {
+    io_kernel<<<1, 256, 0, stream>>>(x, 784, y, flag, seq);
+  };
+  line("empty kernel: launch + cudaStreamSynchronize", host_median_us(2000, [&] {
+         empty_kernel<<<1, 32, 0, stream>>>(nullptr);
+         sync();
+       }));
+  cudaGraphExec_t empty = capture(stream, [&] { empty_kernel<<<1, 32, 0, stream>>>(nullptr); });
+  line("empty kernel: one-node graph + cudaStreamSynchronize", host_median_us(2000, [&] {
+         LAB_CHECK(cudaGraphLaunch(empty, stream));
+         sync();
+       }));
+  line("io kernel, mapped in/out: launch + sync (+ host memcpys)", host_median_us(2000, [&] {
+         std::memcpy(hx, user_in.data(), 784 * sizeof(float));
+         io(mx, my, nullptr, 0);
+         sync();
+         std::memcpy(user_out.data(), hy, 10 * sizeof(float));
+       }));
+  line("io kernel, device in/out: H2D + kernel + D2H + sync", host_median_us(2000, [&] {
+         LAB_CHECK(cudaMemcpyAsync(dx, hx, 784 * sizeof(float), cudaMemcpyHostToDevice, stream));
+         io(dx, dy, nullptr, 0);
+         LAB_CHECK(cudaMemcpyAsync(hy, dy, 10 * sizeof(float), cudaMemcpyDeviceToHost, stream));
+         sync();
+       }));
+  unsigned seq = 0;
+  line("io kernel, mapped in/out: launch + spin on a mapped flag", host_median_us(2000, [&] {
+         ++seq;
+         io(mx, my, mflag, seq);
+         while (*static_cast<volatile unsigned*>(hflag) != seq) {
+         }
+       }));
+  LAB_CHECK(cudaStreamSynchronize(stream));
+  if (chain) {
+    cudaGraphExec_t on_device = capture(stream, [&] { launch_conv_chain(*chain, dx, dy, d, stream); });
+    cudaGraphExec_t mapped = capture(stream, [&] { launch_conv_chain(*chain, mx, my, d, stream); });
+    std::string name = chain->name + ", device buffers: graph + sync";
+    line(name.c_str(), host_median_us(2000, [&] {
+           LAB_CHECK(cudaGraphLaunch(on_device, stream));
+           sync();
+         }));
+    name = chain->name + ", mapped in/out: graph + sync";
+    line(name.c_str(), host_median_us(2000, [&] {
+           LAB_CHECK(cudaGraphLaunch(mapped, stream));
+           sync();
+         }));
+    name = chain->name + ", mapped in/out: kernel launch + sync";
+    line(name.c_str(), host_median_us(2000, [&] {
+           launch_conv_chain(*chain, mx, my, d, stream);
+           sync();
+         }));
+    cudaGraphExecDestroy(on_device);
+    cudaGraphExecDestroy(mapped);
+  }
+  cudaGraphExecDestroy(empty);
+  cudaFreeHost(hx);
+  cudaFreeHost(hy);
+  cudaFreeHost(hflag);
+  cudaFree(dx);
+  cudaFree(dy);
+}
+
 }  // namespace launch_floor
 
 int main() {
@@ -201,5 +317,11 @@ int main() {
       });
     }
   }
+  set_programmatic_launch(false);
+  const ConvChainVariant* best = nullptr;
+  for (const ConvChainVariant& v : variants) {
+    if (v.name == "chain_k5k5_cl16_aw_bw") best = &v;
+  }
+  host_to_host(stream, d, best ? best : (variants.empty() ? nullptr : &variants.front()));
   return 0;
 }

@@ -34,6 +34,12 @@ struct ChainCase {
   float alpha = 1.0f, beta = 1.0f;
   int c_kind = 1;    // 0: no C, 1: C of shape [N], 2: scalar C
   kernels::ParamAct dense_act = kernels::ParamAct::None;
+  struct Dense {
+    int n;
+    kernels::ParamAct act;
+    bool bias;
+  };
+  std::vector<Dense> tail;  // dense layers after the first (ConvChainDesc::tail), each [N][K] with an optional bias
 };
 
 kernels::ChainConv chain_conv(const Reference& r, const DeviceBuffer& w, const DeviceBuffer& bias) {
@@ -78,6 +84,20 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
                                                   {"transB", int64_t(cc.trans_b)}}),
                                       gemm_in, {A.N, cc.n});
   apply_test_epilogue(want, nullptr, cc.dense_act);
+  std::vector<ir::HostTensor> tail_w, tail_b;
+  for (size_t t = 0; t < cc.tail.size(); ++t) {
+    const ChainCase::Dense& td = cc.tail[t];
+    const int64_t tk = want.shape()[1];
+    tail_w.push_back(random_tensor({td.n, tk}, seed + 7 + 2 * static_cast<uint32_t>(t), -0.3f, 0.3f));
+    tail_b.push_back(random_tensor({td.n}, seed + 8 + 2 * static_cast<uint32_t>(t), -0.2f, 0.2f));
+    std::vector<const ir::HostTensor*> in = {&want, &tail_w.back()};
+    if (td.bias) in.push_back(&tail_b.back());
+    ir::HostTensor next =
+        cpu_reference("Gemm", make_attrs({{"transA", int64_t(0)}, {"transB", int64_t(1)}}), in, {A.N, td.n});
+    apply_test_epilogue(next, nullptr, td.act);
+    want = std::move(next);
+  }
+  const int64_t out_n = want.shape()[1];
 
   // The dense layer as the kernel takes it: [N][K] with alpha folded in, beta * C per output.
   std::vector<float> dense(static_cast<size_t>(cc.n * k)), dense_bias(static_cast<size_t>(cc.n));
@@ -86,12 +106,13 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     dense_bias[i] = cc.beta * cd.f32()[cc.c_kind == 2 ? 0 : i];
   }
   const DeviceBuffer dx(x.float_values()), dwa(wa.float_values()), dba(ba.float_values()), dwb(wb.float_values()),
-      dbb(bb.float_values()), dwd(dense), dbd(dense_bias);
+      dbb(bb.float_values()), dbd(dense_bias);
   kernels::ConvChainDesc d;
   d.batch = A.N;
   d.a = chain_conv(ra, dwa, dba);
   d.b = chain_conv(rb, dwb, dbb);
   d.fc.N = cc.n;
+  const DeviceBuffer dwd(kernels::chain_fc_weights(dense, d));  // the kernel's layout of [N][K]
   d.fc.weights = dwd.get();
   d.fc.bias = cc.c_kind == 0 ? nullptr : dbd.get();
   kernels::Epilogue dense_epilogue;
@@ -99,6 +120,25 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
   d.fc.act = dense_epilogue.param_act;
   d.fc.alpha = dense_epilogue.alpha;
   d.fc.beta = dense_epilogue.beta;
+  std::vector<DeviceBuffer> tail_buffers;
+  tail_buffers.reserve(2 * cc.tail.size());
+  d.tail_count = static_cast<int>(cc.tail.size());
+  for (size_t t = 0; t < cc.tail.size(); ++t) {
+    kernels::ChainDense& td = d.tail[t];
+    td.N = cc.tail[t].n;
+    // Padded to whole float4s (kernels::kChainTailAlign), as the planner uploads them.
+    auto padded = [](std::vector<float> v) {
+      v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f);
+      return v;
+    };
+    td.weights = tail_buffers.emplace_back(padded(tail_w[t].float_values())).get();
+    td.bias = cc.tail[t].bias ? tail_buffers.emplace_back(padded(tail_b[t].float_values())).get() : nullptr;
+    kernels::Epilogue e;
+    set_test_activation(e, cc.tail[t].act);
+    td.act = e.param_act;
+    td.alpha = e.alpha;
+    td.beta = e.beta;
+  }
 
   int device = 0;
   GPU_CHECK(cudaGetDevice(&device));
@@ -116,7 +156,7 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     const std::string what = v.name + " batch " + std::to_string(A.N) + " image " + std::to_string(A.H) + "x" +
                              std::to_string(A.W) + " seed " + std::to_string(seed);
     note_check_point(what);
-    DeviceBuffer y(static_cast<size_t>(A.N * cc.n));
+    DeviceBuffer y(static_cast<size_t>(A.N * out_n));
     kernels::launch_conv_chain(v, dx.get(), y.get(), d, nullptr);
     finish_launch();
     const std::vector<float> first = y.download();
@@ -233,6 +273,40 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
     cc.b = conv(16, 5, 2, 2, ParamAct::None, FusedPool::Avg, 2, 1);
     cc.n = 1000;
     variants += static_cast<int>(check_chain(cc, 33).size());
+  }
+  CHECK(variants > 0);
+}
+
+// The dense layers after the first (ConvChainDesc::tail), run by rank 0 from shared memory: LeNet-5's
+// (120 -> 84 Tanh -> 10), a single wide one (300 outputs: 19 passes of the block's warps), and one
+// output after a one-output layer; with and without bias, at every cluster size and batches 1, 7 and 33.
+TEST_CASE("conv chain: dense layers after the first, as LeNet-5's F6 and output layers") {
+  int variants = 0;
+  for (int batch : {1, 7, 33}) {
+    ChainCase cc;
+    cc.a = conv(6, 5, 0, 0, ParamAct::Tanh, FusedPool::Avg, 2, 2);
+    cc.a.N = batch;
+    cc.a.H = cc.a.W = 32;
+    cc.b = conv(16, 5, 0, 0, ParamAct::Tanh, FusedPool::Avg, 2, 2);
+    cc.n = 120;
+    cc.dense_act = ParamAct::Tanh;
+    cc.tail = {{84, ParamAct::Tanh, true}, {10, ParamAct::None, batch != 7}};
+    variants += static_cast<int>(check_chain(cc, 40 + batch).size());
+  }
+  {
+    ChainCase cc;
+    cc.a = conv(4, 3, 1, 1, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.a.N = 7;
+    cc.a.H = 31;
+    cc.a.W = 33;
+    cc.b = conv(8, 3, 1, 1, ParamAct::Relu, FusedPool::Max, 2, 2);
+    cc.n = 33;
+    cc.dense_act = ParamAct::Relu;
+    cc.tail = {{300, ParamAct::Sigmoid, true}};
+    variants += static_cast<int>(check_chain(cc, 50).size());
+    cc.n = 1;
+    cc.tail = {{1, ParamAct::LeakyRelu, true}, {7, ParamAct::Tanh, false}};
+    variants += static_cast<int>(check_chain(cc, 51).size());
   }
   CHECK(variants > 0);
 }

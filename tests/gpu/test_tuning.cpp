@@ -12,6 +12,7 @@
 
 #include "cnnrt/cnnrt.hpp"
 #include "gpu_test_util.hpp"
+#include "gpu/device_info.hpp"
 #include "plan/gpu/tuner.hpp"
 
 using namespace cnnrt;
@@ -116,4 +117,40 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+// The reference runs first and checks the others. An oracle reference (a family's plain direct kernel) is
+// chosen only when nothing else runs, however fast; a contender (a chain's separate steps) wins where it is
+// the fastest. Here the reference is one copy and the other candidate the same copy 40 times over.
+TEST_CASE("tuner: an oracle reference is never chosen over a runnable candidate; a contender is where fastest") {
+  constexpr int64_t kFloats = 1 << 16;
+  const auto copies = [](int n) {
+    return [n](const float* const* in, float* const* out, Stream s) {
+      for (int i = 0; i < n; ++i) {
+        cudaMemcpyAsync(out[0], in[0], kFloats * sizeof(float), cudaMemcpyDeviceToDevice, s);
+      }
+    };
+  };
+  for (const bool contender : {false, true}) {
+    CAPTURE(contender);
+    Options options;
+    options.device = Device::Gpu;
+    options.tuning = true;
+    options.tuning_cache = "none";
+    const std::unique_ptr<plan::Tuner> tuner = plan::make_tuner(options, gpu::current_device());
+    std::vector<plan::KernelCandidate> candidates(2);
+    candidates[0].name = "slow_copies";
+    candidates[0].launch = copies(40);
+    candidates[1].name = "separate_steps";
+    candidates[1].launch = copies(1);
+    candidates[1].reference = true;
+    candidates[1].contender = contender;
+    plan::TuneShapes shapes;
+    shapes.input_floats = {kFloats};
+    shapes.output_floats = kFloats;
+    const plan::Choice choice = tuner->choose(contender ? "test contender" : "test oracle", candidates, shapes);
+    REQUIRE(choice.timings.size() == 2);
+    CHECK(choice.timings[0].kernel == "separate_steps");  // fastest first
+    CHECK(choice.index == (contender ? 1u : 0u));
+  }
 }

@@ -46,6 +46,25 @@ std::string conv_problem(const ir::Graph& g, const ir::Node& n) {
   return "";
 }
 
+// Why the Gemm `d` is not a dense layer [batch, k] -> [batch, n] over `value` with constant weights and a
+// constant per-output bias; empty when it is.
+std::string dense_problem(const ir::Graph& g, const ir::Node& d, int value, int64_t k) {
+  if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return fmt::format("{} is not Gemm", d.op);
+  if (!d.has_input(0) || d.input(0) != value || d.attrs.get_int("transA", 0) != 0) return "Gemm does not read the features as A";
+  const ir::HostTensor* w = g.constant_of(d.input(1));
+  if (!w || w->shape().size() != 2) return "Gemm's B is not a constant matrix";
+  const bool trans_b = d.attrs.get_int("transB", 0) != 0;
+  if (k >= 0 && w->shape()[trans_b ? 1 : 0] != k) return "Gemm's inner size does not match its input";
+  const int64_t n = w->shape()[trans_b ? 0 : 1];
+  if (d.has_input(2)) {
+    const ir::HostTensor* c = g.constant_of(d.input(2));
+    if (!c || (c->numel() != 1 && c->numel() != n) || (c->shape().size() == 2 && c->shape()[0] != 1)) {
+      return "Gemm's C is not a constant per-output bias";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, std::string* why) {
@@ -74,22 +93,26 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   if (next < 0) return no("the second convolution's output has other readers or is a graph output");
   const ir::Node& d = g.nodes[static_cast<size_t>(next)];
   if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return no(fmt::format("{} follows the convolutions, not Gemm", d.op));
-  if (d.input(0) != value || d.attrs.get_int("transA", 0) != 0) return no("Gemm does not read the features as A");
-  const ir::HostTensor* w = g.constant_of(d.input(1));
-  if (!w || w->shape().size() != 2) return no("Gemm's B is not a constant matrix");
+  if (std::string p = dense_problem(g, d, value, -1); !p.empty()) return no(p);
   const ir::Shape& features = g.shape_of(value);
   const ir::Shape& conv_out = g.shape_of(b.outputs[0]);
   if (features.size() != 2 || features[0] != conv_out[0] || features[1] * conv_out[0] != ir::numel(conv_out)) {
     return no("the Gemm's input is not the flattened convolution output");
   }
+  const ir::HostTensor* w = g.constant_of(d.input(1));
   const int64_t n = w->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
-  if (d.has_input(2)) {
-    const ir::HostTensor* c = g.constant_of(d.input(2));
-    if (!c || (c->numel() != 1 && c->numel() != n) || (c->shape().size() == 2 && c->shape()[0] != 1)) {
-      return no("Gemm's C is not a constant per-output bias");
-    }
-  }
   m.dense = next;
+  // The dense layers that follow, each reading the one before as A: [batch, K] -> [batch, N].
+  int64_t k = n;
+  for (int from = m.dense; static_cast<int>(m.tail.size()) < kMaxChainTail;) {
+    const int t = sole_reader(g, g.nodes[static_cast<size_t>(from)].outputs.at(0));
+    if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], g.nodes[static_cast<size_t>(from)].outputs[0], k).empty()) break;
+    const ir::Node& next_dense = g.nodes[static_cast<size_t>(t)];
+    const ir::HostTensor* tw = g.constant_of(next_dense.input(1));
+    k = tw->shape()[next_dense.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+    m.tail.push_back(t);
+    from = t;
+  }
   return m;
 }
 

@@ -1,5 +1,6 @@
 // Finds LeNet-class chains that the GPU planner may run as one kernel (kernels/conv_chain.cuh):
 //   Conv|FusedConv (one input channel) -> Conv|FusedConv -> views (Flatten, Reshape, ...) -> Gemm|FusedGemm
+//   [-> Gemm|FusedGemm, up to kMaxChainTail of them]
 // where each intermediate feeds only the next node and is not a graph output. IR only: the planner then
 // checks the kernel's own limits and measures the chain against its steps.
 #pragma once
@@ -17,7 +18,11 @@ struct ConvChainMatch {
   int conv_b = -1;
   std::vector<int> views;   // between conv_b and dense, in order
   int dense = -1;
+  std::vector<int> tail;    // the dense layers after `dense`, in order (each reads the one before)
 };
+
+// The most dense layers after the first that a chain takes (the chain kernel's kChainTailMax).
+constexpr int kMaxChainTail = 2;
 
 // The chain starting at node `first`, or nullopt; `why` (if given) says why `first` does not start one
 // (only set when `first` is a convolution).

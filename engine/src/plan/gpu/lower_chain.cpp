@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/log.hpp"
 #include "ir/fused.hpp"
@@ -140,6 +141,7 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, in
   c.name = "separate_steps";
   c.config = fmt::format("{} steps", steps.size());
   c.reference = true;
+  c.contender = true;  // the plan keeps the steps where they beat every variant of the chain kernel
   c.workspace_floats = workspace;
   c.launch = [replay](const float* const* in, float* const* out, Stream s) {
     float* work = const_cast<float*>(in[1]);
@@ -162,47 +164,66 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, in
   return c;
 }
 
-}  // namespace
-
-std::vector<Step> lower_conv_chain(const ConvChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
+// The chain kernel for `m` (with its tail of dense layers), measured against `steps`, the chain's nodes
+// lowered one by one: the chain step where it wins, nullopt where it does not or cannot run (a note says why).
+std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>& steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
   const ir::Node& na = g.nodes[static_cast<size_t>(m.conv_a)];
   const ir::Node& nb = g.nodes[static_cast<size_t>(m.conv_b)];
   const ir::Node& nd = g.nodes[static_cast<size_t>(m.dense)];
+  const ir::Node& last = m.tail.empty() ? nd : g.nodes[static_cast<size_t>(m.tail.back())];
   const ConvStep ca = describe_conv(na, lc);
   const ConvStep cb = describe_conv(nb, lc);
-  const std::string what = fmt::format("conv chain {} .. {}", ir::node_short_name(na), ir::node_short_name(nd));
+  const std::string what = fmt::format("conv chain {} .. {}", ir::node_short_name(na), ir::node_short_name(last));
   // Stride, dilation, groups and residual were checked by match_conv_chain; the kernel sizes are left.
   if (ca.layer.g.KH != ca.layer.g.KW || cb.layer.g.KH != cb.layer.g.KW) {
     lc.note(fmt::format("{}: separate steps (a kernel is not square)", what));
-    return steps;
+    return std::nullopt;
   }
   kernels::ConvChainDesc d;
   d.batch = ca.layer.g.N;
   d.a = chain_conv(ca, lc.weight(na.input(1)));
   d.b = chain_conv(cb, lc.weight(nb.input(1)));
-  const DenseWeights dense = dense_weights(nd, g);
-  d.fc.N = static_cast<int>(dense.n);
-  const KernelActivation fc_act = nd.op == ir::fused::kFusedGemm ? kernel_activation(nd) : KernelActivation{};
-  d.fc.act = fc_act.act;
-  d.fc.alpha = fc_act.alpha;
-  d.fc.beta = fc_act.beta;
+  // The dense layers: fc, then the tail's.
+  static_assert(kMaxChainTail <= kernels::kChainTailMax);
+  std::vector<const ir::Node*> dense_nodes = {&nd};
+  for (int t : m.tail) dense_nodes.push_back(&g.nodes[static_cast<size_t>(t)]);
+  std::vector<DenseWeights> dense;
+  for (const ir::Node* n : dense_nodes) dense.push_back(dense_weights(*n, g));
+  d.tail_count = static_cast<int>(m.tail.size());
+  auto describe_dense = [](kernels::ChainDense& out, const ir::Node& n, const DenseWeights& w) {
+    out.N = static_cast<int>(w.n);
+    const KernelActivation act = n.op == ir::fused::kFusedGemm ? kernel_activation(n) : KernelActivation{};
+    out.act = act.act;
+    out.alpha = act.alpha;
+    out.beta = act.beta;
+  };
+  for (size_t i = 0; i < dense_nodes.size(); ++i) describe_dense(i == 0 ? d.fc : d.tail[i - 1], *dense_nodes[i], dense[i]);
   const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   if (lc.context.device.arch() < 90) {
     lc.note(fmt::format("{}: separate steps (the chain kernel needs thread-block clusters: compute capability 9.0)",
                         what));
-    return steps;
+    return std::nullopt;
   }
   std::string why;
-  if (dense.k != int64_t(d.b.g.F) * d.b.PH() * d.b.PW() || !kernels::conv_chain_supports(d, smem_optin, &why)) {
+  if (dense[0].k != int64_t(d.b.g.F) * d.b.PH() * d.b.PW() || !kernels::conv_chain_supports(d, smem_optin, &why)) {
     lc.note(fmt::format("{}: separate steps ({})", what, why.empty() ? "Gemm inner size mismatch" : why));
-    return steps;
+    return std::nullopt;
   }
-  d.fc.weights = lc.context.weights.upload(dense.w, "chain_dense_nk");
-  d.fc.bias = dense.bias.empty() ? nullptr : lc.context.weights.upload(dense.bias, "chain_dense_bias");
+  for (size_t i = 0; i < dense.size(); ++i) {
+    kernels::ChainDense& out = i == 0 ? d.fc : d.tail[i - 1];
+    if (i > 0) {  // the tail's arrive by bulk copies of whole float4s
+      auto pad = [](std::vector<float>& v) { v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f); };
+      pad(dense[i].w);
+      if (!dense[i].bias.empty()) pad(dense[i].bias);
+    }
+    out.weights = i == 0 ? lc.context.weights.upload(kernels::chain_fc_weights(dense[i].w, d), "chain_dense_fnp")
+                         : lc.context.weights.upload(dense[i].w, "chain_tail_nk");
+    out.bias = dense[i].bias.empty() ? nullptr : lc.context.weights.upload(dense[i].bias, i == 0 ? "chain_dense_bias" : "chain_tail_bias");
+  }
 
   const int in_slot = lc.slot(na.input(0));
-  const int out_slot = lc.slot(nd.outputs.at(0));
+  const int out_slot = lc.slot(last.outputs.at(0));
   std::vector<KernelCandidate> candidates;
   const std::vector<kernels::ConvChainVariant> variants = kernels::conv_chain_variants(d, smem_optin);
   for (const kernels::ConvChainVariant& v : variants) {
@@ -233,11 +254,15 @@ std::vector<Step> lower_conv_chain(const ConvChainMatch& m, std::vector<Step> st
   }
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(input_shape(lc, na, 0))};
-  shapes.output_floats = ir::numel(output_shape(lc, nd));
-  const std::string signature =
-      fmt::format("chain [{}] [{}] dense n={} k={} transB={} alpha={} beta={} c={} act={} {} {}", ca.signature,
-                  cb.signature, dense.n, dense.k, nd.attrs.get_int("transB", 0), nd.attrs.get_float("alpha", 1.0f),
-                  nd.attrs.get_float("beta", 1.0f), nd.has_input(2), static_cast<int>(d.fc.act), d.fc.alpha, d.fc.beta);
+  shapes.output_floats = ir::numel(output_shape(lc, last));
+  std::string signature = fmt::format("chain [{}] [{}]", ca.signature, cb.signature);
+  for (size_t i = 0; i < dense.size(); ++i) {
+    const ir::Node& n = *dense_nodes[i];
+    const kernels::ChainDense& k = i == 0 ? d.fc : d.tail[i - 1];
+    signature += fmt::format(" dense n={} k={} transB={} alpha={} beta={} c={} act={} {} {}", dense[i].n, dense[i].k,
+                             n.attrs.get_int("transB", 0), n.attrs.get_float("alpha", 1.0f),
+                             n.attrs.get_float("beta", 1.0f), n.has_input(2), static_cast<int>(k.act), k.alpha, k.beta);
+  }
   Choice choice;
   if (lc.context.tuner) {
     choice = lc.context.tuner->choose(signature, candidates, shapes);
@@ -253,25 +278,51 @@ std::vector<Step> lower_conv_chain(const ConvChainMatch& m, std::vector<Step> st
   }();
   if (chosen.reference) {
     lc.note(fmt::format("{}: separate steps ({})", what, timing));
-    return steps;
+    return std::nullopt;
   }
   ir::Node covered;
   covered.op = "ConvChain";
-  for (const ir::Node* n : {&na, &nb}) covered.covers.insert(covered.covers.end(), n->covers.begin(), n->covers.end());
-  for (int v : m.views) {
-    const auto& c = g.nodes[static_cast<size_t>(v)].covers;
+  auto cover = [&](int node) {
+    const auto& c = g.nodes[static_cast<size_t>(node)].covers;
     covered.covers.insert(covered.covers.end(), c.begin(), c.end());
-  }
-  covered.covers.insert(covered.covers.end(), nd.covers.begin(), nd.covers.end());
-  covered.outputs = nd.outputs;
+  };
+  cover(m.conv_a);
+  cover(m.conv_b);
+  for (int v : m.views) cover(v);
+  cover(m.dense);
+  for (int t : m.tail) cover(t);
+  covered.outputs = last.outputs;
   Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
   step.candidates = choice.timings;
   for (const Step& s : steps) step.flops += s.flops;
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats) +
-                          double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW +
-                          double(dense.w.size()));
+                          double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW);
+  for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.w.size());
   lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing));
-  return {std::move(step)};
+  return step;
+}
+
+}  // namespace
+
+std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
+                                   LowerContext& lc) {
+  // With the dense layers after the first where the kernel takes them and wins; else without them (their
+  // steps follow the chain's).
+  if (!match.tail.empty()) {
+    std::vector<Step> all = steps;
+    all.insert(all.end(), tail_steps.begin(), tail_steps.end());
+    if (std::optional<Step> whole = chain_step(match, all, lc)) return {std::move(*whole)};
+  }
+  ConvChainMatch head = match;
+  head.tail.clear();
+  std::vector<Step> out;
+  if (std::optional<Step> chain = chain_step(head, steps, lc)) {
+    out.push_back(std::move(*chain));
+  } else {
+    out = std::move(steps);
+  }
+  for (Step& s : tail_steps) out.push_back(std::move(s));
+  return out;
 }
 
 }  // namespace cnnrt::plan

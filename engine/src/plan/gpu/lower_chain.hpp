@@ -9,10 +9,12 @@
 
 namespace cnnrt::plan {
 
-// The steps the plan gets for the chain `match`. `steps` are the chain's nodes lowered one by one (held
-// apart from the plan). Where the chain kernel runs this chain, its variants are measured against those
-// steps (run back to back: the reference its output must match), and the faster wins: one chain step, or
-// `steps` as they are. A plan note says which and why.
-std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, LowerContext& lc);
+// The steps the plan gets for the chain `match`. `steps` are the chain's convolutions and first dense layer
+// lowered one by one, `tail_steps` its dense layers after the first (match.tail), both held apart from the
+// plan. Where the chain kernel runs this chain, its variants are measured against those steps (run back to
+// back: the reference its output must match), and the faster wins: one chain step, or the steps as they
+// are; first with the tail, then, where that loses or cannot run, without it. Plan notes say which and why.
+std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
+                                   LowerContext& lc);
 
 }  // namespace cnnrt::plan

@@ -309,7 +309,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   }
 
-  // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm) is lowered node by
+  // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm, Gemms) is lowered node by
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
   // whichever measures faster.
   auto lower_node = [&](const ir::Node& node) {
@@ -337,9 +337,13 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     std::vector<Step> steps = lower.lower_apart([&] {
       for (int n : {chain->conv_a, chain->conv_b, chain->dense}) lower_node(g.nodes[static_cast<size_t>(n)]);
     });
+    std::vector<Step> tail_steps = lower.lower_apart([&] {
+      for (int n : chain->tail) lower_node(g.nodes[static_cast<size_t>(n)]);
+    });
     for (int n : {chain->conv_a, chain->conv_b, chain->dense}) lowered[static_cast<size_t>(n)] = true;
+    for (int n : chain->tail) lowered[static_cast<size_t>(n)] = true;
     try {
-      lower.append_steps(lower_conv_chain(*chain, std::move(steps), lower));
+      lower.append_steps(lower_conv_chain(*chain, std::move(steps), std::move(tail_steps), lower));
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
     }

@@ -171,8 +171,9 @@ class MeasuringTuner final : public Tuner {
     std::vector<float> expected, result(static_cast<size_t>(shapes.output_floats));
     Choice choice;
     choice.index = reference;
-    // A marked reference is the oracle: timed for the plan's report, chosen only when no other candidate runs.
-    const bool oracle = candidates[reference].reference;
+    // A marked reference is the oracle: timed for the plan's report, chosen only when no other candidate runs
+    // (unless it is a contender: then the fastest wins, it included).
+    const bool oracle = candidates[reference].reference && !candidates[reference].contender;
     double best = INFINITY;
     for (size_t c : order) {
       const KernelCandidate& cand = candidates[c];

@@ -29,6 +29,8 @@ struct KernelCandidate {
   LaunchFn launch;     // same contract as Step::launch
   int64_t workspace_floats = 0;  // scratch it needs, passed as its last input
   bool reference = false;        // the plain kernel every other candidate's output is checked against
+  bool contender = false;        // a reference that may also be chosen where it is the fastest (a chain's
+                                 // separate steps); else it is chosen only when no other candidate runs
 };
 
 struct TuneShapes {
@@ -47,7 +49,7 @@ class Tuner {
   virtual ~Tuner() = default;
   // Candidates are in heuristic order: index 0 is the choice when tuning is off. The candidate marked
   // `reference` (else index 0) is run first; a candidate whose output disagrees with it is dropped. The
-  // reference is chosen only when no other candidate runs: it is the oracle, not a contender.
+  // reference is chosen only when no other candidate runs (it is the oracle), unless it is a `contender`.
   // `signature` must identify the layer completely (op, shapes, attributes, epilogue).
   virtual Choice choose(const std::string& signature, const std::vector<KernelCandidate>& candidates,
                         const TuneShapes& shapes) = 0;
