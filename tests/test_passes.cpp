@@ -810,7 +810,7 @@ TEST_CASE("the GPU planner's chain matcher finds conv, conv, views, Gemm and say
   CHECK(why == "the second convolution's output has other readers or is a graph output");
 }
 
-TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after the first") {
+TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after the first; a dense head up to three") {
   // conv, conv, Flatten, Gemm, then `dense` more Gemms (Relu after each but the last), the n-th intermediate
   // a graph output when `exposed` == n.
   auto lenet = [](int dense, int exposed) {
@@ -842,11 +842,20 @@ TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after th
   REQUIRE(m.has_value());
   CHECK(m->dense == 3);
   CHECK(m->tail == std::vector<int>{4, 5});
+  // The same Gemms as a dense head (the dense chain kernel): at most three, at least two.
+  const auto head = plan::match_dense_chain(p.graph, 3);
+  REQUIRE(head.has_value());
+  CHECK(head->layers == std::vector<int>{3, 4, 5});
+  CHECK(plan::match_dense_chain(p.graph, 5)->layers == std::vector<int>{5, 6});
+  CHECK_FALSE(plan::match_dense_chain(p.graph, 6).has_value());  // the last Gemm alone
+  CHECK_FALSE(plan::match_dense_chain(p.graph, 1).has_value());  // not a Gemm
   // An intermediate that is a graph output ends the tail before its reader.
   const Passed exposed = prepare(lenet(3, 1), {{2, 1, 12, 12}}, {});
   m = plan::match_conv_chain(exposed.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->tail == std::vector<int>{4});
+  CHECK(plan::match_dense_chain(exposed.graph, 3)->layers == std::vector<int>{3, 4});
+  CHECK(plan::match_dense_chain(exposed.graph, 6)->layers == std::vector<int>{6, 7});
   const Passed none = prepare(lenet(0, -1), {{2, 1, 12, 12}}, {});
   m = plan::match_conv_chain(none.graph, 0);
   REQUIRE(m.has_value());

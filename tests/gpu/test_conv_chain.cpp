@@ -18,6 +18,7 @@
 #include "kernel_test_util.hpp"
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
+#include "kernels/dense_chain.cuh"
 
 using namespace cnnrt;
 using namespace cnnrt::testing;
@@ -429,4 +430,107 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
     }
     set_log_level(LogLevel::Warn);
   }
+}
+
+namespace {
+
+struct DenseCase {
+  int batch = 1;
+  int k = 1;
+  struct Layer {
+    int n;
+    kernels::ParamAct act;
+    bool bias;
+  };
+  std::vector<Layer> layers;
+};
+
+// Every variant of the dense chain kernel (kernels/dense_chain.cuh) against the CPU's Gemms, twice (the second
+// run must match the first bit for bit: the partials are summed in a fixed order); returns the variants run.
+int check_dense_chain(const DenseCase& dc, uint32_t seed) {
+  ir::HostTensor want = random_tensor({dc.batch, dc.k}, seed);
+  const std::vector<float> x = want.float_values();
+  kernels::DenseChainDesc d;
+  d.batch = dc.batch;
+  d.k = dc.k;
+  d.count = static_cast<int>(dc.layers.size());
+  std::vector<std::vector<float>> weights, biases;
+  for (size_t t = 0; t < dc.layers.size(); ++t) {
+    const DenseCase::Layer& l = dc.layers[t];
+    const int64_t k = want.shape()[1];
+    const ir::HostTensor w = random_tensor({l.n, k}, seed + 1 + 2 * static_cast<uint32_t>(t), -0.3f, 0.3f);
+    const ir::HostTensor b = random_tensor({l.n}, seed + 2 + 2 * static_cast<uint32_t>(t), -0.2f, 0.2f);
+    std::vector<const ir::HostTensor*> in = {&want, &w};
+    if (l.bias) in.push_back(&b);
+    ir::HostTensor next = cpu_reference("Gemm", make_attrs({{"transA", int64_t(0)}, {"transB", int64_t(1)}}), in,
+                                        {dc.batch, l.n});
+    apply_test_epilogue(next, nullptr, l.act);
+    want = std::move(next);
+    weights.push_back(w.float_values());
+    biases.push_back(b.float_values());
+    kernels::ChainDense& D = d.layers[t];
+    D.N = l.n;
+    kernels::Epilogue e;
+    set_test_activation(e, l.act);
+    D.act = e.param_act;
+    D.alpha = e.alpha;
+    D.beta = e.beta;
+  }
+  // Later layers and every bias padded to whole float4s (kernels::kChainTailAlign), as the planner uploads them.
+  auto padded = [](std::vector<float> v) {
+    v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f);
+    return v;
+  };
+  std::vector<DeviceBuffer> buffers;
+  buffers.reserve(2 * dc.layers.size());
+  for (size_t t = 0; t < dc.layers.size(); ++t) {
+    if (t > 0) d.layers[t].weights = buffers.emplace_back(padded(weights[t])).get();
+    d.layers[t].bias = dc.layers[t].bias ? buffers.emplace_back(padded(biases[t])).get() : nullptr;
+  }
+  int device = 0, smem_optin = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  GPU_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  std::string why;
+  REQUIRE_MESSAGE(kernels::dense_chain_supports(d, smem_optin, &why), why);
+  const DeviceBuffer dx(x);
+  int ran = 0;
+  for (const kernels::DenseChainVariant& v : kernels::dense_chain_variants(d, smem_optin)) {
+    if (v.layout.ranks > max_cluster_size()) continue;
+    const std::string what = v.name + " batch " + std::to_string(dc.batch) + " k " + std::to_string(dc.k) + " seed " +
+                             std::to_string(seed);
+    note_check_point(what);
+    const DeviceBuffer w0(kernels::dense_chain_weights(weights[0], d, v.layout));
+    kernels::DenseChainDesc dv = d;
+    dv.layers[0].weights = w0.get();
+    DeviceBuffer y(static_cast<size_t>(want.numel()));
+    kernels::launch_dense_chain(v, dx.get(), y.get(), dv, nullptr);
+    finish_launch();
+    const std::vector<float> first = y.download();
+    CHECK_MESSAGE(relative_error(first, want.float_values()) < kTolerance, what);
+    y.poison();
+    kernels::launch_dense_chain(v, dx.get(), y.get(), dv, nullptr);
+    finish_launch();
+    CHECK_MESSAGE(y.download() == first, what << ": a second run differs");
+    ++ran;
+  }
+  return ran;
+}
+
+}  // namespace
+
+// kws_cnn's head (1920 -> 16 -> 128 ReLU -> 12) and vgg_small's (2048 -> 128 ReLU -> 10) at batches 1, 7 and 33;
+// odd sizes: 1000 and 31 inputs (the last rank's slice partly past k), one input, one output, 33 outputs,
+// every activation kind once, with and without biases.
+TEST_CASE("dense chain: classifier heads, odd sizes, every cluster size") {
+  using kernels::ParamAct;
+  int ran = 0;
+  for (int batch : {1, 7, 33}) {
+    ran += check_dense_chain({batch, 1920, {{16, ParamAct::None, true}, {128, ParamAct::Relu, true}, {12, ParamAct::None, true}}},
+                             60 + batch);
+    ran += check_dense_chain({batch, 2048, {{128, ParamAct::Relu, true}, {10, ParamAct::None, true}}}, 70 + batch);
+  }
+  ran += check_dense_chain({3, 1000, {{33, ParamAct::Sigmoid, false}, {7, ParamAct::Tanh, true}, {1, ParamAct::LeakyRelu, true}}}, 81);
+  ran += check_dense_chain({5, 31, {{1, ParamAct::Clip, true}, {33, ParamAct::HardSwish, false}}}, 82);
+  ran += check_dense_chain({1, 1, {{7, ParamAct::Gelu, true}, {31, ParamAct::Swish, true}}}, 83);
+  CHECK(ran > 20);
 }

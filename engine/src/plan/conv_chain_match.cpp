@@ -116,4 +116,26 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   return m;
 }
 
+std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) {
+  const ir::Node& d = g.nodes.at(static_cast<size_t>(first));
+  if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return std::nullopt;
+  if (!d.has_input(0) || g.values[d.input(0)].is_constant() || !g.values[d.input(0)].shape) return std::nullopt;
+  const ir::Shape& a = g.shape_of(d.input(0));
+  if (a.size() != 2 || !dense_problem(g, d, d.input(0), a[1]).empty()) return std::nullopt;
+  DenseChainMatch m;
+  m.layers.push_back(first);
+  int64_t k = g.constant_of(d.input(1))->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+  while (static_cast<int>(m.layers.size()) < kMaxDenseChain) {
+    const int from = m.layers.back();
+    const int value = g.nodes[static_cast<size_t>(from)].outputs.at(0);
+    const int t = sole_reader(g, value);
+    if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], value, k).empty()) break;
+    const ir::Node& next = g.nodes[static_cast<size_t>(t)];
+    k = g.constant_of(next.input(1))->shape()[next.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+    m.layers.push_back(t);
+  }
+  if (m.layers.size() < 2) return std::nullopt;
+  return m;
+}
+
 }  // namespace cnnrt::plan

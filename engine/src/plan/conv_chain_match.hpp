@@ -24,6 +24,16 @@ struct ConvChainMatch {
 // The most dense layers after the first that a chain takes (the chain kernel's kChainTailMax).
 constexpr int kMaxChainTail = 2;
 
+// A classifier's dense head for the one-launch dense chain kernel (kernels/dense_chain.cuh): Gemm|FusedGemm
+// over a [batch, K] activation, then one or two more, each the sole reader of the one before (whose output
+// is not a graph output), with constant weights and per-output biases.
+struct DenseChainMatch {
+  std::vector<int> layers;  // node indices, first to last
+};
+constexpr int kMaxDenseChain = 3;  // the kernel's kDenseChainMax
+
+std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& graph, int first);
+
 // The chain starting at node `first`, or nullopt; `why` (if given) says why `first` does not start one
 // (only set when `first` is a convolution).
 std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& graph, int first, std::string* why = nullptr);

@@ -19,6 +19,7 @@
 #include "ir/fused.hpp"
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
+#include "kernels/dense_chain.cuh"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 #include "plan/gpu/tuner.hpp"
@@ -28,6 +29,7 @@ namespace cnnrt::plan {
 namespace {
 
 constexpr int kChainFirstUpToBatch = 32;  // without measurement, the chain kernel is the choice up to here
+constexpr int kDenseChainUpToBatch = 64;  // the dense chain kernel is offered up to here (one cluster an image)
 
 // A variant compiled for the chain's shapes on its first launch (the tuner's check run, or prepare() once
 // chosen; never inside a graph capture). Where NVRTC or the load fails, the variant as built runs instead,
@@ -164,6 +166,19 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, in
   return c;
 }
 
+// How a choice was made, for the plan's note: every candidate's time, fastest first, or how it was chosen.
+std::string timing_text(const Choice& choice) {
+  if (choice.timings.empty()) return choice.how;
+  std::string t;
+  for (const Candidate& c : choice.timings) t += fmt::format("{}{} {:.2f} us", t.empty() ? "" : ", ", c.kernel, c.median_us);
+  return t;
+}
+
+// A dense layer's weights padded to whole float4s, as the kernels' bulk copies read them.
+void pad_to_float4(std::vector<float>& v) {
+  v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f);
+}
+
 // The chain kernel for `m` (with its tail of dense layers), measured against `steps`, the chain's nodes
 // lowered one by one: the chain step where it wins, nullopt where it does not or cannot run (a note says why).
 std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>& steps, LowerContext& lc) {
@@ -213,9 +228,8 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
   for (size_t i = 0; i < dense.size(); ++i) {
     kernels::ChainDense& out = i == 0 ? d.fc : d.tail[i - 1];
     if (i > 0) {  // the tail's arrive by bulk copies of whole float4s
-      auto pad = [](std::vector<float>& v) { v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f); };
-      pad(dense[i].w);
-      if (!dense[i].bias.empty()) pad(dense[i].bias);
+      pad_to_float4(dense[i].w);
+      pad_to_float4(dense[i].bias);
     }
     out.weights = i == 0 ? lc.context.weights.upload(kernels::chain_fc_weights(dense[i].w, d), "chain_dense_fnp")
                          : lc.context.weights.upload(dense[i].w, "chain_tail_nk");
@@ -271,11 +285,7 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
   }
   const KernelCandidate& chosen = candidates[choice.index];
   if (auto it = compiled.find(chosen.name); it != compiled.end()) it->second->prepare();  // before any capture
-  const std::string timing = choice.timings.empty() ? choice.how : [&] {
-    std::string t;
-    for (const Candidate& c : choice.timings) t += fmt::format("{}{} {:.2f} us", t.empty() ? "" : ", ", c.kernel, c.median_us);
-    return t;
-  }();
+  const std::string timing = timing_text(choice);
   if (chosen.reference) {
     lc.note(fmt::format("{}: separate steps ({})", what, timing));
     return std::nullopt;
@@ -303,6 +313,95 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
 }
 
 }  // namespace
+
+std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.layers.front())];
+  const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
+  const std::string what = fmt::format("dense chain {} .. {}", ir::node_short_name(first), ir::node_short_name(last));
+  const ir::Shape in_shape = input_shape(lc, first, 0);
+  kernels::DenseChainDesc d;
+  d.batch = static_cast<int>(in_shape[0]);
+  d.k = static_cast<int>(in_shape[1]);
+  d.count = static_cast<int>(m.layers.size());
+  if (lc.context.device.arch() < 90) return steps;  // (bulk copies and clusters: compute capability 9.0)
+  if (d.batch > kDenseChainUpToBatch) {
+    lc.note(fmt::format("{}: separate steps (batch {}: one cluster an image pays off up to batch {})", what, d.batch,
+                        kDenseChainUpToBatch));
+    return steps;
+  }
+  static_assert(kMaxDenseChain <= kernels::kDenseChainMax);
+  std::vector<DenseWeights> dense;
+  std::string signature = fmt::format("dense chain batch={} k={}", d.batch, d.k);
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(m.layers[i])];
+    dense.push_back(dense_weights(n, g));
+    kernels::ChainDense& out = d.layers[i];
+    out.N = static_cast<int>(dense[i].n);
+    const KernelActivation act = n.op == ir::fused::kFusedGemm ? kernel_activation(n) : KernelActivation{};
+    out.act = act.act;
+    out.alpha = act.alpha;
+    out.beta = act.beta;
+    signature += fmt::format(" | n={} k={} transB={} alpha={} beta={} c={} act={} {} {}", dense[i].n, dense[i].k,
+                             n.attrs.get_int("transB", 0), n.attrs.get_float("alpha", 1.0f), n.attrs.get_float("beta", 1.0f),
+                             n.has_input(2), static_cast<int>(out.act), out.alpha, out.beta);
+  }
+  const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  std::string why;
+  if (!kernels::dense_chain_supports(d, smem_optin, &why)) {
+    lc.note(fmt::format("{}: separate steps ({})", what, why));
+    return steps;
+  }
+  for (size_t i = 0; i < dense.size(); ++i) {
+    pad_to_float4(dense[i].bias);
+    if (!dense[i].bias.empty()) d.layers[i].bias = lc.context.weights.upload(dense[i].bias, "chain_tail_bias");
+    if (i > 0) {
+      pad_to_float4(dense[i].w);
+      d.layers[i].weights = lc.context.weights.upload(dense[i].w, "chain_tail_nk");
+    }
+  }
+  std::vector<KernelCandidate> candidates;
+  for (const kernels::DenseChainVariant& v : kernels::dense_chain_variants(d, smem_optin)) {
+    kernels::DenseChainDesc dv = d;  // the first layer's weights in this cluster size's layout
+    dv.layers[0].weights = lc.context.weights.upload(kernels::dense_chain_weights(dense[0].w, d, v.layout),
+                                                     fmt::format("dense_chain_r{}", v.layout.ranks));
+    candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image", v.layout.ranks),
+                          [v, dv](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_dense_chain(v, in[0], out[0], dv, s);
+                          }});
+  }
+  const int in_slot = lc.slot(first.input(0));
+  const int out_slot = lc.slot(last.outputs.at(0));
+  candidates.push_back(replay_candidate(steps, in_slot, out_slot, lc));
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(in_shape)};
+  shapes.output_floats = ir::numel(output_shape(lc, last));
+  Choice choice;
+  if (lc.context.tuner) {
+    choice = lc.context.tuner->choose(signature, candidates, shapes);
+  } else {
+    choice.how = "heuristic";
+  }
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  ir::Node covered;
+  covered.op = "DenseChain";
+  for (int n : m.layers) {
+    const auto& c = g.nodes[static_cast<size_t>(n)].covers;
+    covered.covers.insert(covered.covers.end(), c.begin(), c.end());
+  }
+  covered.outputs = last.outputs;
+  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
+  step.candidates = choice.timings;
+  for (const Step& s : steps) step.flops += s.flops;
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
+  for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
+  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
+  return {std::move(step)};
+}
 
 std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
                                    LowerContext& lc) {

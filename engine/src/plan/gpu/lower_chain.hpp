@@ -17,4 +17,8 @@ namespace cnnrt::plan {
 std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
                                    LowerContext& lc);
 
+// The steps the plan gets for a dense head `match` (its layers lowered one by one in `steps`): one launch of
+// the dense chain kernel where a cluster size of it measures faster than the steps, else `steps`.
+std::vector<Step> lower_dense_chain(const DenseChainMatch& match, std::vector<Step> steps, LowerContext& lc);
+
 }  // namespace cnnrt::plan

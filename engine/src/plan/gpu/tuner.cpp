@@ -16,6 +16,7 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/graph_timing.hpp"
 #include "kernels/conv_chain.cuh"
+#include "kernels/dense_chain.cuh"
 #include "kernels/conv_registry.hpp"
 #include "plan/tuning_cache.hpp"
 
@@ -38,7 +39,9 @@ const std::string& kernel_set_version() {
   static const std::string version = [] {
     // The registry's fingerprint, extended by the chain kernel's names (FNV-1a over them, on top).
     uint64_t hash = std::stoull(kernels::kernel_set_version(), nullptr, 16);
-    for (const std::string& name : kernels::conv_chain_variant_names()) {
+    std::vector<std::string> chains = kernels::conv_chain_variant_names();
+    for (std::string& n : kernels::dense_chain_variant_names()) chains.push_back(std::move(n));
+    for (const std::string& name : chains) {
       for (const char c : name + "\n") {
         hash ^= static_cast<unsigned char>(c);
         hash *= 1099511628211ull;
@@ -56,6 +59,7 @@ void check_forced_kernel(const std::string& name) {
     names.push_back(n);
     names.push_back(n + "_jit");
   }
+  for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
   std::vector<std::string> families;
   for (const kernels::ConvFamily* f : kernels::conv_families()) {
     families.push_back(f->name());
@@ -71,7 +75,7 @@ void check_forced_kernel(const std::string& name) {
     if (std::regex_match(name, std::regex(pattern))) return;
   }
   fail(ErrorCode::Usage,
-       "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', "
+       "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
        "'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }

@@ -1,0 +1,216 @@
+// A classifier's dense head in one launch (see dense_chain.cuh).
+#include "kernels/dense_chain.cuh"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/conv_chain_device.cuh"
+
+namespace cnnrt::kernels {
+
+namespace {
+
+constexpr int kDenseRanks[] = {8, 16, 4, 2, 1};  // portable cluster sizes first
+constexpr int kMaxDenseSmemBytes = 200 * 1024;
+
+int round4(int floats) { return (floats + 3) / 4 * 4; }
+
+__global__ void __launch_bounds__(kDenseChainThreads)
+    dense_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ DenseChainDesc d,
+                       const __grid_constant__ DenseChainLayout L) {
+#if CNNRT_ARCH_BELOW(900)
+  __trap();  // bulk copies and thread-block clusters: compute capability 9.0 (the planner offers it only there)
+#else
+  using namespace chain_detail;
+  extern __shared__ __align__(16) float smem[];
+  __shared__ uint64_t weights_ready, partials_ready;
+  constexpr int T = kDenseChainThreads, kWarps = T / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int image = blockIdx.x;
+  const int rank = blockIdx.z;  // the cluster spans z
+  const int R = L.ranks;
+  const ChainDense& first = d.layers[0];
+  const int n0 = first.N;
+
+  // 0. The weights (constants: before the prior grid's end), by the bulk copy engine.
+  if (tid == 0) {
+    mbarrier_init(&weights_ready, 1);
+    if (R > 1 && rank == 0) mbarrier_init(&partials_ready, 1);
+    fence_mbarrier_init();
+    mbarrier_arrive_expect_tx(&weights_ready, static_cast<uint32_t>(L.block * 4 + (rank == 0 ? L.rank0_bytes : 0)));
+    bulk_copy_to_shared(smem + L.w0, first.weights + static_cast<int64_t>(rank) * L.block,
+                        static_cast<uint32_t>(L.block * 4), &weights_ready);
+    if (rank == 0) {
+#pragma unroll
+      for (int t = 0; t < kDenseChainMax; ++t) {
+        if (t >= d.count) break;
+        const ChainDense& D = d.layers[t];
+        if (D.bias) bulk_copy_to_shared(smem + L.bias[t], D.bias, static_cast<uint32_t>(L.bias_bytes[t]), &weights_ready);
+        if (t > 0) bulk_copy_to_shared(smem + L.weights[t], D.weights, static_cast<uint32_t>(L.weight_bytes[t]), &weights_ready);
+      }
+    }
+    // Rank 0: one arrival and every rank's partial of every output.
+    if (R > 1 && rank == 0) mbarrier_arrive_expect_tx(&partials_ready, static_cast<uint32_t>(R * n0) * 4u);
+  }
+  cluster_arrive_relaxed(R);  // this rank's mbarriers are set up
+  wait_for_prior_grid();
+  float* xs = smem + L.x;
+  const int k0 = rank * L.slice;
+  const float* row = x + static_cast<int64_t>(image) * d.k;
+  for_items(L.slice, [&](int i) { xs[i] = k0 + i < d.k ? row[k0 + i] : 0.0f; });
+  block_barrier();
+  cluster_wait(R);  // every rank's mbarriers are set up before any rank stores into rank 0
+  mbarrier_wait_parity0(&weights_ready);
+
+  // 1. This rank's partial dot products, one warp per output, into rank 0.
+  float* part = smem + L.part;
+  const float* w0 = smem + L.w0;
+  for (int n = warp; n < n0; n += kWarps) {
+    float s = 0.0f;
+    for (int j = lane; j < L.slice; j += 32) s = fmaf(w0[n * L.slice + j], xs[j], s);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) {
+      if (R == 1) {
+        part[n] = s;
+      } else {
+        store_async(part + rank * n0 + n, s, 0, &partials_ready);
+      }
+    }
+  }
+  if (rank != 0) return;  // its stores land in rank 0, which lives until they have
+  if (R == 1) {
+    block_barrier();
+  } else {
+    mbarrier_wait_parity0(&partials_ready);
+  }
+
+  // 2. Rank 0: the first layer's sums in rank order (lane q holds rank q's partial), then the later layers.
+  float* io = smem + L.io;
+  for (int n = warp; n < n0; n += kWarps) {
+    float v = lane < R ? part[lane * n0 + n] : 0.0f;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) {
+      io[n] = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
+    }
+  }
+  float* in = io;
+  int k = n0;
+#pragma unroll
+  for (int t = 1; t < kDenseChainMax; ++t) {
+    if (t >= d.count) break;
+    const ChainDense& D = d.layers[t];
+    const bool last = t + 1 == d.count;
+    float* out = io + (t % 2) * L.io_width;
+    block_barrier();  // the layer before has written `in`
+    dense_layer<kWarps>(D, k, smem + L.weights[t], smem + L.bias[t], in,
+                        last ? y + static_cast<int64_t>(image) * D.N : out, warp, lane);
+    in = out;
+    k = D.N;
+  }
+#endif
+}
+
+DenseChainLayout make_layout(const DenseChainDesc& d, int ranks) {
+  DenseChainLayout L;
+  L.ranks = ranks;
+  const int n0 = d.layers[0].N;
+  L.slice = (d.k + ranks - 1) / ranks;
+  L.block = round4(n0 * L.slice);
+  int at = 0;
+  auto take = [&at](int floats) {
+    const int offset = at;
+    at += round4(floats);
+    return offset;
+  };
+  L.w0 = take(L.block);
+  L.x = take(L.slice);
+  L.part = take(ranks * n0);
+  int width = 0;
+  for (int t = 0; t + 1 < d.count; ++t) width = std::max(width, d.layers[t].N);
+  L.io_width = round4(width);
+  L.io = take(2 * L.io_width);
+  for (int t = 0, k = n0; t < d.count; ++t) {
+    const ChainDense& D = d.layers[t];
+    L.bias[t] = take(D.N);
+    L.bias_bytes[t] = round4(D.N) * 4;
+    if (D.bias) L.rank0_bytes += L.bias_bytes[t];
+    if (t > 0) {
+      L.weights[t] = take(D.N * k);
+      L.weight_bytes[t] = round4(D.N * k) * 4;
+      L.rank0_bytes += L.weight_bytes[t];
+      k = D.N;
+    }
+  }
+  L.floats = at;
+  return L;
+}
+
+bool fits(const DenseChainLayout& L, int smem_optin_bytes) {
+  return int64_t(L.floats) * 4 <= std::min(smem_optin_bytes, kMaxDenseSmemBytes) &&
+         int64_t(L.block) * 4 + L.rank0_bytes <= kChainTailMaxBytes;
+}
+
+}  // namespace
+
+bool dense_chain_supports(const DenseChainDesc& d, int smem_optin_bytes, std::string* why) {
+  auto no = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (d.count < 2 || d.count > kDenseChainMax) return no(fmt::format("{} dense layers (2 to {})", d.count, kDenseChainMax));
+  if (d.batch < 1 || d.k < 1) return no("empty tensor");
+  for (int t = 0; t < d.count; ++t) {
+    if (d.layers[t].N < 1) return no("empty tensor");
+  }
+  for (int ranks : kDenseRanks) {
+    if (fits(make_layout(d, ranks), smem_optin_bytes)) return true;
+  }
+  return no("the weights do not fit in shared memory at any cluster size");
+}
+
+std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int smem_optin_bytes) {
+  std::vector<DenseChainVariant> out;
+  if (!dense_chain_supports(d, smem_optin_bytes)) return out;
+  for (int ranks : kDenseRanks) {
+    const DenseChainLayout L = make_layout(d, ranks);
+    if (ranks > 1 && L.slice * (ranks - 1) >= d.k) continue;  // a rank with no inputs
+    if (fits(L, smem_optin_bytes)) out.push_back({fmt::format("dense_chain_cl{}", ranks), L});
+  }
+  return out;
+}
+
+std::vector<std::string> dense_chain_variant_names() {
+  std::vector<std::string> names;
+  for (int ranks : kDenseRanks) names.push_back(fmt::format("dense_chain_cl{}", ranks));
+  return names;
+}
+
+std::vector<float> dense_chain_weights(const std::vector<float>& nk, const DenseChainDesc& d, const DenseChainLayout& L) {
+  const int n0 = d.layers[0].N;
+  std::vector<float> out(static_cast<size_t>(L.ranks) * L.block, 0.0f);
+  for (int r = 0; r < L.ranks; ++r) {
+    for (int n = 0; n < n0; ++n) {
+      for (int j = 0; j < L.slice; ++j) {
+        const int64_t k = int64_t(r) * L.slice + j;
+        if (k < d.k) out[size_t(r) * L.block + size_t(n) * L.slice + j] = nk[size_t(n) * d.k + k];
+      }
+    }
+  }
+  return out;
+}
+
+void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream) {
+  allow_dynamic_smem<dense_chain_kernel>(kMaxDenseSmemBytes);
+  if (v.layout.ranks > 8) allow_large_clusters<dense_chain_kernel>();
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config =
+      overlapped_config(dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(v.layout.ranks)),
+                        dim3(kDenseChainThreads), static_cast<size_t>(v.layout.floats) * sizeof(float), stream,
+                        static_cast<unsigned>(v.layout.ranks), attributes);
+  cudaLaunchKernelEx(&config, dense_chain_kernel, x, y, d, v.layout);
+}
+
+}  // namespace cnnrt::kernels

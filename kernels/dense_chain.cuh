@@ -1,0 +1,73 @@
+// A classifier's dense head in one launch: two or three dense layers (Gemm, bias, activation), each reading
+// the one before, at small batch.
+//
+// Why: at batch 1 a dense layer of a few hundred kilobytes of weights is a step of its own, ~4-5 us in the
+// plan's CUDA graph, where reading its weights takes well under a microsecond. kws_cnn ends in three such
+// layers, vgg_small in two.
+//
+// One thread-block cluster per image, `ranks` blocks of kDenseChainThreads threads:
+//   0. before waiting for the prior grid (the weights are constants), every rank starts one bulk copy of its
+//      block of the first layer's weights (its slice of the inputs, for every output: dense_chain_weights),
+//      and rank 0 copies of the first layer's bias and the later layers' weights and biases; then, once the
+//      prior grid is done, the rank loads its slice of the image's inputs;
+//   1. rank r computes its partial dot products for every output of the first layer, one warp per output,
+//      and stores them into rank 0's shared memory (asynchronous stores counted by an mbarrier there);
+//   2. rank 0 sums the partials in rank order (deterministic), adds the bias and activates, then runs the
+//      later layers from shared memory, one warp per output, and writes the last layer's outputs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/conv_chain.cuh"
+
+namespace cnnrt::kernels {
+
+constexpr int kDenseChainThreads = 512;
+constexpr int kDenseChainMax = 3;  // layers
+
+struct DenseChainDesc {
+  int batch = 1;
+  int k = 1;                          // the first layer's inputs per image
+  int count = 2;                      // layers, 2 .. kDenseChainMax
+  ChainDense layers[kDenseChainMax];  // layers[0].weights: dense_chain_weights for the variant's cluster size;
+                                      // the others [N][the previous N] and every bias, padded to whole float4s
+                                      // (kChainTailAlign) and 16-byte aligned
+};
+
+// Shared-memory offsets (floats) and bulk-copy sizes for one (desc, ranks).
+struct DenseChainLayout {
+  int ranks = 1;
+  int slice = 1;          // first-layer inputs per rank (the last rank's past k read as zeros)
+  int block = 0;          // floats of one rank's first-layer weights: round4(N0 * slice)
+  int x = 0, w0 = 0, part = 0, io = 0;
+  int io_width = 0;       // each of the two buffers between layers
+  int bias[kDenseChainMax] = {0, 0, 0};
+  int weights[kDenseChainMax] = {0, 0, 0};  // layers 1.. (layer 0's is w0)
+  int bias_bytes[kDenseChainMax] = {0, 0, 0}, weight_bytes[kDenseChainMax] = {0, 0, 0};  // their bulk copies
+  int rank0_bytes = 0;    // what rank 0's extra copies bring (biases present, later layers' weights)
+  int floats = 0;
+};
+
+struct DenseChainVariant {
+  std::string name;  // "dense_chain_cl8"
+  DenseChainLayout layout;
+};
+
+// Whether the kernel runs `d` at some cluster size; `why` (if given) says what does not fit.
+bool dense_chain_supports(const DenseChainDesc& d, int smem_optin_bytes, std::string* why = nullptr);
+// The cluster sizes that fit, portable ones first.
+std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int smem_optin_bytes);
+// Every name dense_chain_variants can return.
+std::vector<std::string> dense_chain_variant_names();
+
+// The first layer's weights as a variant reads them, from [N0][k] (alpha folded in): per rank, its slice of
+// the inputs for every output, [N0][slice] (zeros past k), padded to whole float4s: one aligned run a rank.
+std::vector<float> dense_chain_weights(const std::vector<float>& nk, const DenseChainDesc& d, const DenseChainLayout& L);
+
+// x: [batch, k]; y: [batch, N of the last layer]. d.layers[0].weights must be in v's layout.
+void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream);
+
+}  // namespace cnnrt::kernels
