@@ -57,8 +57,23 @@ __global__ void __launch_bounds__(kDenseChainThreads)
   wait_for_prior_grid();
   float* xs = smem + L.x;
   const int k0 = rank * L.slice;
-  const float* row = x + static_cast<int64_t>(image) * d.k;
-  for_items(L.slice, [&](int i) { xs[i] = k0 + i < d.k ? row[k0 + i] : 0.0f; });
+  const float* row = x + static_cast<int64_t>(image) * d.k;  // (without a pool)
+  if (d.pool == 1) {
+    for_items(L.slice, [&](int i) { xs[i] = k0 + i < d.k ? row[k0 + i] : 0.0f; });
+  } else {
+    const float* planes = x + static_cast<int64_t>(image) * d.k * d.pool;
+    const float scale = 1.0f / static_cast<float>(d.pool);
+    for (int c = warp; c < L.slice; c += kWarps) {
+      float s = 0.0f;
+      if (k0 + c < d.k) {
+        const float* plane = planes + static_cast<int64_t>(k0 + c) * d.pool;
+        for (int i = lane; i < d.pool; i += 32) s += plane[i];
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (lane == 0) xs[c] = s * scale;
+    }
+  }
   block_barrier();
   cluster_wait(R);  // every rank's mbarriers are set up before any rank stores into rank 0
   mbarrier_wait_parity0(&weights_ready);
@@ -93,7 +108,12 @@ __global__ void __launch_bounds__(kDenseChainThreads)
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
     if (lane == 0) {
-      io[n] = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
+      v = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
+      if (d.count == 1) {
+        y[static_cast<int64_t>(image) * n0 + n] = v;
+      } else {
+        io[n] = v;
+      }
     }
   }
   float* in = io;
@@ -160,8 +180,11 @@ bool dense_chain_supports(const DenseChainDesc& d, int smem_optin_bytes, std::st
     if (why) *why = std::move(reason);
     return false;
   };
-  if (d.count < 2 || d.count > kDenseChainMax) return no(fmt::format("{} dense layers (2 to {})", d.count, kDenseChainMax));
-  if (d.batch < 1 || d.k < 1) return no("empty tensor");
+  const int fewest = d.pool > 1 ? 1 : 2;
+  if (d.count < fewest || d.count > kDenseChainMax) {
+    return no(fmt::format("{} dense layers ({} to {})", d.count, fewest, kDenseChainMax));
+  }
+  if (d.batch < 1 || d.k < 1 || d.pool < 1) return no("empty tensor");
   for (int t = 0; t < d.count; ++t) {
     if (d.layers[t].N < 1) return no("empty tensor");
   }

@@ -1,5 +1,5 @@
 // A classifier's dense head in one launch: two or three dense layers (Gemm, bias, activation), each reading
-// the one before, at small batch.
+// the one before, at small batch; or a global average pool and one to three dense layers.
 //
 // Why: at batch 1 a dense layer of a few hundred kilobytes of weights is a step of its own, ~4-5 us in the
 // plan's CUDA graph, where reading its weights takes well under a microsecond. kws_cnn ends in three such
@@ -9,7 +9,8 @@
 //   0. before waiting for the prior grid (the weights are constants), every rank starts one bulk copy of its
 //      block of the first layer's weights (its slice of the inputs, for every output: dense_chain_weights),
 //      and rank 0 copies of the first layer's bias and the later layers' weights and biases; then, once the
-//      prior grid is done, the rank loads its slice of the image's inputs;
+//      prior grid is done, the rank loads its slice of the image's inputs (with a pool in front: averages
+//      them, a warp per input, lanes over its values, in a fixed order);
 //   1. rank r computes its partial dot products for every output of the first layer, one warp per output,
 //      and stores them into rank 0's shared memory (asynchronous stores counted by an mbarrier there);
 //   2. rank 0 sums the partials in rank order (deterministic), adds the bias and activates, then runs the
@@ -31,7 +32,9 @@ constexpr int kDenseChainMax = 3;  // layers
 struct DenseChainDesc {
   int batch = 1;
   int k = 1;                          // the first layer's inputs per image
-  int count = 2;                      // layers, 2 .. kDenseChainMax
+  int pool = 1;                       // values averaged into each input (a GlobalAveragePool's H * W in front;
+                                      // x is then [batch, k, pool]), 1 for none
+  int count = 2;                      // layers, 2 .. kDenseChainMax (1 .. with a pool)
   ChainDense layers[kDenseChainMax];  // layers[0].weights: dense_chain_weights for the variant's cluster size;
                                       // the others [N][the previous N] and every bias, padded to whole float4s
                                       // (kChainTailAlign) and 16-byte aligned
@@ -67,7 +70,7 @@ std::vector<std::string> dense_chain_variant_names();
 // the inputs for every output, [N0][slice] (zeros past k), padded to whole float4s: one aligned run a rank.
 std::vector<float> dense_chain_weights(const std::vector<float>& nk, const DenseChainDesc& d, const DenseChainLayout& L);
 
-// x: [batch, k]; y: [batch, N of the last layer]. d.layers[0].weights must be in v's layout.
+// x: [batch, k] ([batch, k, pool] with a pool); y: [batch, N of the last layer]. d.layers[0].weights must be in v's layout.
 void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream);
 
 }  // namespace cnnrt::kernels

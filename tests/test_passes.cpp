@@ -862,6 +862,30 @@ TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after th
   CHECK(m->tail.empty());
 }
 
+TEST_CASE("the GPU planner's dense-head matcher takes a global average pool, views and Gemms") {
+  auto head = [](bool pooled_is_output) {
+    ModelBuilder m;
+    m.input("x", {-1, 4, 6, 6}).output("y");
+    if (pooled_is_output) m.output("p");
+    m.node("GlobalAveragePool", {"x"}, {"p"}, "gap");
+    auto& flat = m.node("Flatten", {"p"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {4, 5});
+    m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc");
+    return m;
+  };
+  const Passed p = prepare(head(false), {{2, 4, 6, 6}}, {});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"GlobalAveragePool", "Flatten", "Gemm"});
+  const auto m = plan::match_dense_chain(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->pool == 0);
+  CHECK(m->views == std::vector<int>{1});
+  CHECK(m->layers == std::vector<int>{2});
+  CHECK_FALSE(plan::match_dense_chain(p.graph, 2).has_value());  // one Gemm without the pool: nothing to fuse
+  const Passed exposed = prepare(head(true), {{2, 4, 6, 6}}, {});
+  CHECK_FALSE(plan::match_dense_chain(exposed.graph, 0).has_value());  // the pooled values are a graph output
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.

@@ -437,6 +437,7 @@ namespace {
 struct DenseCase {
   int batch = 1;
   int k = 1;
+  int pool = 1;  // values averaged into each input (a global average pool in front)
   struct Layer {
     int n;
     kernels::ParamAct act;
@@ -448,11 +449,16 @@ struct DenseCase {
 // Every variant of the dense chain kernel (kernels/dense_chain.cuh) against the CPU's Gemms, twice (the second
 // run must match the first bit for bit: the partials are summed in a fixed order); returns the variants run.
 int check_dense_chain(const DenseCase& dc, uint32_t seed) {
-  ir::HostTensor want = random_tensor({dc.batch, dc.k}, seed);
-  const std::vector<float> x = want.float_values();
+  const ir::HostTensor input = random_tensor({dc.batch, dc.k, dc.pool, 1}, seed);
+  const std::vector<float> x = input.float_values();
+  ir::HostTensor want = dc.pool == 1 ? ir::HostTensor::floats({dc.batch, dc.k}, x) : [&] {
+    ir::HostTensor pooled = cpu_reference("GlobalAveragePool", {}, {&input}, {dc.batch, dc.k, 1, 1});
+    return ir::HostTensor::floats({dc.batch, dc.k}, pooled.float_values());
+  }();
   kernels::DenseChainDesc d;
   d.batch = dc.batch;
   d.k = dc.k;
+  d.pool = dc.pool;
   d.count = static_cast<int>(dc.layers.size());
   std::vector<std::vector<float>> weights, biases;
   for (size_t t = 0; t < dc.layers.size(); ++t) {
@@ -525,12 +531,27 @@ TEST_CASE("dense chain: classifier heads, odd sizes, every cluster size") {
   using kernels::ParamAct;
   int ran = 0;
   for (int batch : {1, 7, 33}) {
-    ran += check_dense_chain({batch, 1920, {{16, ParamAct::None, true}, {128, ParamAct::Relu, true}, {12, ParamAct::None, true}}},
+    ran += check_dense_chain({batch, 1920, 1, {{16, ParamAct::None, true}, {128, ParamAct::Relu, true}, {12, ParamAct::None, true}}},
                              60 + batch);
-    ran += check_dense_chain({batch, 2048, {{128, ParamAct::Relu, true}, {10, ParamAct::None, true}}}, 70 + batch);
+    ran += check_dense_chain({batch, 2048, 1, {{128, ParamAct::Relu, true}, {10, ParamAct::None, true}}}, 70 + batch);
   }
-  ran += check_dense_chain({3, 1000, {{33, ParamAct::Sigmoid, false}, {7, ParamAct::Tanh, true}, {1, ParamAct::LeakyRelu, true}}}, 81);
-  ran += check_dense_chain({5, 31, {{1, ParamAct::Clip, true}, {33, ParamAct::HardSwish, false}}}, 82);
-  ran += check_dense_chain({1, 1, {{7, ParamAct::Gelu, true}, {31, ParamAct::Swish, true}}}, 83);
+  ran += check_dense_chain({3, 1000, 1, {{33, ParamAct::Sigmoid, false}, {7, ParamAct::Tanh, true}, {1, ParamAct::LeakyRelu, true}}}, 81);
+  ran += check_dense_chain({5, 31, 1, {{1, ParamAct::Clip, true}, {33, ParamAct::HardSwish, false}}}, 82);
+  ran += check_dense_chain({1, 1, 1, {{7, ParamAct::Gelu, true}, {31, ParamAct::Swish, true}}}, 83);
   CHECK(ran > 20);
+}
+
+// With a global average pool in front: resnet18_narrow's (128 x 7x7 -> 1000), resnet20's (64 x 8x8 -> 10),
+// shufflenet_v1's (480 x 7x7 -> 100), at batches 1 and 7; odd sizes with two and three layers after it.
+TEST_CASE("dense chain: a global average pool and one to three dense layers") {
+  using kernels::ParamAct;
+  int ran = 0;
+  for (int batch : {1, 7}) {
+    ran += check_dense_chain({batch, 128, 49, {{1000, ParamAct::None, true}}}, 90 + batch);
+    ran += check_dense_chain({batch, 64, 64, {{10, ParamAct::None, true}}}, 100 + batch);
+    ran += check_dense_chain({batch, 480, 49, {{100, ParamAct::None, true}}}, 110 + batch);
+  }
+  ran += check_dense_chain({3, 33, 7, {{31, ParamAct::Relu, false}, {5, ParamAct::Sigmoid, true}}}, 121);
+  ran += check_dense_chain({2, 5, 100, {{3, ParamAct::Tanh, true}, {9, ParamAct::None, true}, {1, ParamAct::Relu, false}}}, 122);
+  CHECK(ran > 15);
 }

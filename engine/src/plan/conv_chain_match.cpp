@@ -117,12 +117,29 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
 }
 
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) {
+  DenseChainMatch m;
+  const ir::Node& f = g.nodes.at(static_cast<size_t>(first));
+  if (f.op == "GlobalAveragePool") {
+    // [batch, C, H, W] -> [batch, C, 1, 1] -> views -> [batch, C] -> Gemm.
+    if (!f.has_input(0) || g.values[f.input(0)].is_constant() || !g.values[f.input(0)].shape) return std::nullopt;
+    if (g.shape_of(f.input(0)).size() != 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
+    m.pool = first;
+    int value = f.outputs[0];
+    int next = sole_reader(g, value);
+    while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
+      m.views.push_back(next);
+      value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
+      next = sole_reader(g, value);
+    }
+    if (next < 0) return std::nullopt;
+    first = next;
+  }
   const ir::Node& d = g.nodes.at(static_cast<size_t>(first));
   if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return std::nullopt;
   if (!d.has_input(0) || g.values[d.input(0)].is_constant() || !g.values[d.input(0)].shape) return std::nullopt;
   const ir::Shape& a = g.shape_of(d.input(0));
   if (a.size() != 2 || !dense_problem(g, d, d.input(0), a[1]).empty()) return std::nullopt;
-  DenseChainMatch m;
+  if (m.pool >= 0 && a[1] != g.shape_of(f.input(0))[1]) return std::nullopt;
   m.layers.push_back(first);
   int64_t k = g.constant_of(d.input(1))->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
   while (static_cast<int>(m.layers.size()) < kMaxDenseChain) {
@@ -134,7 +151,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
     k = g.constant_of(next.input(1))->shape()[next.attrs.get_int("transB", 0) != 0 ? 0 : 1];
     m.layers.push_back(t);
   }
-  if (m.layers.size() < 2) return std::nullopt;
+  if (m.layers.size() < (m.pool >= 0 ? 1u : 2u)) return std::nullopt;
   return m;
 }
 

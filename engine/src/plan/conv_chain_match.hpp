@@ -26,12 +26,16 @@ constexpr int kMaxChainTail = 2;
 
 // A classifier's dense head for the one-launch dense chain kernel (kernels/dense_chain.cuh): Gemm|FusedGemm
 // over a [batch, K] activation, then one or two more, each the sole reader of the one before (whose output
-// is not a graph output), with constant weights and per-output biases.
+// is not a graph output), with constant weights and per-output biases; or a GlobalAveragePool, views
+// (Flatten, ...), and one to three such Gemms.
 struct DenseChainMatch {
-  std::vector<int> layers;  // node indices, first to last
+  int pool = -1;            // the GlobalAveragePool in front, or -1
+  std::vector<int> views;   // between it and the first Gemm
+  std::vector<int> layers;  // the Gemms' node indices, first to last
 };
 constexpr int kMaxDenseChain = 3;  // the kernel's kDenseChainMax
 
+// The dense head starting at node `first` (a Gemm, or a GlobalAveragePool), or nullopt.
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& graph, int first);
 
 // The chain starting at node `first`, or nullopt; `why` (if given) says why `first` does not start one

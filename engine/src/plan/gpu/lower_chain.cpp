@@ -316,13 +316,14 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
 
 std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
-  const ir::Node& first = g.nodes[static_cast<size_t>(m.layers.front())];
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.pool >= 0 ? m.pool : m.layers.front())];
   const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
   const std::string what = fmt::format("dense chain {} .. {}", ir::node_short_name(first), ir::node_short_name(last));
-  const ir::Shape in_shape = input_shape(lc, first, 0);
+  const ir::Shape in_shape = input_shape(lc, first, 0);  // [batch, k], or [batch, k, H, W] with the pool
   kernels::DenseChainDesc d;
   d.batch = static_cast<int>(in_shape[0]);
   d.k = static_cast<int>(in_shape[1]);
+  d.pool = m.pool >= 0 ? static_cast<int>(in_shape[2] * in_shape[3]) : 1;
   d.count = static_cast<int>(m.layers.size());
   if (lc.context.device.arch() < 90) return steps;  // (bulk copies and clusters: compute capability 9.0)
   if (d.batch > kDenseChainUpToBatch) {
@@ -332,7 +333,7 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   }
   static_assert(kMaxDenseChain <= kernels::kDenseChainMax);
   std::vector<DenseWeights> dense;
-  std::string signature = fmt::format("dense chain batch={} k={}", d.batch, d.k);
+  std::string signature = fmt::format("dense chain batch={} k={} pool={}", d.batch, d.k, d.pool);
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const ir::Node& n = g.nodes[static_cast<size_t>(m.layers[i])];
     dense.push_back(dense_weights(n, g));
@@ -389,7 +390,10 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   }
   ir::Node covered;
   covered.op = "DenseChain";
-  for (int n : m.layers) {
+  std::vector<int> nodes = m.views;
+  if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
+  nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
+  for (int n : nodes) {
     const auto& c = g.nodes[static_cast<size_t>(n)].covers;
     covered.covers.insert(covered.covers.end(), c.begin(), c.end());
   }

@@ -311,7 +311,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
 
   // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm, Gemms) is lowered node by
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
-  // whichever measures faster; a dense head (two or three Gemms in a row) likewise to the dense chain kernel.
+  // whichever measures faster; a dense head (two or three Gemms in a row, or a global average pool and Gemms)
+  // likewise to the dense chain kernel.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -336,10 +337,12 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
         lower_node(node);
         continue;
       }
+      std::vector<int> nodes = head->layers;
+      if (head->pool >= 0) nodes.insert(nodes.begin(), head->pool);
       std::vector<Step> steps = lower.lower_apart([&] {
-        for (int n : head->layers) lower_node(g.nodes[static_cast<size_t>(n)]);
+        for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
       });
-      for (int n : head->layers) lowered[static_cast<size_t>(n)] = true;
+      for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
       try {
         lower.append_steps(lower_dense_chain(*head, std::move(steps), lower));
       } catch (const Error& e) {
