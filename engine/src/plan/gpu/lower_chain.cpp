@@ -277,12 +277,7 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
                              n.attrs.get_int("transB", 0), n.attrs.get_float("alpha", 1.0f),
                              n.attrs.get_float("beta", 1.0f), n.has_input(2), static_cast<int>(k.act), k.alpha, k.beta);
   }
-  Choice choice;
-  if (lc.context.tuner) {
-    choice = lc.context.tuner->choose(signature, candidates, shapes);
-  } else {
-    choice.how = "heuristic";
-  }
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const KernelCandidate& chosen = candidates[choice.index];
   if (auto it = compiled.find(chosen.name); it != compiled.end()) it->second->prepare();  // before any capture
   const std::string timing = timing_text(choice);
@@ -377,12 +372,7 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(in_shape)};
   shapes.output_floats = ir::numel(output_shape(lc, last));
-  Choice choice;
-  if (lc.context.tuner) {
-    choice = lc.context.tuner->choose(signature, candidates, shapes);
-  } else {
-    choice.how = "heuristic";
-  }
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const KernelCandidate& chosen = candidates[choice.index];
   if (chosen.reference) {
     lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));

@@ -102,12 +102,7 @@ void lower_conv_transpose(const ir::Node& node, LowerContext& lc) {
                   ir::shape_str(x), ir::shape_str(w), ir::shape_str(y), desc.rows.stride, desc.cols.stride,
                   desc.rows.pad_begin, desc.cols.pad_begin, desc.rows.dilation, desc.cols.dilation, desc.groups,
                   has_bias, static_cast<int>(act.act), epilogue.alpha, epilogue.beta);
-  Choice choice;
-  if (lc.context.tuner) {
-    choice = lc.context.tuner->choose(signature, candidates, shapes);
-  } else {
-    choice.how = "heuristic";
-  }
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const KernelCandidate& chosen = candidates[choice.index];
   Step& step = lc.add_step(node, chosen.name, chosen.config + ", " + choice.how, inputs, output_slots(lc, node),
                            chosen.launch);

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "ir/graph.hpp"
 #include "plan/gpu/planner.hpp"
+#include "plan/gpu/tuner.hpp"
 
 namespace cnnrt::plan {
 
@@ -28,6 +29,10 @@ inline int64_t product(const ir::Shape& s, size_t from = 0, size_t to = SIZE_MAX
 void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what);
 
 // The step's inputs/outputs as slots: data inputs in order (omitted ones skipped), then the outputs.
+// The tuner's choice among `candidates` (measured, cached or forced), or index 0 ("heuristic") without one.
+Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::vector<KernelCandidate>& candidates,
+                     const TuneShapes& shapes);
+
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 std::vector<int> output_slots(LowerContext& lc, const ir::Node& node);
 

@@ -172,12 +172,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   shapes.input_floats = {ir::numel(input_shape(lc, node, 0))};
   if (L.residual) shapes.input_floats.push_back(ir::numel(input_shape(lc, node, ir::fused::kResidualInput)));
   shapes.output_floats = L.out_floats();
-  Choice choice;
-  if (lc.context.tuner) {
-    choice = lc.context.tuner->choose(cs.signature, candidates, shapes);
-  } else {
-    choice.how = "heuristic";
-  }
+  const Choice choice = choose_kernel(lc, cs.signature, candidates, shapes);
   KernelCandidate& chosen = candidates[choice.index];
   std::vector<int> inputs = {lc.slot(node.input(0))};
   if (L.residual) inputs.push_back(lc.slot(node.input(ir::fused::kResidualInput)));

@@ -12,6 +12,14 @@ void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what
               ir::shape_str(shape), max_rank);
 }
 
+Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::vector<KernelCandidate>& candidates,
+                     const TuneShapes& shapes) {
+  if (lc.context.tuner) return lc.context.tuner->choose(signature, candidates, shapes);
+  Choice choice;
+  choice.how = "heuristic";
+  return choice;
+}
+
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node) {
   std::vector<int> slots;
   for (int v : node.inputs) {
