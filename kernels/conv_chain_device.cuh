@@ -266,7 +266,7 @@ __device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const fl
 template <int KA, int KB>
 __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, float* __restrict__ y,
                                                 const ConvChainDesc& d, const ChainLayout& L) {
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];  // (the bulk copies' destinations: 16-byte aligned)
   __shared__ uint64_t b_input_ready;  // completes when every rank's pooled values of A are in this rank's B input
   __shared__ uint64_t fc_ready;       // rank 0's: completes when every rank's partial dot products are in fc_part
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;

@@ -11,7 +11,7 @@ namespace cnnrt::kernels {
 
 namespace {
 
-constexpr int kDenseRanks[] = {8, 16, 4, 2, 1};  // portable cluster sizes first
+constexpr int kDenseRanks[] = {8, 4, 2, 1, 16};  // portable cluster sizes first (index 0: the untuned choice)
 constexpr int kMaxDenseSmemBytes = 200 * 1024;
 
 int round4(int floats) { return (floats + 3) / 4 * 4; }
@@ -185,8 +185,10 @@ bool dense_chain_supports(const DenseChainDesc& d, int smem_optin_bytes, std::st
     return no(fmt::format("{} dense layers ({} to {})", d.count, fewest, kDenseChainMax));
   }
   if (d.batch < 1 || d.k < 1 || d.pool < 1) return no("empty tensor");
-  for (int t = 0; t < d.count; ++t) {
+  for (int t = 0, k = d.k; t < d.count; k = d.layers[t].N, ++t) {
     if (d.layers[t].N < 1) return no("empty tensor");
+    // (the layout's arithmetic is in int: far larger layers fail the shared-memory check anyway)
+    if (int64_t(d.layers[t].N) * k * 4 > (int64_t(1) << 30)) return no("a layer's weights take over 1 GB");
   }
   for (int ranks : kDenseRanks) {
     if (fits(make_layout(d, ranks), smem_optin_bytes)) return true;

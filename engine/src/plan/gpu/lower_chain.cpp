@@ -30,6 +30,7 @@ namespace {
 
 constexpr int kChainFirstUpToBatch = 32;  // without measurement, the chain kernel is the choice up to here
 constexpr int kDenseChainUpToBatch = 64;  // the dense chain kernel is offered up to here (one cluster an image)
+constexpr int64_t kDenseChainMaxWeightFloats = int64_t(1) << 20;  // 4 MB: above what 16 ranks can stage
 
 // A variant compiled for the chain's shapes on its first launch (the tuner's check run, or prepare() once
 // chosen; never inside a graph capture). Where NVRTC or the load fails, the variant as built runs instead,
@@ -327,6 +328,15 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
     return steps;
   }
   static_assert(kMaxDenseChain <= kernels::kDenseChainMax);
+  // The kernel stages every weight in shared memory (16 ranks of at most 200 KB): a head far larger keeps its
+  // steps before anything is copied or transposed on the host (VGG-16's head is 0.5 GB).
+  int64_t weight_floats = 0;
+  for (int n : m.layers) weight_floats += g.constant_of(g.nodes[static_cast<size_t>(n)].input(1))->numel();
+  if (weight_floats > kDenseChainMaxWeightFloats) {
+    lc.note(fmt::format("{}: separate steps ({:.1f} MB of weights: more than the kernel stages)", what,
+                        4e-6 * double(weight_floats)));
+    return steps;
+  }
   std::vector<DenseWeights> dense;
   std::string signature = fmt::format("dense chain batch={} k={} pool={}", d.batch, d.k, d.pool);
   for (size_t i = 0; i < m.layers.size(); ++i) {
