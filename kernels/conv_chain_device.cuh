@@ -80,6 +80,31 @@ __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_
                : "memory");
 }
 
+// Ends one warp's share of output n's dot product (its lanes' partials in `s`): the warp's sum, stored by lane
+// 0 into slot (rank, n) of rank 0's partials `part` (`count` outputs a rank): plainly in a cluster of one
+// block, else by an asynchronous store that rank 0's mbarrier `ready` counts.
+__device__ __forceinline__ void push_partial(float s, float* part, int rank, int ranks, int count, int n,
+                                             uint64_t* ready) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) != 0) return;
+  if (ranks == 1) {
+    part[n] = s;
+  } else {
+    store_async(part + rank * count + n, s, 0, ready);
+  }
+}
+
+// Rank 0, one warp: output n's sum over the ranks' partials (push_partial) in rank order: lane q holds rank
+// q's (ranks <= 32), summed by a fixed shuffle tree, so every run gives the same bits. Every lane gets it.
+__device__ __forceinline__ float sum_partials(const float* part, int ranks, int count, int n) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  float v = lane < ranks ? part[lane * count + n] : 0.0f;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 // f(i) for every i in [0, n), one per thread per pass over the block's kChainThreads threads; every thread
 // runs the same number of passes (the bound is checked inside), so warps leave the loop converged. Not
 // unrolled: most of the kernel's loops take one pass, and an isolated launch runs its code once, so the
@@ -297,7 +322,6 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   const int warp = tid / 32, lane = tid % 32;
   constexpr int kWarps = T / 32;
   const int wa_count = A.g.F * KA * KA, wb_count = L.fb * B.g.C * KB * KB;
-  const int features = B.g.F * P;
   const int weight_floats = wa_count + A.g.F + wb_count + L.fb + d.fc.N;
   // The i-th weight of this rank (A's filters and bias, this rank's B filters and bias, its columns of the
   // dense layer, the dense bias) and its offset in shared memory. Absent biases read as zero.
@@ -533,15 +557,7 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
         s = fmaf(wfc[f * L.fc_stride + n * P + p], feat[j], s);
       }
     }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) {
-      if (R == 1) {
-        fc_part[n] = s;
-      } else {
-        store_async(fc_part + rank * d.fc.N + n, s, 0, &fc_ready);
-      }
-    }
+    push_partial(s, fc_part, rank, R, d.fc.N, n, &fc_ready);
   }
   if (R == 1) {
     block_barrier();
@@ -549,12 +565,10 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     mbarrier_wait_parity0(&fc_ready);
   }
   if (rank != 0) return;
-  // One warp per output: lane q holds rank q's partial (R <= 32), summed by a fixed shuffle tree.
+  // One warp per output: the ranks' partials in rank order.
   float* dense_in = smem + L.dense_io;
   for (int n = warp; n < d.fc.N; n += kWarps) {
-    float v = lane < R ? fc_part[lane * d.fc.N + n] : 0.0f;
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    float v = sum_partials(fc_part, R, d.fc.N, n);
     if (lane == 0) {
       v = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
       if (d.tail_count == 0) {

@@ -84,15 +84,7 @@ __global__ void __launch_bounds__(kDenseChainThreads)
   for (int n = warp; n < n0; n += kWarps) {
     float s = 0.0f;
     for (int j = lane; j < L.slice; j += 32) s = fmaf(w0[n * L.slice + j], xs[j], s);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) {
-      if (R == 1) {
-        part[n] = s;
-      } else {
-        store_async(part + rank * n0 + n, s, 0, &partials_ready);
-      }
-    }
+    push_partial(s, part, rank, R, n0, n, &partials_ready);
   }
   if (rank != 0) return;  // its stores land in rank 0, which lives until they have
   if (R == 1) {
@@ -101,12 +93,10 @@ __global__ void __launch_bounds__(kDenseChainThreads)
     mbarrier_wait_parity0(&partials_ready);
   }
 
-  // 2. Rank 0: the first layer's sums in rank order (lane q holds rank q's partial), then the later layers.
+  // 2. Rank 0: the first layer's sums in rank order, then the later layers.
   float* io = smem + L.io;
   for (int n = warp; n < n0; n += kWarps) {
-    float v = lane < R ? part[lane * n0 + n] : 0.0f;
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    float v = sum_partials(part, R, n0, n);
     if (lane == 0) {
       v = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
       if (d.count == 1) {

@@ -27,6 +27,23 @@ int sole_reader(const ir::Graph& g, int value) {
   return reader;
 }
 
+// The reader of `value` past the views that follow it (appended to `views`; `value` becomes the last view's
+// output), or -1 where a value on the way has other readers or is a graph output.
+int reader_past_views(const ir::Graph& g, int& value, std::vector<int>& views) {
+  int next = sole_reader(g, value);
+  while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
+    views.push_back(next);
+    value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
+    next = sole_reader(g, value);
+  }
+  return next;
+}
+
+// The outputs of a dense layer whose weights dense_problem accepted: N of Gemm's constant B.
+int64_t dense_outputs(const ir::Graph& g, const ir::Node& d) {
+  return g.constant_of(d.input(1))->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+}
+
 bool all_ones(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
 }
@@ -84,12 +101,7 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   if (std::string p = conv_problem(g, b); !p.empty()) return no("second node: " + p);
   if (b.input(0) != a.outputs[0]) return no("the second convolution reads the first's output as weights");
   int value = b.outputs[0];
-  int next = sole_reader(g, value);
-  while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
-    m.views.push_back(next);
-    value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
-    next = sole_reader(g, value);
-  }
+  const int next = reader_past_views(g, value, m.views);
   if (next < 0) return no("the second convolution's output has other readers or is a graph output");
   const ir::Node& d = g.nodes[static_cast<size_t>(next)];
   if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return no(fmt::format("{} follows the convolutions, not Gemm", d.op));
@@ -99,17 +111,13 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   if (features.size() != 2 || features[0] != conv_out[0] || features[1] * conv_out[0] != ir::numel(conv_out)) {
     return no("the Gemm's input is not the flattened convolution output");
   }
-  const ir::HostTensor* w = g.constant_of(d.input(1));
-  const int64_t n = w->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
   m.dense = next;
   // The dense layers that follow, each reading the one before as A: [batch, K] -> [batch, N].
-  int64_t k = n;
+  int64_t k = dense_outputs(g, d);
   for (int from = m.dense; static_cast<int>(m.tail.size()) < kMaxChainTail;) {
     const int t = sole_reader(g, g.nodes[static_cast<size_t>(from)].outputs.at(0));
     if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], g.nodes[static_cast<size_t>(from)].outputs[0], k).empty()) break;
-    const ir::Node& next_dense = g.nodes[static_cast<size_t>(t)];
-    const ir::HostTensor* tw = g.constant_of(next_dense.input(1));
-    k = tw->shape()[next_dense.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+    k = dense_outputs(g, g.nodes[static_cast<size_t>(t)]);
     m.tail.push_back(t);
     from = t;
   }
@@ -125,12 +133,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
     if (g.shape_of(f.input(0)).size() != 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
     m.pool = first;
     int value = f.outputs[0];
-    int next = sole_reader(g, value);
-    while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
-      m.views.push_back(next);
-      value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
-      next = sole_reader(g, value);
-    }
+    const int next = reader_past_views(g, value, m.views);
     if (next < 0) return std::nullopt;
     first = next;
   }
@@ -141,14 +144,13 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   if (a.size() != 2 || !dense_problem(g, d, d.input(0), a[1]).empty()) return std::nullopt;
   if (m.pool >= 0 && a[1] != g.shape_of(f.input(0))[1]) return std::nullopt;
   m.layers.push_back(first);
-  int64_t k = g.constant_of(d.input(1))->shape()[d.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+  int64_t k = dense_outputs(g, d);
   while (static_cast<int>(m.layers.size()) < kMaxDenseChain) {
     const int from = m.layers.back();
     const int value = g.nodes[static_cast<size_t>(from)].outputs.at(0);
     const int t = sole_reader(g, value);
     if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], value, k).empty()) break;
-    const ir::Node& next = g.nodes[static_cast<size_t>(t)];
-    k = g.constant_of(next.input(1))->shape()[next.attrs.get_int("transB", 0) != 0 ? 0 : 1];
+    k = dense_outputs(g, g.nodes[static_cast<size_t>(t)]);
     m.layers.push_back(t);
   }
   if (m.layers.size() < (m.pool >= 0 ? 1u : 2u)) return std::nullopt;

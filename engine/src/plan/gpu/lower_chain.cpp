@@ -175,6 +175,26 @@ std::string timing_text(const Choice& choice) {
   return t;
 }
 
+// The one step of the kernel `chosen` that replaces `steps`, the lowering of graph nodes `nodes` (in order;
+// `last` makes the output): it covers their ONNX nodes and counts their flops; the plan's note says so, with
+// the timings the choice was made on.
+Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Node& last, const KernelCandidate& chosen,
+                    const Choice& choice, const std::vector<Step>& steps, int in_slot, int out_slot,
+                    const std::string& what, LowerContext& lc) {
+  ir::Node covered;
+  covered.op = op;
+  for (int n : nodes) {
+    const auto& c = lc.graph.nodes[static_cast<size_t>(n)].covers;
+    covered.covers.insert(covered.covers.end(), c.begin(), c.end());
+  }
+  covered.outputs = last.outputs;
+  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
+  step.candidates = choice.timings;
+  for (const Step& s : steps) step.flops += s.flops;
+  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
+  return step;
+}
+
 // A dense layer's weights padded to whole float4s, as the kernels' bulk copies read them.
 void pad_to_float4(std::vector<float>& v) {
   v.resize((v.size() + kernels::kChainTailAlign - 1) / kernels::kChainTailAlign * kernels::kChainTailAlign, 0.0f);
@@ -286,25 +306,14 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
     lc.note(fmt::format("{}: separate steps ({})", what, timing));
     return std::nullopt;
   }
-  ir::Node covered;
-  covered.op = "ConvChain";
-  auto cover = [&](int node) {
-    const auto& c = g.nodes[static_cast<size_t>(node)].covers;
-    covered.covers.insert(covered.covers.end(), c.begin(), c.end());
-  };
-  cover(m.conv_a);
-  cover(m.conv_b);
-  for (int v : m.views) cover(v);
-  cover(m.dense);
-  for (int t : m.tail) cover(t);
-  covered.outputs = last.outputs;
-  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
-  step.candidates = choice.timings;
-  for (const Step& s : steps) step.flops += s.flops;
+  std::vector<int> nodes = {m.conv_a, m.conv_b};
+  nodes.insert(nodes.end(), m.views.begin(), m.views.end());
+  nodes.push_back(m.dense);
+  nodes.insert(nodes.end(), m.tail.begin(), m.tail.end());
+  Step step = replacing_step("ConvChain", nodes, last, chosen, choice, steps, in_slot, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats) +
                           double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW);
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.w.size());
-  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing));
   return step;
 }
 
@@ -388,22 +397,12 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
     lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
     return steps;
   }
-  ir::Node covered;
-  covered.op = "DenseChain";
   std::vector<int> nodes = m.views;
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
-  for (int n : nodes) {
-    const auto& c = g.nodes[static_cast<size_t>(n)].covers;
-    covered.covers.insert(covered.covers.end(), c.begin(), c.end());
-  }
-  covered.outputs = last.outputs;
-  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
-  step.candidates = choice.timings;
-  for (const Step& s : steps) step.flops += s.flops;
+  Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, in_slot, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
-  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
   return {std::move(step)};
 }
 
