@@ -684,6 +684,52 @@ TEST_CASE("fuse_pool fuses into a plain conv, 1-D too, and leaves a conv output 
   CHECK(p.graph.nodes[0].attrs.get_string(fused::kActivation, "").empty());
 }
 
+TEST_CASE("fuse_pool leaves a global average pool that starts a dense head to the planner up to batch 64") {
+  // x -> conv -> relu -> GlobalAveragePool -> Flatten -> Gemm: the tail of a classifier.
+  auto classifier = [](const char* pool_op) {
+    ModelBuilder m;
+    m.input("x", {-1, 3, 6, 6}).output("y");
+    conv(m, "x", "c", "conv", 3, 4);
+    m.node("Relu", {"c"}, {"r"}, "relu");
+    m.node(pool_op, {"r"}, {"p"}, "gap");
+    auto& flat = m.node("Flatten", {"p"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {5, 4});
+    ModelBuilder::attr_int(m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc"), "transB", 1);
+    return m;
+  };
+  for (int64_t batch : {int64_t(1), passes::kDenseHeadMaxBatch}) {
+    CAPTURE(batch);
+    const Passed p = check_unchanged(classifier("GlobalAveragePool"), {{batch, 3, 6, 6}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "GlobalAveragePool", "Flatten", "Gemm"});
+    CHECK(lines_of(p, "fuse_pool").empty());
+    const auto head = plan::match_dense_chain(p.graph, 1);
+    REQUIRE(head.has_value());
+    CHECK(head->pool == 1);
+  }
+  {  // A 1-D map likewise: [batch, C, L] pooled over L.
+    ModelBuilder m;
+    m.input("x", {-1, 2, 9}).output("y");
+    random_initializer(m, "w1", {4, 2, 3});
+    m.node("Conv", {"x", "w1"}, {"c"}, "conv1d");
+    m.node("GlobalAveragePool", {"c"}, {"p"}, "gap");
+    auto& flat = m.node("Flatten", {"p"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {4, 3});
+    m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc");
+    const Passed p = check_unchanged(m, {{3, 2, 9}});
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "GlobalAveragePool", "Flatten", "Gemm"});
+    const auto head = plan::match_dense_chain(p.graph, 1);
+    REQUIRE(head.has_value());
+    CHECK(head->layers == std::vector<int>{3});
+  }
+  // Beyond the dense head kernel's batches, and for a global max pool, the pool joins the convolution.
+  const Passed large = check_unchanged(classifier("GlobalAveragePool"), {{passes::kDenseHeadMaxBatch + 1, 3, 6, 6}});
+  CHECK(ops_of(large.graph) == std::vector<std::string>{"FusedConv", "Flatten", "Gemm"});
+  const Passed max = check_unchanged(classifier("GlobalMaxPool"), {{1, 3, 6, 6}});
+  CHECK(ops_of(max.graph) == std::vector<std::string>{"FusedConv", "Flatten", "Gemm"});
+}
+
 // ---- eliminate_identity ------------------------------------------------------------------------------
 
 TEST_CASE("eliminate_identity removes Identity and Dropout so that the fusions see through them") {

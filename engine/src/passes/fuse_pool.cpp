@@ -2,10 +2,14 @@
 // pools nor has a residual (the kernels never combine the two), joins the convolution's epilogue:
 //   MaxPool (any window, stride, padding, dilation, ceil_mode), AveragePool (any count_include_pad),
 //   GlobalAveragePool / GlobalMaxPool as an AveragePool / MaxPool whose window is the whole map.
-// The pooling runs after the activation, as it did in the graph.
+// The pooling runs after the activation, as it did in the graph. Except a global average pool that starts a
+// classifier's dense head (views, then a Gemm with constant weights) at a batch up to kDenseHeadMaxBatch: the
+// GPU planner runs the pool and the Gemms as one launch where that measures faster (a conv with the pool fused
+// runs as the conv and a pooling launch in most kernel families anyway).
 #include <fmt/format.h>
 
 #include "ir/fused.hpp"
+#include "ir/ops.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 
@@ -37,6 +41,23 @@ std::optional<ir::Node> as_window_pool(const ir::Node& pool, const ir::Shape& in
   return whole;
 }
 
+// Whether `pool` is a global average pool over [N <= kDenseHeadMaxBatch, C, spatial...] whose output reaches, through
+// views only, a Gemm that multiplies it by constant weights.
+bool starts_dense_head(const ir::Graph& graph, const std::vector<std::vector<int>>& readers, const ir::Node& pool,
+                       const ir::Shape& in) {
+  if (pool.op != "GlobalAveragePool" || in[0] > kDenseHeadMaxBatch) return false;
+  int value = pool.outputs.at(0);
+  int next = sole_reader(graph, readers, value);
+  while (next >= 0 && ir::is_view_op(graph.nodes[static_cast<size_t>(next)])) {
+    value = graph.nodes[static_cast<size_t>(next)].outputs.at(0);
+    next = sole_reader(graph, readers, value);
+  }
+  if (next < 0) return false;
+  const ir::Node& gemm = graph.nodes[static_cast<size_t>(next)];
+  return (gemm.op == "Gemm" || gemm.op == fused::kFusedGemm) && gemm.has_input(0) && gemm.input(0) == value &&
+         gemm.has_input(1) && graph.constant_of(gemm.input(1)) != nullptr;
+}
+
 bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, int pool_index,
               std::vector<std::string>& log) {
   const ir::Node& pool = graph.nodes[pool_index];
@@ -45,6 +66,7 @@ bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, in
   if (conv == nullptr || !takes_pool(*conv) || sole_reader(graph, readers, x) != pool_index) return false;
   const ir::Shape& in = graph.shape_of(x);
   if (in.size() != 3 && in.size() != 4) return false;
+  if (starts_dense_head(graph, readers, pool, in)) return false;
   const std::optional<ir::Node> window = as_window_pool(pool, in);
   if (!window || window->outputs.size() != 1) return false;
   ir::Node result = *conv;

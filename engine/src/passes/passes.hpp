@@ -2,6 +2,7 @@
 // Each rewrites a bound graph in place and appends one line to `log` per rewrite, naming the nodes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,10 @@ void fuse_composite_activation(ir::Graph& graph, std::vector<std::string>& log);
 void fuse_activation(ir::Graph& graph, std::vector<std::string>& log);     // fuse_activation.cpp
 void fuse_residual(ir::Graph& graph, std::vector<std::string>& log);       // fuse_residual.cpp
 void fuse_pool(ir::Graph& graph, std::vector<std::string>& log);           // fuse_pool.cpp
+
+// The batch up to which a classifier's dense head (a global average pool, views and Gemms) is left whole for
+// the GPU planner, which offers it to its one-launch kernel (plan/gpu/lower_chain.cpp): fuse_pool then keeps
+// such a pool out of the convolution before it.
+constexpr int64_t kDenseHeadMaxBatch = 64;
 
 }  // namespace cnnrt::passes

@@ -128,9 +128,10 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   DenseChainMatch m;
   const ir::Node& f = g.nodes.at(static_cast<size_t>(first));
   if (f.op == "GlobalAveragePool") {
-    // [batch, C, H, W] -> [batch, C, 1, 1] -> views -> [batch, C] -> Gemm.
+    // [batch, C, spatial...] -> [batch, C, 1...] -> views -> [batch, C] -> Gemm (1-D or 2-D maps).
     if (!f.has_input(0) || g.values[f.input(0)].is_constant() || !g.values[f.input(0)].shape) return std::nullopt;
-    if (g.shape_of(f.input(0)).size() != 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
+    const size_t rank = g.shape_of(f.input(0)).size();
+    if (rank < 3 || rank > 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
     m.pool = first;
     int value = f.outputs[0];
     const int next = reader_past_views(g, value, m.views);

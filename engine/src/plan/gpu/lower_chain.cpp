@@ -20,6 +20,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
+#include "passes/passes.hpp"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 #include "plan/gpu/tuner.hpp"
@@ -29,7 +30,8 @@ namespace cnnrt::plan {
 namespace {
 
 constexpr int kChainFirstUpToBatch = 32;  // without measurement, the chain kernel is the choice up to here
-constexpr int kDenseChainUpToBatch = 64;  // the dense chain kernel is offered up to here (one cluster an image)
+constexpr int64_t kDenseChainUpToBatch = passes::kDenseHeadMaxBatch;  // the dense chain kernel is offered up to
+                                                                       // here (one cluster an image)
 constexpr int64_t kDenseChainMaxWeightFloats = int64_t(1) << 20;  // 4 MB: above what 16 ranks can stage
 
 // A variant compiled for the chain's shapes on its first launch (the tuner's check run, or prepare() once
@@ -324,11 +326,11 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   const ir::Node& first = g.nodes[static_cast<size_t>(m.pool >= 0 ? m.pool : m.layers.front())];
   const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
   const std::string what = fmt::format("dense chain {} .. {}", ir::node_short_name(first), ir::node_short_name(last));
-  const ir::Shape in_shape = input_shape(lc, first, 0);  // [batch, k], or [batch, k, H, W] with the pool
+  const ir::Shape in_shape = input_shape(lc, first, 0);  // [batch, k], or [batch, k, spatial...] with the pool
   kernels::DenseChainDesc d;
   d.batch = static_cast<int>(in_shape[0]);
   d.k = static_cast<int>(in_shape[1]);
-  d.pool = m.pool >= 0 ? static_cast<int>(in_shape[2] * in_shape[3]) : 1;
+  d.pool = m.pool >= 0 ? static_cast<int>(product(in_shape, 2)) : 1;
   d.count = static_cast<int>(m.layers.size());
   if (lc.context.device.arch() < 90) return steps;  // (bulk copies and clusters: compute capability 9.0)
   if (d.batch > kDenseChainUpToBatch) {
