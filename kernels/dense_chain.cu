@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kDenseRanks[] = {8, 4, 2, 1, 16};  // portable cluster sizes first (index 0: the untuned choice)
 constexpr int kMaxDenseSmemBytes = 200 * 1024;
+constexpr int kDenseByThreadFrom = 64;  // first-layer outputs from which the one-a-thread variants are offered
 
 int round4(int floats) { return (floats + 3) / 4 * 4; }
 
@@ -78,13 +79,26 @@ __global__ void __launch_bounds__(kDenseChainThreads)
   cluster_wait(R);  // every rank's mbarriers are set up before any rank stores into rank 0
   mbarrier_wait_parity0(&weights_ready);
 
-  // 1. This rank's partial dot products, one warp per output, into rank 0.
+  // 1. This rank's partial dot products into rank 0: one warp an output, or one thread an output (by_thread:
+  // a warp's loop over a thousand outputs with slices of a few dozen inputs is a chain of shuffle trees).
   float* part = smem + L.part;
   const float* w0 = smem + L.w0;
-  for (int n = warp; n < n0; n += kWarps) {
-    float s = 0.0f;
-    for (int j = lane; j < L.slice; j += 32) s = fmaf(w0[n * L.slice + j], xs[j], s);
-    push_partial(s, part, rank, R, n0, n, &partials_ready);
+  if (L.by_thread) {
+    for (int n = tid; n < n0; n += T) {
+      float s = 0.0f;
+      for (int j = 0; j < L.slice; ++j) s = fmaf(w0[j * n0 + n], xs[j], s);
+      if (R == 1) {
+        part[n] = s;
+      } else {
+        store_async(part + rank * n0 + n, s, 0, &partials_ready);
+      }
+    }
+  } else {
+    for (int n = warp; n < n0; n += kWarps) {
+      float s = 0.0f;
+      for (int j = lane; j < L.slice; j += 32) s = fmaf(w0[n * L.slice + j], xs[j], s);
+      push_partial(s, part, rank, R, n0, n, &partials_ready);
+    }
   }
   if (rank != 0) return;  // its stores land in rank 0, which lives until they have
   if (R == 1) {
@@ -95,15 +109,24 @@ __global__ void __launch_bounds__(kDenseChainThreads)
 
   // 2. Rank 0: the first layer's sums in rank order, then the later layers.
   float* io = smem + L.io;
-  for (int n = warp; n < n0; n += kWarps) {
-    float v = sum_partials(part, R, n0, n);
-    if (lane == 0) {
-      v = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
-      if (d.count == 1) {
-        y[static_cast<int64_t>(image) * n0 + n] = v;
-      } else {
-        io[n] = v;
-      }
+  auto finish_first = [&](int n, float v) {
+    v = param_activate(v + (first.bias ? smem[L.bias[0] + n] : 0.0f), first.act, first.alpha, first.beta);
+    if (d.count == 1) {
+      y[static_cast<int64_t>(image) * n0 + n] = v;
+    } else {
+      io[n] = v;
+    }
+  };
+  if (L.by_thread) {
+    for (int n = tid; n < n0; n += T) {
+      float v = 0.0f;
+      for (int r = 0; r < R; ++r) v += part[r * n0 + n];
+      finish_first(n, v);
+    }
+  } else {
+    for (int n = warp; n < n0; n += kWarps) {
+      const float v = sum_partials(part, R, n0, n);
+      if (lane == 0) finish_first(n, v);
     }
   }
   float* in = io;
@@ -123,9 +146,10 @@ __global__ void __launch_bounds__(kDenseChainThreads)
 #endif
 }
 
-DenseChainLayout make_layout(const DenseChainDesc& d, int ranks) {
+DenseChainLayout make_layout(const DenseChainDesc& d, int ranks, bool by_thread = false) {
   DenseChainLayout L;
   L.ranks = ranks;
+  L.by_thread = by_thread;
   const int n0 = d.layers[0].N;
   L.slice = (d.k + ranks - 1) / ranks;
   L.block = round4(n0 * L.slice);
@@ -192,14 +216,22 @@ std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int
   for (int ranks : kDenseRanks) {
     const DenseChainLayout L = make_layout(d, ranks);
     if (ranks > 1 && L.slice * (ranks - 1) >= d.k) continue;  // a rank with no inputs
-    if (fits(L, smem_optin_bytes)) out.push_back({fmt::format("dense_chain_cl{}", ranks), L});
+    if (!fits(L, smem_optin_bytes)) continue;
+    out.push_back({fmt::format("dense_chain_cl{}", ranks), L});
+    // One thread an output, where the outputs are enough to occupy a block's warps that way.
+    if (d.layers[0].N >= kDenseByThreadFrom) {
+      out.push_back({fmt::format("dense_chain_cl{}_t", ranks), make_layout(d, ranks, true)});
+    }
   }
   return out;
 }
 
 std::vector<std::string> dense_chain_variant_names() {
   std::vector<std::string> names;
-  for (int ranks : kDenseRanks) names.push_back(fmt::format("dense_chain_cl{}", ranks));
+  for (int ranks : kDenseRanks) {
+    names.push_back(fmt::format("dense_chain_cl{}", ranks));
+    names.push_back(fmt::format("dense_chain_cl{}_t", ranks));
+  }
   return names;
 }
 
@@ -210,7 +242,9 @@ std::vector<float> dense_chain_weights(const std::vector<float>& nk, const Dense
     for (int n = 0; n < n0; ++n) {
       for (int j = 0; j < L.slice; ++j) {
         const int64_t k = int64_t(r) * L.slice + j;
-        if (k < d.k) out[size_t(r) * L.block + size_t(n) * L.slice + j] = nk[size_t(n) * d.k + k];
+        if (k >= d.k) continue;
+        const size_t at = L.by_thread ? size_t(j) * n0 + n : size_t(n) * L.slice + j;
+        out[size_t(r) * L.block + at] = nk[size_t(n) * d.k + k];
       }
     }
   }

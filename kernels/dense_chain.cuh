@@ -43,6 +43,8 @@ struct DenseChainDesc {
 // Shared-memory offsets (floats) and bulk-copy sizes for one (desc, ranks).
 struct DenseChainLayout {
   int ranks = 1;
+  bool by_thread = false; // the first layer's outputs one a thread (variants "_t"; weights [slice][N0] a rank),
+                          // else one a warp ([N0][slice]): many outputs over short slices want the former
   int slice = 1;          // first-layer inputs per rank (the last rank's past k read as zeros)
   int block = 0;          // floats of one rank's first-layer weights: round4(N0 * slice)
   int x = 0, w0 = 0, part = 0, io = 0;
@@ -55,7 +57,7 @@ struct DenseChainLayout {
 };
 
 struct DenseChainVariant {
-  std::string name;  // "dense_chain_cl8"
+  std::string name;  // "dense_chain_cl8", "dense_chain_cl8_t" (by_thread)
   DenseChainLayout layout;
 };
 
@@ -67,7 +69,8 @@ std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int
 std::vector<std::string> dense_chain_variant_names();
 
 // The first layer's weights as a variant reads them, from [N0][k] (alpha folded in): per rank, its slice of
-// the inputs for every output, [N0][slice] (zeros past k), padded to whole float4s: one aligned run a rank.
+// the inputs for every output, [N0][slice] ([slice][N0] by_thread; zeros past k), padded to whole float4s: one
+// aligned run a rank.
 std::vector<float> dense_chain_weights(const std::vector<float>& nk, const DenseChainDesc& d, const DenseChainLayout& L);
 
 // x: [batch, k] ([batch, k, pool] with a pool); y: [batch, N of the last layer]. d.layers[0].weights must be in v's layout.

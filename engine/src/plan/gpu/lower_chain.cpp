@@ -381,8 +381,10 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   for (const kernels::DenseChainVariant& v : kernels::dense_chain_variants(d, smem_optin)) {
     kernels::DenseChainDesc dv = d;  // the first layer's weights in this cluster size's layout
     dv.layers[0].weights = lc.context.weights.upload(kernels::dense_chain_weights(dense[0].w, d, v.layout),
-                                                     fmt::format("dense_chain_r{}", v.layout.ranks));
-    candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image", v.layout.ranks),
+                                                     fmt::format("dense_chain_r{}{}", v.layout.ranks,
+                                                                 v.layout.by_thread ? "_t" : ""));
+    candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image, an output a {}", v.layout.ranks,
+                                              v.layout.by_thread ? "thread" : "warp"),
                           [v, dv](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_dense_chain(v, in[0], out[0], dv, s);
                           }});
