@@ -11,7 +11,7 @@
 #include "op_test_util.hpp"
 #include "passes/passes.hpp"
 #include "passes/pipeline.hpp"
-#include "plan/conv_chain_match.hpp"
+#include "passes/chain_match.hpp"
 
 using namespace cnnrt;
 using cnnrt::testing::ModelBuilder;
@@ -57,12 +57,20 @@ struct Passed {
   std::vector<std::string> log;
 };
 
-// Loads, binds to `shapes` and runs the passes except `disabled`.
-Passed prepare(const ModelBuilder& m, const std::vector<ir::Shape>& shapes, const std::vector<std::string>& disabled) {
+// A Hopper GPU's target: its planner runs dense heads as one launch.
+passes::Target gpu_target() {
+  passes::Target t;
+  t.dense_head_kernel = true;
+  return t;
+}
+
+// Loads, binds to `shapes` and runs the passes except `disabled`, for `target`.
+Passed prepare(const ModelBuilder& m, const std::vector<ir::Shape>& shapes, const std::vector<std::string>& disabled,
+               const passes::Target& target = gpu_target()) {
   const std::string bytes = m.bytes();
   Passed p{onnx_io::load_model_bytes(bytes.data(), bytes.size(), "test.onnx", "", Limits{}), {}};
   passes::bind_shapes(p.graph, shapes);
-  p.log = passes::run_passes(p.graph, disabled);
+  p.log = passes::run_passes(p.graph, disabled, target);
   return p;
 }
 
@@ -442,7 +450,7 @@ TEST_CASE("fuse_activation leaves a conv output with another reader, and a poole
   CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Relu", "FusedConv", "Relu"});
   // Run again after fuse_pool: the activation after a pooled FusedConv stays outside it.
   std::vector<std::string> log;
-  passes::fuse_activation(p.graph, log);
+  passes::fuse_activation(p.graph, gpu_target(), log);
   CHECK(log.empty());
   CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Relu", "FusedConv", "Relu"});
   check_unchanged(m, {{1, 3, 6, 6}});
@@ -686,7 +694,7 @@ TEST_CASE("fuse_pool fuses into a plain conv, 1-D too, and leaves a conv output 
 
 TEST_CASE("fuse_pool leaves a global average pool that starts a dense head to the planner up to batch 64") {
   // x -> conv -> relu -> GlobalAveragePool -> Flatten -> Gemm: the tail of a classifier.
-  auto classifier = [](const char* pool_op) {
+  auto classifier = [](const char* pool_op, bool trans_a = false) {
     ModelBuilder m;
     m.input("x", {-1, 3, 6, 6}).output("y");
     conv(m, "x", "c", "conv", 3, 4);
@@ -694,16 +702,29 @@ TEST_CASE("fuse_pool leaves a global average pool that starts a dense head to th
     m.node(pool_op, {"r"}, {"p"}, "gap");
     auto& flat = m.node("Flatten", {"p"}, {"f"}, "flatten");
     ModelBuilder::attr_int(flat, "axis", 1);
+    std::string features = "f";
+    if (trans_a) {  // the features as Gemm's A transposed: [C, batch]
+      ModelBuilder::attr_ints(m.node("Transpose", {"f"}, {"ft"}, "transpose"), "perm", {1, 0});
+      features = "ft";
+    }
     random_initializer(m, "fc.w", {5, 4});
-    ModelBuilder::attr_int(m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc"), "transB", 1);
+    auto& gemm = m.node("Gemm", {features, "fc.w"}, {"y"}, "fc");
+    ModelBuilder::attr_int(gemm, "transB", 1);
+    if (trans_a) ModelBuilder::attr_int(gemm, "transA", 1);
     return m;
   };
+  // Where the target has no dense head kernel (the CPU backend, GPUs before compute capability 9.0), and where
+  // the planner would not take the head (Gemm reads the features transposed), the pool joins the convolution.
+  const Passed cpu = prepare(classifier("GlobalAveragePool"), {{1, 3, 6, 6}}, {}, passes::Target{});
+  CHECK(ops_of(cpu.graph) == std::vector<std::string>{"FusedConv", "Flatten", "Gemm"});
+  const Passed trans_a = check_unchanged(classifier("GlobalAveragePool", true), {{1, 3, 6, 6}});
+  CHECK(ops_of(trans_a.graph) == std::vector<std::string>{"FusedConv", "Flatten", "Transpose", "Gemm"});
   for (int64_t batch : {int64_t(1), passes::kDenseHeadMaxBatch}) {
     CAPTURE(batch);
     const Passed p = check_unchanged(classifier("GlobalAveragePool"), {{batch, 3, 6, 6}});
     CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "GlobalAveragePool", "Flatten", "Gemm"});
     CHECK(lines_of(p, "fuse_pool").empty());
-    const auto head = plan::match_dense_chain(p.graph, 1);
+    const auto head = passes::match_dense_chain(p.graph, 1);
     REQUIRE(head.has_value());
     CHECK(head->pool == 1);
   }
@@ -719,7 +740,7 @@ TEST_CASE("fuse_pool leaves a global average pool that starts a dense head to th
     m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc");
     const Passed p = check_unchanged(m, {{3, 2, 9}});
     CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "GlobalAveragePool", "Flatten", "Gemm"});
-    const auto head = plan::match_dense_chain(p.graph, 1);
+    const auto head = passes::match_dense_chain(p.graph, 1);
     REQUIRE(head.has_value());
     CHECK(head->layers == std::vector<int>{3});
   }
@@ -836,23 +857,23 @@ TEST_CASE("the GPU planner's chain matcher finds conv, conv, views, Gemm and say
   };
   const Passed p = prepare(lenet(false, 1), {{2, 1, 12, 12}}, {});
   REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "FusedConv", "Flatten", "Gemm"});
-  const auto m = plan::match_conv_chain(p.graph, 0);
+  const auto m = passes::match_conv_chain(p.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->conv_a == 0);
   CHECK(m->conv_b == 1);
   CHECK(m->views == std::vector<int>{2});
   CHECK(m->dense == 3);
-  CHECK_FALSE(plan::match_conv_chain(p.graph, 1).has_value());  // starts at a 4-channel conv reading a conv
+  CHECK_FALSE(passes::match_conv_chain(p.graph, 1).has_value());  // starts at a 4-channel conv reading a conv
   std::string why;
-  CHECK_FALSE(plan::match_conv_chain(p.graph, 3, &why).has_value());  // not a convolution: no reason given
+  CHECK_FALSE(passes::match_conv_chain(p.graph, 3, &why).has_value());  // not a convolution: no reason given
   CHECK(why.empty());
 
   const Passed three = prepare(lenet(false, 3), {{2, 3, 12, 12}}, {});
-  CHECK_FALSE(plan::match_conv_chain(three.graph, 0, &why).has_value());
+  CHECK_FALSE(passes::match_conv_chain(three.graph, 0, &why).has_value());
   CHECK(why == "first convolution has more than one input channel");
 
   const Passed shared = prepare(lenet(true, 1), {{2, 1, 12, 12}}, {});
-  CHECK_FALSE(plan::match_conv_chain(shared.graph, 0, &why).has_value());
+  CHECK_FALSE(passes::match_conv_chain(shared.graph, 0, &why).has_value());
   CHECK(why == "the second convolution's output has other readers or is a graph output");
 }
 
@@ -884,26 +905,26 @@ TEST_CASE("the GPU planner's chain matcher takes up to two dense layers after th
   // fc, FusedGemm x 3 (the Relus fuse into the Gemms before them): the first two after fc are taken.
   const Passed p = prepare(lenet(3, -1), {{2, 1, 12, 12}}, {});
   REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Conv", "Conv", "Flatten", "FusedGemm", "FusedGemm", "FusedGemm", "Gemm"});
-  auto m = plan::match_conv_chain(p.graph, 0);
+  auto m = passes::match_conv_chain(p.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->dense == 3);
   CHECK(m->tail == std::vector<int>{4, 5});
   // The same Gemms as a dense head (the dense chain kernel): at most three, at least two.
-  const auto head = plan::match_dense_chain(p.graph, 3);
+  const auto head = passes::match_dense_chain(p.graph, 3);
   REQUIRE(head.has_value());
   CHECK(head->layers == std::vector<int>{3, 4, 5});
-  CHECK(plan::match_dense_chain(p.graph, 5)->layers == std::vector<int>{5, 6});
-  CHECK_FALSE(plan::match_dense_chain(p.graph, 6).has_value());  // the last Gemm alone
-  CHECK_FALSE(plan::match_dense_chain(p.graph, 1).has_value());  // not a Gemm
+  CHECK(passes::match_dense_chain(p.graph, 5)->layers == std::vector<int>{5, 6});
+  CHECK_FALSE(passes::match_dense_chain(p.graph, 6).has_value());  // the last Gemm alone
+  CHECK_FALSE(passes::match_dense_chain(p.graph, 1).has_value());  // not a Gemm
   // An intermediate that is a graph output ends the tail before its reader.
   const Passed exposed = prepare(lenet(3, 1), {{2, 1, 12, 12}}, {});
-  m = plan::match_conv_chain(exposed.graph, 0);
+  m = passes::match_conv_chain(exposed.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->tail == std::vector<int>{4});
-  CHECK(plan::match_dense_chain(exposed.graph, 3)->layers == std::vector<int>{3, 4});
-  CHECK(plan::match_dense_chain(exposed.graph, 6)->layers == std::vector<int>{6, 7});
+  CHECK(passes::match_dense_chain(exposed.graph, 3)->layers == std::vector<int>{3, 4});
+  CHECK(passes::match_dense_chain(exposed.graph, 6)->layers == std::vector<int>{6, 7});
   const Passed none = prepare(lenet(0, -1), {{2, 1, 12, 12}}, {});
-  m = plan::match_conv_chain(none.graph, 0);
+  m = passes::match_conv_chain(none.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->tail.empty());
 }
@@ -922,14 +943,14 @@ TEST_CASE("the GPU planner's dense-head matcher takes a global average pool, vie
   };
   const Passed p = prepare(head(false), {{2, 4, 6, 6}}, {});
   REQUIRE(ops_of(p.graph) == std::vector<std::string>{"GlobalAveragePool", "Flatten", "Gemm"});
-  const auto m = plan::match_dense_chain(p.graph, 0);
+  const auto m = passes::match_dense_chain(p.graph, 0);
   REQUIRE(m.has_value());
   CHECK(m->pool == 0);
   CHECK(m->views == std::vector<int>{1});
   CHECK(m->layers == std::vector<int>{2});
-  CHECK_FALSE(plan::match_dense_chain(p.graph, 2).has_value());  // one Gemm without the pool: nothing to fuse
+  CHECK_FALSE(passes::match_dense_chain(p.graph, 2).has_value());  // one Gemm without the pool: nothing to fuse
   const Passed exposed = prepare(head(true), {{2, 4, 6, 6}}, {});
-  CHECK_FALSE(plan::match_dense_chain(exposed.graph, 0).has_value());  // the pooled values are a graph output
+  CHECK_FALSE(passes::match_dense_chain(exposed.graph, 0).has_value());  // the pooled values are a graph output
 }
 
 namespace {

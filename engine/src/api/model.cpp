@@ -222,7 +222,8 @@ std::shared_ptr<const plan::Prepared> ModelImpl::prepare(const std::vector<ir::S
   prepared->graph = graph;
   try {
     passes::bind_shapes(prepared->graph, input_shapes);
-    prepared->pass_log = passes::run_passes(prepared->graph, options.disabled_passes);
+    prepared->pass_log = passes::run_passes(prepared->graph, options.disabled_passes,
+                                            device == Device::Gpu ? gpu->pass_target() : passes::Target{});
   } catch (const Error& e) {
     if (e.code() == ErrorCode::Usage) throw;
     rethrow_with_prefix(e, fmt::format("'{}'", graph.model_name));

@@ -111,7 +111,7 @@ bool collapse_views(ir::Graph& graph, const std::vector<std::vector<int>>& reade
 
 }  // namespace
 
-void eliminate_identity(ir::Graph& graph, std::vector<std::string>& log) {
+void eliminate_identity(ir::Graph& graph, const Target&, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
     return remove_one(g, readers, n, log) || collapse_views(g, readers, n, log);
   });

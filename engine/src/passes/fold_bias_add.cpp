@@ -72,7 +72,7 @@ bool fold_into_gemm(ir::Graph& graph, const std::vector<std::vector<int>>& reade
 
 }  // namespace
 
-void fold_bias_add(ir::Graph& graph, std::vector<std::string>& log) {
+void fold_bias_add(ir::Graph& graph, const Target&, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
     return fold_into_conv(g, readers, n, log) || fold_into_gemm(g, readers, n, log);
   });

@@ -67,7 +67,7 @@ bool fold_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, in
 
 }  // namespace
 
-void fold_pad(ir::Graph& graph, std::vector<std::string>& log) {
+void fold_pad(ir::Graph& graph, const Target&, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
     return fold_one(g, readers, n, log);
   });

@@ -84,7 +84,7 @@ bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, in
 
 }  // namespace
 
-void fuse_activation(ir::Graph& graph, std::vector<std::string>& log) {
+void fuse_activation(ir::Graph& graph, const Target&, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
     return fuse_one(g, readers, n, log);
   });

@@ -3,13 +3,15 @@
 //   MaxPool (any window, stride, padding, dilation, ceil_mode), AveragePool (any count_include_pad),
 //   GlobalAveragePool / GlobalMaxPool as an AveragePool / MaxPool whose window is the whole map.
 // The pooling runs after the activation, as it did in the graph. Except a global average pool that starts a
-// classifier's dense head (views, then a Gemm with constant weights) at a batch up to kDenseHeadMaxBatch: the
-// GPU planner runs the pool and the Gemms as one launch where that measures faster (a conv with the pool fused
-// runs as the conv and a pooling launch in most kernel families anyway).
+// classifier's dense head (match_dense_chain: views, then Gemms with constant weights) at a batch up to
+// kDenseHeadMaxBatch, where the target has a dense head kernel: the GPU planner runs the pool and the Gemms as
+// one launch where that measures faster (a conv with the pool fused runs as the conv and a pooling launch in
+// most kernel families anyway).
 #include <fmt/format.h>
 
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
+#include "passes/chain_match.hpp"
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 
@@ -41,24 +43,13 @@ std::optional<ir::Node> as_window_pool(const ir::Node& pool, const ir::Shape& in
   return whole;
 }
 
-// Whether `pool` is a global average pool over [N <= kDenseHeadMaxBatch, C, spatial...] whose output reaches, through
-// views only, a Gemm that multiplies it by constant weights.
-bool starts_dense_head(const ir::Graph& graph, const std::vector<std::vector<int>>& readers, const ir::Node& pool,
-                       const ir::Shape& in) {
-  if (pool.op != "GlobalAveragePool" || in[0] > kDenseHeadMaxBatch) return false;
-  int value = pool.outputs.at(0);
-  int next = sole_reader(graph, readers, value);
-  while (next >= 0 && ir::is_view_op(graph.nodes[static_cast<size_t>(next)])) {
-    value = graph.nodes[static_cast<size_t>(next)].outputs.at(0);
-    next = sole_reader(graph, readers, value);
-  }
-  if (next < 0) return false;
-  const ir::Node& gemm = graph.nodes[static_cast<size_t>(next)];
-  return (gemm.op == "Gemm" || gemm.op == fused::kFusedGemm) && gemm.has_input(0) && gemm.input(0) == value &&
-         gemm.has_input(1) && graph.constant_of(gemm.input(1)) != nullptr;
+// Whether `pool` starts a classifier's dense head that `target` runs as one launch (match_dense_chain, the
+// planner's own test) at this batch.
+bool starts_dense_head(const ir::Graph& graph, const Target& target, int pool_index, const ir::Shape& in) {
+  return target.dense_head_kernel && in[0] <= kDenseHeadMaxBatch && match_dense_chain(graph, pool_index).has_value();
 }
 
-bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, int pool_index,
+bool fuse_one(ir::Graph& graph, const Target& target, const std::vector<std::vector<int>>& readers, int pool_index,
               std::vector<std::string>& log) {
   const ir::Node& pool = graph.nodes[pool_index];
   const int x = pool.input(0);
@@ -66,7 +57,7 @@ bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, in
   if (conv == nullptr || !takes_pool(*conv) || sole_reader(graph, readers, x) != pool_index) return false;
   const ir::Shape& in = graph.shape_of(x);
   if (in.size() != 3 && in.size() != 4) return false;
-  if (starts_dense_head(graph, readers, pool, in)) return false;
+  if (starts_dense_head(graph, target, pool_index, in)) return false;
   const std::optional<ir::Node> window = as_window_pool(pool, in);
   if (!window || window->outputs.size() != 1) return false;
   ir::Node result = *conv;
@@ -81,9 +72,9 @@ bool fuse_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, in
 
 }  // namespace
 
-void fuse_pool(ir::Graph& graph, std::vector<std::string>& log) {
+void fuse_pool(ir::Graph& graph, const Target& target, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
-    return fuse_one(g, readers, n, log);
+    return fuse_one(g, target, readers, n, log);
   });
 }
 

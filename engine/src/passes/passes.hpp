@@ -1,4 +1,5 @@
-// Entry points of the individual passes (one .cpp each in this folder); see pass_list.inc for the order.
+// Entry points of the individual passes (one .cpp each in this folder, named as the pass); see pass_list.inc
+// for the order.
 // Each rewrites a bound graph in place and appends one line to `log` per rewrite, naming the nodes.
 #pragma once
 
@@ -10,18 +11,25 @@
 
 namespace cnnrt::passes {
 
-void eliminate_identity(ir::Graph& graph, std::vector<std::string>& log);  // eliminate_identity.cpp
-void fold_pad(ir::Graph& graph, std::vector<std::string>& log);            // fold_pad.cpp
-void fold_batchnorm(ir::Graph& graph, std::vector<std::string>& log);      // fold_batchnorm.cpp
-void fold_bias_add(ir::Graph& graph, std::vector<std::string>& log);       // fold_bias_add.cpp
-void fuse_composite_activation(ir::Graph& graph, std::vector<std::string>& log);  // fuse_composite_activation.cpp
-void fuse_activation(ir::Graph& graph, std::vector<std::string>& log);     // fuse_activation.cpp
-void fuse_residual(ir::Graph& graph, std::vector<std::string>& log);       // fuse_residual.cpp
-void fuse_pool(ir::Graph& graph, std::vector<std::string>& log);           // fuse_pool.cpp
+// What the backend that runs the graph offers, where a rewrite depends on it.
+struct Target {
+  // It runs a classifier's dense head (a global average pool, views and Gemms: match_dense_chain in
+  // chain_match.hpp) as one launch up to kDenseHeadMaxBatch (the GPU planner's dense chain kernel, on compute
+  // capability 9.0): fuse_pool then leaves such a pool out of the convolution before it.
+  bool dense_head_kernel = false;
+};
 
-// The batch up to which a classifier's dense head (a global average pool, views and Gemms) is left whole for
-// the GPU planner, which offers it to its one-launch kernel (plan/gpu/lower_chain.cpp): fuse_pool then keeps
-// such a pool out of the convolution before it.
+void eliminate_identity(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fold_pad(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fold_batchnorm(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fold_bias_add(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fuse_composite_activation(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fuse_activation(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fuse_residual(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void fuse_pool(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+
+// The batch up to which a classifier's dense head is left whole for a target's dense head kernel (the GPU
+// planner's, plan/gpu/lower_chain.cpp, one cluster an image).
 constexpr int64_t kDenseHeadMaxBatch = 64;
 
 }  // namespace cnnrt::passes

@@ -17,7 +17,7 @@ const std::vector<PassInfo>& all_passes() {
   return passes;
 }
 
-std::vector<std::string> run_passes(ir::Graph& graph, const std::vector<std::string>& disabled) {
+std::vector<std::string> run_passes(ir::Graph& graph, const std::vector<std::string>& disabled, const Target& target) {
   const auto& passes = all_passes();
   for (const std::string& name : disabled) {
     const bool known = std::any_of(passes.begin(), passes.end(), [&](const PassInfo& p) { return name == p.name; });
@@ -34,7 +34,7 @@ std::vector<std::string> run_passes(ir::Graph& graph, const std::vector<std::str
       continue;
     }
     std::vector<std::string> lines;
-    pass.run(graph, lines);
+    pass.run(graph, target, lines);
     for (const std::string& line : lines) {
       log().debug("pass {}: {}", pass.name, line);
       all_lines.push_back(fmt::format("{}: {}", pass.name, line));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.hpp"
+#include "passes/passes.hpp"
 
 namespace cnnrt::passes {
 
@@ -14,13 +15,14 @@ struct PassInfo {
   const char* name;         // for --disable-pass
   const char* description;  // one line, for `cnnrt plan --list-passes`
   // Rewrites the graph; appends one line per rewrite to `log`.
-  void (*run)(ir::Graph& graph, std::vector<std::string>& log);
+  void (*run)(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 };
 
 const std::vector<PassInfo>& all_passes();
 
-// Runs every pass whose name is not in `disabled` (unknown names are a Usage error listing the valid ones).
-// Returns the log lines, each prefixed with the pass name.
-std::vector<std::string> run_passes(ir::Graph& graph, const std::vector<std::string>& disabled);
+// Runs every pass whose name is not in `disabled` (unknown names are a Usage error listing the valid ones),
+// for `target`. Returns the log lines, each prefixed with the pass name.
+std::vector<std::string> run_passes(ir::Graph& graph, const std::vector<std::string>& disabled,
+                                    const Target& target = {});
 
 }  // namespace cnnrt::passes

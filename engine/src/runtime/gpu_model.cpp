@@ -76,6 +76,12 @@ class GpuModelImpl final : public GpuModel {
                device_.cc_minor);
   }
 
+  passes::Target pass_target() const override {
+    passes::Target target;
+    target.dense_head_kernel = device_.arch() >= 90;  // the dense chain kernel (plan/gpu/lower_chain.cpp)
+    return target;
+  }
+
   std::shared_ptr<const plan::GpuPlan> plan(const plan::Prepared& prepared) override {
     plan::PlanContext context{device_, weights_, options_, tuner_.get()};
     std::shared_ptr<plan::GpuPlan> plan = plan::build_gpu_plan(prepared, context);

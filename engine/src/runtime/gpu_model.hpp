@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cnnrt/cnnrt.hpp"
+#include "passes/passes.hpp"
 #include "plan/prepared.hpp"
 #include "runtime/executor.hpp"
 
@@ -14,6 +15,9 @@ class GpuModel {
   // Throws DeviceUnavailable without a usable device (or in a build without CUDA).
   static std::shared_ptr<GpuModel> create(const Options& options);
   virtual ~GpuModel() = default;
+
+  // What this device's planner offers the graph passes (passes::Target).
+  virtual passes::Target pass_target() const = 0;
 
   // Uploads the prepared graph's constants (each distinct tensor once per model) and plans its steps:
   // kernel per step (measured or heuristic), launch configuration, activation arena.

@@ -1,4 +1,4 @@
-// Offers a LeNet-class chain (plan/conv_chain_match.hpp) to the one-launch chain kernel.
+// Offers a LeNet-class chain (passes/chain_match.hpp) to the one-launch chain kernel.
 //
 // The candidates are the kernel's cluster sizes, each both as built and as compiled for these shapes at plan
 // time ("_jit", kernels/conv_chain_jit.hpp; CNNRT_NO_JIT=1 leaves those out), and, as the reference, the
@@ -204,7 +204,7 @@ void pad_to_float4(std::vector<float>& v) {
 
 // The chain kernel for `m` (with its tail of dense layers), measured against `steps`, the chain's nodes
 // lowered one by one: the chain step where it wins, nullopt where it does not or cannot run (a note says why).
-std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>& steps, LowerContext& lc) {
+std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vector<Step>& steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
   const ir::Node& na = g.nodes[static_cast<size_t>(m.conv_a)];
   const ir::Node& nb = g.nodes[static_cast<size_t>(m.conv_b)];
@@ -213,7 +213,7 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
   const ConvStep ca = describe_conv(na, lc);
   const ConvStep cb = describe_conv(nb, lc);
   const std::string what = fmt::format("conv chain {} .. {}", ir::node_short_name(na), ir::node_short_name(last));
-  // Stride, dilation, groups and residual were checked by match_conv_chain; the kernel sizes are left.
+  // Stride, dilation, groups and residual were checked by passes::match_conv_chain; the kernel sizes are left.
   if (ca.layer.g.KH != ca.layer.g.KW || cb.layer.g.KH != cb.layer.g.KW) {
     lc.note(fmt::format("{}: separate steps (a kernel is not square)", what));
     return std::nullopt;
@@ -223,7 +223,7 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
   d.a = chain_conv(ca, lc.weight(na.input(1)));
   d.b = chain_conv(cb, lc.weight(nb.input(1)));
   // The dense layers: fc, then the tail's.
-  static_assert(kMaxChainTail <= kernels::kChainTailMax);
+  static_assert(passes::kMaxChainTail <= kernels::kChainTailMax);
   std::vector<const ir::Node*> dense_nodes = {&nd};
   for (int t : m.tail) dense_nodes.push_back(&g.nodes[static_cast<size_t>(t)]);
   std::vector<DenseWeights> dense;
@@ -321,7 +321,7 @@ std::optional<Step> chain_step(const ConvChainMatch& m, const std::vector<Step>&
 
 }  // namespace
 
-std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
+std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
   const ir::Node& first = g.nodes[static_cast<size_t>(m.pool >= 0 ? m.pool : m.layers.front())];
   const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
@@ -338,7 +338,7 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
                         kDenseChainUpToBatch));
     return steps;
   }
-  static_assert(kMaxDenseChain <= kernels::kDenseChainMax);
+  static_assert(passes::kMaxDenseChain <= kernels::kDenseChainMax);
   // The kernel stages every weight in shared memory (16 ranks of at most 200 KB): a head far larger keeps its
   // steps before anything is copied or transposed on the host (VGG-16's head is 0.5 GB).
   int64_t weight_floats = 0;
@@ -410,7 +410,7 @@ std::vector<Step> lower_dense_chain(const DenseChainMatch& m, std::vector<Step> 
   return {std::move(step)};
 }
 
-std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
+std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
                                    LowerContext& lc) {
   // With the dense layers after the first where the kernel takes them and wins; else without them (their
   // steps follow the chain's).
@@ -419,7 +419,7 @@ std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step
     all.insert(all.end(), tail_steps.begin(), tail_steps.end());
     if (std::optional<Step> whole = chain_step(match, all, lc)) return {std::move(*whole)};
   }
-  ConvChainMatch head = match;
+  passes::ConvChainMatch head = match;
   head.tail.clear();
   std::vector<Step> out;
   if (std::optional<Step> chain = chain_step(head, steps, lc)) {

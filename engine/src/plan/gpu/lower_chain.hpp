@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "plan/conv_chain_match.hpp"
+#include "passes/chain_match.hpp"
 #include "plan/gpu/planner.hpp"
 
 namespace cnnrt::plan {
@@ -14,11 +14,11 @@ namespace cnnrt::plan {
 // plan. Where the chain kernel runs this chain, its variants are measured against those steps (run back to
 // back: the reference its output must match), and the faster wins: one chain step, or the steps as they
 // are; first with the tail, then, where that loses or cannot run, without it. Plan notes say which and why.
-std::vector<Step> lower_conv_chain(const ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
+std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
                                    LowerContext& lc);
 
 // The steps the plan gets for a dense head `match` (its layers lowered one by one in `steps`): one launch of
 // the dense chain kernel where a cluster size of it measures faster than the steps, else `steps`.
-std::vector<Step> lower_dense_chain(const DenseChainMatch& match, std::vector<Step> steps, LowerContext& lc);
+std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::vector<Step> steps, LowerContext& lc);
 
 }  // namespace cnnrt::plan

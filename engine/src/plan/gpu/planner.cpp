@@ -12,7 +12,7 @@
 #include "core/log.hpp"
 #include "gpu/device_info.hpp"
 #include "ir/ops.hpp"
-#include "plan/conv_chain_match.hpp"
+#include "passes/chain_match.hpp"
 #include "plan/gpu/lower_chain.hpp"
 #include "plan/memory_plan.hpp"
 
@@ -330,9 +330,9 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
         (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) {
       continue;
     }
-    const std::optional<ConvChainMatch> chain = match_conv_chain(g, static_cast<int>(i));
+    const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
     if (!chain) {
-      const std::optional<DenseChainMatch> head = match_dense_chain(g, static_cast<int>(i));
+      const std::optional<passes::DenseChainMatch> head = passes::match_dense_chain(g, static_cast<int>(i));
       if (!head) {
         lower_node(node);
         continue;

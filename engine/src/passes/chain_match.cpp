@@ -1,4 +1,4 @@
-#include "plan/conv_chain_match.hpp"
+#include "passes/chain_match.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
 
-namespace cnnrt::plan {
+namespace cnnrt::passes {
 
 namespace {
 
@@ -158,4 +158,4 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   return m;
 }
 
-}  // namespace cnnrt::plan
+}  // namespace cnnrt::passes

@@ -1,8 +1,10 @@
 // Finds LeNet-class chains that the GPU planner may run as one kernel (kernels/conv_chain.cuh):
 //   Conv|FusedConv (one input channel) -> Conv|FusedConv -> views (Flatten, Reshape, ...) -> Gemm|FusedGemm
 //   [-> Gemm|FusedGemm, up to kMaxChainTail of them]
-// where each intermediate feeds only the next node and is not a graph output. IR only: the planner then
-// checks the kernel's own limits and measures the chain against its steps.
+// where each intermediate feeds only the next node and is not a graph output; and classifiers' dense heads
+// (below). IR only: fuse_pool asks whether a pool starts a dense head (and then leaves it out of the
+// convolution); the GPU planner asks both, then checks its kernels' own limits and measures them against the
+// steps they replace.
 #pragma once
 
 #include <optional>
@@ -11,7 +13,7 @@
 
 #include "ir/graph.hpp"
 
-namespace cnnrt::plan {
+namespace cnnrt::passes {
 
 struct ConvChainMatch {
   int conv_a = -1;          // node indices into Graph::nodes
@@ -42,4 +44,4 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& graph, int fir
 // (only set when `first` is a convolution).
 std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& graph, int first, std::string* why = nullptr);
 
-}  // namespace cnnrt::plan
+}  // namespace cnnrt::passes
