@@ -17,11 +17,11 @@ constexpr int kMaxChainSmemBytes = 160 * 1024;  // what a variant may stage (opt
 template <int KA, int KB>
 __global__ void __launch_bounds__(kChainThreads)
     conv_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ ConvChainDesc d,
-                      const __grid_constant__ ChainLayout L) {
+                      const __grid_constant__ ChainLayout L, bool image_once, unsigned* done) {
 #if CNNRT_ARCH_BELOW(900)
   __trap();  // thread-block clusters: compute capability 9.0 (the planner offers the chain only there)
 #else
-  chain_detail::conv_chain_body<KA, KB>(x, y, d, L);
+  chain_detail::conv_chain_body<KA, KB>(x, y, d, L, image_once, done);
 #endif
 }
 
@@ -150,7 +150,7 @@ ChainLayout make_layout(const ConvChainDesc& d, int ranks, bool window_lanes, bo
   return L;
 }
 
-using ChainKernel = void (*)(const float*, float*, ConvChainDesc, ChainLayout);
+using ChainKernel = void (*)(const float*, float*, ConvChainDesc, ChainLayout, bool, unsigned*);
 
 ChainKernel chain_kernel(int ka, int kb) {
   if (ka == 3 && kb == 3) return conv_chain_kernel<3, 3>;
@@ -254,7 +254,7 @@ cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStre
 }
 
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, bool image_once, unsigned* done) {
   const ChainKernel kernel = chain_kernel(d.a.g.KH, d.b.g.KH);
   if (d.a.g.KH == 3) {
     allow_dynamic_smem<conv_chain_kernel<3, 3>>(kMaxChainSmemBytes);
@@ -265,7 +265,7 @@ void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, cons
   }
   cudaLaunchAttribute attributes[2];
   const cudaLaunchConfig_t config = chain_launch_config(v.layout, d.batch, stream, attributes);
-  cudaLaunchKernelEx(&config, kernel, x, y, d, v.layout);
+  cudaLaunchKernelEx(&config, kernel, x, y, d, v.layout, image_once, done);
 }
 
 }  // namespace cnnrt::kernels

@@ -163,9 +163,13 @@ std::vector<ConvChainVariant> conv_chain_variants(const ConvChainDesc& d, int sm
 cudaLaunchConfig_t chain_launch_config(const ChainLayout& L, int batch, cudaStream_t stream,
                                        cudaLaunchAttribute (&attributes)[2]);
 
-// x: [batch, 1, A.H, A.W]; y: [batch, N of the last dense layer (fc, or tail[tail_count - 1])].
+// x: [batch, 1, A.H, A.W]; y: [batch, N of the last dense layer (fc, or tail[tail_count - 1])]. `image_once`:
+// x is mapped pinned host memory; each rank of a cluster reads its share of the image over the bus and passes
+// it to the others through distributed shared memory (on device memory every rank reading all of it is faster).
+// `done` (batch 1 only; null otherwise): the device address of a word of mapped host memory, set to 1 once y
+// is written, so that a host waiting for y can spin on it instead of waiting for the stream.
 void launch_conv_chain(const ConvChainVariant& v, const float* x, float* y, const ConvChainDesc& d,
-                       cudaStream_t stream);
+                       cudaStream_t stream, bool image_once = false, unsigned* done = nullptr);
 #endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

@@ -80,19 +80,24 @@ __device__ __forceinline__ void store_async(float* p, float v, int rank, uint64_
                : "memory");
 }
 
-// Ends one warp's share of output n's dot product (its lanes' partials in `s`): the warp's sum, stored by lane
-// 0 into slot (rank, n) of rank 0's partials `part` (`count` outputs a rank): plainly in a cluster of one
-// block, else by an asynchronous store that rank 0's mbarrier `ready` counts.
-__device__ __forceinline__ void push_partial(float s, float* part, int rank, int ranks, int count, int n,
-                                             uint64_t* ready) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-  if ((threadIdx.x & 31) != 0) return;
+// This rank's partial `s` of output n into slot (rank, n) of rank 0's partials `part` (`count` outputs a
+// rank): plainly in a cluster of one block, else by an asynchronous store that rank 0's mbarrier `ready` counts.
+__device__ __forceinline__ void store_partial(float s, float* part, int rank, int ranks, int count, int n,
+                                              uint64_t* ready) {
   if (ranks == 1) {
     part[n] = s;
   } else {
     store_async(part + rank * count + n, s, 0, ready);
   }
+}
+
+// Ends one warp's share of output n's dot product (its lanes' partials in `s`): the warp's sum, stored by lane
+// 0 (store_partial).
+__device__ __forceinline__ void push_partial(float s, float* part, int rank, int ranks, int count, int n,
+                                             uint64_t* ready) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  if ((threadIdx.x & 31) == 0) store_partial(s, part, rank, ranks, count, n, ready);
 }
 
 // Rank 0, one warp: output n's sum over the ranks' partials (push_partial) in rank order: lane q holds rank
@@ -288,10 +293,15 @@ __device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const fl
 // One launch of the chain (conv_chain.cuh): `d` and `L` are the kernel's parameters in the built kernels
 // (conv_chain.cu), and constants in the kernels compiled for one model at plan time (conv_chain_jit.cpp),
 // where the index arithmetic and the parameter loads fold away.
+// `image_once`: x is in mapped pinned host memory (a host-to-host run): each rank reads a 1/ranks share of the
+// image over the bus and pushes it into the other ranks, instead of every rank reading all of it. `done`: null,
+// or (batch 1) a word of mapped host memory set to 1 once y is written, for a host that spins on it.
 template <int KA, int KB>
 __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, float* __restrict__ y,
-                                                const ConvChainDesc& d, const ChainLayout& L) {
+                                                const ConvChainDesc& d, const ChainLayout& L, bool image_once,
+                                                unsigned* done) {
   extern __shared__ __align__(16) float smem[];  // (the bulk copies' destinations: 16-byte aligned)
+  __shared__ uint64_t image_ready;    // image_once: completes when the other ranks' shares of the image are here
   __shared__ uint64_t b_input_ready;  // completes when every rank's pooled values of A are in this rank's B input
   __shared__ uint64_t fc_ready;       // rank 0's: completes when every rank's partial dot products are in fc_part
   constexpr int T = kChainThreads, SEG = kChainSeg, SEG_A = kChainSegA;
@@ -384,8 +394,13 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     at = L.img + i;
     return iy >= 0 && iy < A.g.H && ix >= 0 && ix < A.g.W ? plane[iy * A.g.W + ix] : 0.0f;
   };
+  const int img_floats = L.img_h * L.img_w;
+  const bool once = image_once && R > 1;
+  const int share = once ? (img_floats + R - 1) / R : img_floats;
+  const int first = once ? min(img_floats, rank * share) : 0;
+  const int mine = min(img_floats, first + share) - first;
   RegisterStage<kChainImageRegs> image_regs;
-  image_regs.load_all_but_last(smem, L.img_h * L.img_w, pixel);
+  image_regs.load_all_but_last(smem, mine, [&](int i, int& at) { return pixel(first + i, at); });
   // B's input outside A's pooled values (its padding, and the margins of whole rows) is zero, where anything
   // reads it (L.zero_margins). Only there: the ranks' pushes write the rest, so these stores need no
   // ordering against them, and the cluster arrive below can be relaxed.
@@ -402,7 +417,9 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   if (R > 1 && tid == 0) {  // (st.async needs a cluster of 2 or more blocks: one block stores plainly)
     mbarrier_init(&b_input_ready, 1);
     if (rank == 0) mbarrier_init(&fc_ready, 1);
+    if (once) mbarrier_init(&image_ready, 1);
     fence_mbarrier_init();
+    if (once) mbarrier_arrive_expect_tx(&image_ready, static_cast<uint32_t>(img_floats - mine) * 4u);
     // One arrival (this one) and the bytes every rank's pushes bring (each pooled value of A, once).
     mbarrier_arrive_expect_tx(&b_input_ready, static_cast<uint32_t>(A.g.F * A.PH() * A.PW()) * 4u);
     // Rank 0: one arrival and every rank's partial of every output.
@@ -413,6 +430,18 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   weights.store(smem);
   block_barrier();   // the image and the weights, for every thread of this block
   cluster_wait(R);   // every rank has started and set up its mbarriers before any rank stores into it
+  if (once) {
+    // This rank's share of the image, from its shared memory into every other rank's, starting at its
+    // successor; then the others' shares, counted in bytes by this rank's mbarrier.
+    for_items(mine, [&](int i) {
+      const float v = img[first + i];
+      for (int n = 1; n < R; ++n) {
+        const int q = rank + n;
+        store_async(img + first + i, v, q < R ? q : q - R, &image_ready);
+      }
+    });
+    mbarrier_wait_parity0(&image_ready);
+  }
 
   // 1. A's pooled rows (channel, pooled row), split evenly across the ranks; each pooled value is stored into
   // every rank's copy of B's input (starting at this rank's successor, so the ranks do not all store into
@@ -594,6 +623,12 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
                         last ? y + static_cast<int64_t>(image) * D.N : dense_out, warp, lane);
     dense_in = dense_out;
     k = D.N;
+  }
+  if (done != nullptr && gridDim.x == 1) {
+    // Every thread's stores of y reach the host before the flag does: the block barrier orders them before
+    // thread 0's store, a release at system scope (cumulative: it publishes what the barrier ordered before it).
+    block_barrier();
+    if (tid == 0) asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(done), "r"(1u) : "memory");
   }
 }
 

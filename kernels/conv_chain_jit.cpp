@@ -84,7 +84,7 @@ static_assert(sizeof(cnnrt::kernels::ConvChainDesc) == {desc_size} && sizeof(cnn
 extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
     {entry}(const float* __restrict__ x, float* __restrict__ y, const float* wa, const float* ba, const float* wb,
             const float* bb, const float* wfc, const float* bfc, const float* wt0, const float* bt0,
-            const float* wt1, const float* bt1) {{
+            const float* wt1, const float* bt1, int image_once, unsigned* done) {{
   using namespace cnnrt::kernels;
   constexpr unsigned kDesc[] = {{{desc}}};
   constexpr unsigned kLayout[] = {{{layout}}};
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
   d.tail[0].bias = bt0;
   d.tail[1].weights = wt1;
   d.tail[1].bias = bt1;
-  chain_detail::conv_chain_body<{ka}, {kb}>(x, y, d, L);
+  chain_detail::conv_chain_body<{ka}, {kb}>(x, y, d, L, image_once != 0, done);
 }}
 )",
                      fmt::arg("name", v.name), fmt::arg("desc_size", sizeof(ConvChainDesc)),
@@ -175,7 +175,8 @@ ChainJitKernel::~ChainJitKernel() {
   if (library_) cudaLibraryUnload(library_);
 }
 
-void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream) const {
+void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream,
+                            bool image_once, unsigned* done) const {
   const float* wa = d.a.weights;
   const float* ba = d.a.e.bias;
   const float* wb = d.b.weights;
@@ -187,7 +188,8 @@ void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cu
   const float* bt0 = d.tail[0].bias;
   const float* wt1 = d.tail[1].weights;
   const float* bt1 = d.tail[1].bias;
-  void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc, &wt0, &bt0, &wt1, &bt1};
+  int once = image_once ? 1 : 0;
+  void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc, &wt0, &bt0, &wt1, &bt1, &once, &done};
   cudaLaunchAttribute attributes[2];
   const cudaLaunchConfig_t config = chain_launch_config(layout_, d.batch, stream, attributes);
   cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel_), args);

@@ -40,7 +40,8 @@ class ChainJitKernel {
 
   // Same contract as launch_conv_chain; `d` must have the shapes it was compiled for (its pointers may
   // differ).
-  void launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream) const;
+  void launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream, bool image_once = false,
+              unsigned* done = nullptr) const;
   double compile_seconds() const { return compile_seconds_; }
 
  private:

@@ -87,11 +87,7 @@ __global__ void __launch_bounds__(kDenseChainThreads)
     for (int n = tid; n < n0; n += T) {
       float s = 0.0f;
       for (int j = 0; j < L.slice; ++j) s = fmaf(w0[j * n0 + n], xs[j], s);
-      if (R == 1) {
-        part[n] = s;
-      } else {
-        store_async(part + rank * n0 + n, s, 0, &partials_ready);
-      }
+      store_partial(s, part, rank, R, n0, n, &partials_ready);
     }
   } else {
     for (int n = warp; n < n0; n += kWarps) {

@@ -237,6 +237,25 @@ void host_to_host(cudaStream_t stream, const ConvChainDesc& d, const ConvChainVa
            LAB_CHECK(cudaGraphLaunch(mapped, stream));
            sync();
          }));
+    cudaGraphExec_t mapped_once = capture(stream, [&] { launch_conv_chain(*chain, mx, my, d, stream, true); });
+    name = chain->name + ", mapped in/out, image read once: graph + sync";
+    line(name.c_str(), host_median_us(2000, [&] {
+           LAB_CHECK(cudaGraphLaunch(mapped_once, stream));
+           sync();
+         }));
+    cudaGraphExecDestroy(mapped_once);
+    *hflag = 0;
+    cudaGraphExec_t mapped_done =
+        capture(stream, [&] { launch_conv_chain(*chain, mx, my, d, stream, true, mflag); });
+    name = chain->name + ", mapped in/out, image read once: graph + spin on its done flag";
+    line(name.c_str(), host_median_us(2000, [&] {
+           *static_cast<volatile unsigned*>(hflag) = 0;
+           LAB_CHECK(cudaGraphLaunch(mapped_done, stream));
+           while (*static_cast<volatile unsigned*>(hflag) != 1u) {
+           }
+         }));
+    LAB_CHECK(cudaStreamSynchronize(stream));
+    cudaGraphExecDestroy(mapped_done);
     name = chain->name + ", mapped in/out: kernel launch + sync";
     line(name.c_str(), host_median_us(2000, [&] {
            launch_conv_chain(*chain, mx, my, d, stream);

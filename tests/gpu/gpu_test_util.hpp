@@ -89,6 +89,28 @@ class DeviceBuffer {
   size_t count_ = 0;
 };
 
+// A float32 copy of host data in mapped pinned host memory; device() is the address kernels read it at (as
+// Context::run's in-place path for small inputs binds them).
+class MappedHostBuffer {
+ public:
+  explicit MappedHostBuffer(const std::vector<float>& values) : count_(values.size()) {
+    GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), std::max<size_t>(4, count_ * sizeof(float)),
+                            cudaHostAllocMapped));
+    std::copy(values.begin(), values.end(), host_);
+    GPU_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  }
+  ~MappedHostBuffer() { cudaFreeHost(host_); }
+  MappedHostBuffer(const MappedHostBuffer&) = delete;
+  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+  float* device() const { return device_; }
+  float* host() const { return host_; }
+
+ private:
+  float* host_ = nullptr;
+  float* device_ = nullptr;
+  size_t count_ = 0;
+};
+
 // Uniform values in [lo, hi): never zeros, so unwritten outputs and wrong indexing cannot hide.
 // An integer from the environment, or `fallback` when unset or empty: knobs that sanitizer rounds lower
 // (compute-sanitizer's racecheck takes minutes per hundred model runs).

@@ -2,8 +2,9 @@
 // epilogue, then the fully connected layer, each step the CPU backend's own kernels. Random inputs and
 // weights (never zeros), poisoned outputs, odd sizes (1, 7, 31, 33, 1000), paddings, every activation kind,
 // max and average pooling, every cluster size the variant list offers, each variant both as built and as
-// compiled for the case's shapes (kernels/conv_chain_jit.hpp; CNNRT_TEST_JIT=0 leaves those out); and,
-// through the public API, the planner's choice of the chain for the shipped LeNet against the CPU backend.
+// compiled for the case's shapes (kernels/conv_chain_jit.hpp; CNNRT_TEST_JIT=0 leaves those out), each reading
+// the image from device memory and, once a cluster, from mapped host memory; and, through the public API, the
+// planner's choice of the chain for the shipped LeNet against the CPU backend (on host data and device data).
 #include <doctest/doctest.h>
 
 #include <map>
@@ -106,6 +107,7 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     for (int64_t p = 0; p < k; ++p) dense[i * k + p] = cc.alpha * wd.f32()[cc.trans_b ? i * k + p : p * cc.n + i];
     dense_bias[i] = cc.beta * cd.f32()[cc.c_kind == 2 ? 0 : i];
   }
+  const MappedHostBuffer mapped_x(x.float_values()), done(std::vector<float>(1));
   const DeviceBuffer dx(x.float_values()), dwa(wa.float_values()), dba(ba.float_values()), dwb(wb.float_values()),
       dbb(bb.float_values()), dbd(dense_bias);
   kernels::ConvChainDesc d;
@@ -166,6 +168,16 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     kernels::launch_conv_chain(v, dx.get(), y.get(), d, nullptr);
     finish_launch();
     CHECK_MESSAGE(y.download() == first, what << ": a second run differs (the sums must run in a fixed order)");
+    // The image in mapped host memory, read once a cluster (a share a rank, passed to the others): the same
+    // sums in the same order.
+    // With the done flag (mapped host memory): set once y is written at batch 1; left alone at larger batches.
+    y.poison();
+    volatile unsigned* flag = reinterpret_cast<volatile unsigned*>(done.host());
+    *flag = 0u;
+    kernels::launch_conv_chain(v, mapped_x.device(), y.get(), d, nullptr, true, reinterpret_cast<unsigned*>(done.device()));
+    finish_launch();
+    CHECK_MESSAGE(y.download() == first, what << ": the image read once a cluster from host memory differs");
+    CHECK_MESSAGE(*flag == (A.N == 1 ? 1u : 0u), what << ": the done flag");
     if (env_int("CNNRT_TEST_JIT", 1) == 0) continue;
     // Compiled for these shapes: the same code with the shapes as constants, so the same sums in the same
     // order. Equal to the built kernel's output up to the compilers' freedom to contract a*b+c differently.
@@ -181,6 +193,10 @@ std::vector<std::string> check_chain(ChainCase cc, uint32_t seed, int* unzeroed 
     jit.launch(dx.get(), y.get(), d, nullptr);
     finish_launch();
     CHECK_MESSAGE(y.download() == compiled, what << " (_jit): a second run differs");
+    y.poison();
+    jit.launch(mapped_x.device(), y.get(), d, nullptr, true);
+    finish_launch();
+    CHECK_MESSAGE(y.download() == compiled, what << " (_jit): the image read once a cluster from host memory differs");
   }
   return ran;
 }
@@ -424,9 +440,19 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
       CHECK_MESSAGE(one_launch == (forced != "separate_steps"), forced << " batch " << batch << ":\n" << plan);
       CHECK_MESSAGE((plan.find("_jit") != std::string::npos) == (forced == "chain_k5k5_cl16_aw_bw_jit"), plan);
       Tensor x{{batch, 1, 28, 28}, random_floats(static_cast<size_t>(batch) * 784, 9 + static_cast<uint32_t>(batch))};
-      const Tensor gpu = Context(model).run({x})[0];
+      Context context(model);
+      const Tensor gpu = context.run({x})[0];  // small: the input read in place in mapped host memory
       const Tensor cpu = Context(cpu_model).run({x})[0];
       CHECK_MESSAGE(relative_error(gpu.data, cpu.data) < kTolerance, forced << " batch " << batch);
+      // The same context on device buffers, then on host data again (the step bound both ways in turn).
+      const DeviceBuffer dx(x.data);
+      DeviceBuffer dy(cpu.data.size());
+      const float* in = dx.get();
+      float* out = dy.get();
+      context.enqueue(&in, &out, batch);
+      context.synchronize();
+      CHECK_MESSAGE(dy.download() == gpu.data, forced << " batch " << batch << " on device buffers");
+      CHECK_MESSAGE(context.run({x})[0].data == gpu.data, forced << " batch " << batch << " on host data again");
     }
     set_log_level(LogLevel::Warn);
   }

@@ -31,6 +31,9 @@ struct Slot {
 
 // Launches one step on `stream`. `in`/`out` hold the resolved device pointers of Step::inputs/outputs.
 using LaunchFn = std::function<void(const float* const* in, float* const* out, Stream stream)>;
+// The same for inputs in mapped pinned host memory (Step::launch_from_host); `done` is null, or the device
+// address of a mapped host word the launch sets to 1 once its outputs are written (Step::signals_done).
+using HostLaunchFn = std::function<void(const float* const* in, float* const* out, unsigned* done, Stream stream)>;
 
 struct Candidate {
   std::string kernel;
@@ -63,6 +66,13 @@ struct Step {
   // once the step before has finished, where the whole network measured faster so (runtime/gpu_executor.hpp).
   bool overlap = true;
   LaunchFn launch;
+  // Optional: the launch for when the step's data inputs are mapped pinned host memory (Executor::run_host's
+  // in-place path for small inputs), which reads each input byte over the bus once; `launch` may read it many
+  // times (the chain kernel: every block of a cluster reads the whole image, cheap from L2, not over PCIe).
+  HostLaunchFn launch_from_host;
+  // launch_from_host sets `done` once the outputs are written: a host waiting for them after the plan's last
+  // step spins on that word, microseconds before the stream reports the launch complete.
+  bool signals_done = false;
 };
 
 struct GpuPlan {

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -60,6 +62,10 @@ class GpuExecutor final : public Executor {
     for (const gpu::PinnedAllocation& p : staged_inputs_) io_bytes += static_cast<int64_t>(p.bytes());
     for (const gpu::PinnedAllocation& p : staged_outputs_) io_bytes += static_cast<int64_t>(p.bytes());
     zero_copy_ = use_graphs_ && io_bytes <= kZeroCopyBytes;
+    if (zero_copy_ && !plan_.steps.empty() && plan_.steps.back().signals_done && reads_graph_input(plan_.steps.back())) {
+      done_word_ = gpu::PinnedAllocation(sizeof(unsigned));
+      done_device_ = reinterpret_cast<unsigned*>(device_view(done_word_));
+    }
     slot_ptrs_.assign(plan_.slots.size(), nullptr);
     step_inputs_.resize(plan_.steps.size());
     step_outputs_.resize(plan_.steps.size());
@@ -87,6 +93,7 @@ class GpuExecutor final : public Executor {
     }
     if (zero_copy_) {
       bind_staged_buffers();
+      if (done_device_) *done_flag() = 0u;
       launch();
     } else if (use_graphs_) {
       bind_own_buffers();
@@ -98,7 +105,11 @@ class GpuExecutor final : public Executor {
       launch_steps();
       copy_out();
     }
-    synchronize();
+    if (zero_copy_ && done_device_) {
+      wait_for_done_flag();
+    } else {
+      synchronize();
+    }
     for (size_t i = 0; i < own_outputs_.size(); ++i) {
       std::memcpy(outputs[i], staged_outputs_[i].floats(), staged_outputs_[i].bytes());
     }
@@ -121,6 +132,36 @@ class GpuExecutor final : public Executor {
     }
     bind(inputs, outputs);
     launch();
+  }
+
+  volatile unsigned* done_flag() { return reinterpret_cast<volatile unsigned*>(done_word_.floats()); }
+
+  // Spins until the last step has set the done flag (its outputs are then in the pinned buffers), about a
+  // microsecond before the stream would report the launch complete. After 20 us it also asks the stream every
+  // 10 us, so that a launch that failed ends the wait with its error instead of a hang. The flag is the
+  // kernel's last store: it touches none of this executor's buffers after it, so the next run needs no wait
+  // (it queues behind the launch on the stream) and neither does freeing them (cudaFree and cudaFreeHost wait
+  // for the device).
+  void wait_for_done_flag() {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point check = Clock::now() + std::chrono::microseconds(20);
+    while (*done_flag() != 1u) {
+      const Clock::time_point now = Clock::now();
+      if (now < check) continue;
+      check = now + std::chrono::microseconds(10);
+      if (cudaStreamQuery(stream_) != cudaErrorNotReady) {
+        synchronize();  // throws the launch's error; else the stream is done (and so are the outputs)
+        return;
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);  // the outputs are read after the flag
+  }
+
+  // Whether `step` reads a graph input (bound to the pinned buffers in a host-to-host run).
+  bool reads_graph_input(const plan::Step& step) const {
+    return std::any_of(step.inputs.begin(), step.inputs.end(), [&](int slot) {
+      return plan_.slots[static_cast<size_t>(slot)].kind == SlotKind::Input;
+    });
   }
 
   void synchronize() override {
@@ -251,9 +292,11 @@ class GpuExecutor final : public Executor {
     return same;
   }
 
-  void bind(const float* const* inputs, float* const* outputs) {
-    if (is_bound(inputs, outputs)) return;
+  // `on_host`: the inputs are mapped pinned host memory (bind_staged_buffers).
+  void bind(const float* const* inputs, float* const* outputs, bool on_host = false) {
+    if (is_bound(inputs, outputs) && on_host == inputs_on_host_) return;
     bound_once_ = true;
+    inputs_on_host_ = on_host;
     std::copy(inputs, inputs + bound_inputs_.size(), bound_inputs_.begin());
     std::copy(outputs, outputs + bound_outputs_.size(), bound_outputs_.begin());
     char* base = static_cast<char*>(arena_.get());
@@ -284,7 +327,7 @@ class GpuExecutor final : public Executor {
       for (gpu::PinnedAllocation& p : staged_inputs_) staged_views_in_.push_back(device_view(p));
       for (gpu::PinnedAllocation& p : staged_outputs_) staged_views_out_.push_back(device_view(p));
     }
-    bind(staged_views_in_.data(), staged_views_out_.data());
+    bind(staged_views_in_.data(), staged_views_out_.data(), true);
   }
 
   static float* device_view(gpu::PinnedAllocation& host) {
@@ -360,7 +403,12 @@ class GpuExecutor final : public Executor {
         if (on) kernels::take_programmatic_launch();
       }
     } request(!step.overlap);
-    step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
+    if (inputs_on_host_ && step.launch_from_host && reads_graph_input(step)) {
+      unsigned* done = i + 1 == plan_.steps.size() ? done_device_ : nullptr;
+      step.launch_from_host(step_inputs_[i].data(), step_outputs_[i].data(), done, stream_);
+    } else {
+      step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
+    }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
       gpu::throw_cuda_error(err, step.kernel.c_str(), __FILE__, __LINE__,
@@ -414,6 +462,9 @@ class GpuExecutor final : public Executor {
   cudaStream_t stream_;
   bool use_graphs_;
   bool zero_copy_ = false;  // run_host reads and writes the pinned buffers in place (small inputs and outputs)
+  bool inputs_on_host_ = false;  // bound to those pinned buffers: steps with a launch_from_host use it
+  gpu::PinnedAllocation done_word_;  // mapped: the last step sets it once the outputs are written (signals_done)
+  unsigned* done_device_ = nullptr;  // its device address, or null where the last step cannot set it
   gpu::DeviceAllocation arena_;
   std::vector<gpu::DeviceAllocation> own_inputs_, own_outputs_;
   std::vector<gpu::PinnedAllocation> staged_inputs_, staged_outputs_;

@@ -52,12 +52,12 @@ class PlanTimeChain {
     });
   }
 
-  void launch(const float* x, float* y, cudaStream_t s) {
+  void launch(const float* x, float* y, cudaStream_t s, bool image_once = false, unsigned* done = nullptr) {
     prepare();
     if (compiled_) {
-      compiled_->launch(x, y, d_, s);
+      compiled_->launch(x, y, d_, s, image_once, done);
     } else {
-      kernels::launch_conv_chain(v_, x, y, d_, s);
+      kernels::launch_conv_chain(v_, x, y, d_, s, image_once, done);
     }
   }
 
@@ -191,6 +191,8 @@ Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Nod
   }
   covered.outputs = last.outputs;
   Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
+  step.launch_from_host = chosen.launch_from_host;
+  step.signals_done = chosen.signals_done;
   step.candidates = choice.timings;
   for (const Step& s : steps) step.flops += s.flops;
   lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
@@ -268,6 +270,10 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
                           [v, d](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_conv_chain(v, in[0], out[0], d, s);
                           }});
+    candidates.back().launch_from_host = [v, d](const float* const* in, float* const* out, unsigned* done, Stream s) {
+      kernels::launch_conv_chain(v, in[0], out[0], d, s, true, d.batch == 1 ? done : nullptr);
+    };
+    candidates.back().signals_done = d.batch == 1;
   }
   // The same variants compiled for these shapes (after the built ones: index 0 stays the heuristic choice,
   // and --force-kernel NAME finds the built kernel first).
@@ -281,6 +287,10 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
                             [jit](const float* const* in, float* const* out, Stream s) {
                               jit->launch(in[0], out[0], s);
                             }});
+      candidates.back().launch_from_host = [jit, d](const float* const* in, float* const* out, unsigned* done, Stream s) {
+        jit->launch(in[0], out[0], s, true, d.batch == 1 ? done : nullptr);
+      };
+      candidates.back().signals_done = d.batch == 1;
     }
   }
   KernelCandidate reference = replay_candidate(steps, in_slot, out_slot, lc);

@@ -27,6 +27,8 @@ struct KernelCandidate {
   std::string name;    // unique, stable: used in the cache and by --force-kernel
   std::string config;  // launch configuration, for plans
   LaunchFn launch;     // same contract as Step::launch
+  HostLaunchFn launch_from_host = {};  // optional: as Step::launch_from_host
+  bool signals_done = false;           // as Step::signals_done
   int64_t workspace_floats = 0;  // scratch it needs, passed as its last input
   bool reference = false;        // the plain kernel every other candidate's output is checked against
   bool contender = false;        // a reference that may also be chosen where it is the fastest (a chain's
