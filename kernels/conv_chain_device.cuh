@@ -91,6 +91,14 @@ __device__ __forceinline__ void store_partial(float s, float* part, int rank, in
   }
 }
 
+// Sets the host's done flag (mapped host memory) once every thread of this block has written its outputs: the
+// block barrier orders their stores before thread 0's, a release at system scope (cumulative: it publishes
+// what the barrier ordered before it). The last thing the kernel does.
+__device__ __forceinline__ void signal_done(unsigned* done) {
+  block_barrier();
+  if (threadIdx.x == 0) asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(done), "r"(1u) : "memory");
+}
+
 // Ends one warp's share of output n's dot product (its lanes' partials in `s`): the warp's sum, stored by lane
 // 0 (store_partial).
 __device__ __forceinline__ void push_partial(float s, float* part, int rank, int ranks, int count, int n,
@@ -624,12 +632,7 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     dense_in = dense_out;
     k = D.N;
   }
-  if (done != nullptr && gridDim.x == 1) {
-    // Every thread's stores of y reach the host before the flag does: the block barrier orders them before
-    // thread 0's store, a release at system scope (cumulative: it publishes what the barrier ordered before it).
-    block_barrier();
-    if (tid == 0) asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(done), "r"(1u) : "memory");
-  }
+  if (done != nullptr && gridDim.x == 1) signal_done(done);  // (rank 0 wrote all of y)
 }
 
 }  // namespace chain_detail

@@ -19,7 +19,7 @@ int round4(int floats) { return (floats + 3) / 4 * 4; }
 
 __global__ void __launch_bounds__(kDenseChainThreads)
     dense_chain_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ DenseChainDesc d,
-                       const __grid_constant__ DenseChainLayout L) {
+                       const __grid_constant__ DenseChainLayout L, unsigned* done) {
 #if CNNRT_ARCH_BELOW(900)
   __trap();  // bulk copies and thread-block clusters: compute capability 9.0 (the planner offers it only there)
 #else
@@ -139,6 +139,7 @@ __global__ void __launch_bounds__(kDenseChainThreads)
     in = out;
     k = D.N;
   }
+  if (done != nullptr && gridDim.x == 1) signal_done(done);  // (rank 0 wrote all of y)
 #endif
 }
 
@@ -247,7 +248,8 @@ std::vector<float> dense_chain_weights(const std::vector<float>& nk, const Dense
   return out;
 }
 
-void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream) {
+void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream,
+                        unsigned* done) {
   allow_dynamic_smem<dense_chain_kernel>(kMaxDenseSmemBytes);
   if (v.layout.ranks > 8) allow_large_clusters<dense_chain_kernel>();
   cudaLaunchAttribute attributes[2];
@@ -255,7 +257,7 @@ void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, co
       overlapped_config(dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(v.layout.ranks)),
                         dim3(kDenseChainThreads), static_cast<size_t>(v.layout.floats) * sizeof(float), stream,
                         static_cast<unsigned>(v.layout.ranks), attributes);
-  cudaLaunchKernelEx(&config, dense_chain_kernel, x, y, d, v.layout);
+  cudaLaunchKernelEx(&config, dense_chain_kernel, x, y, d, v.layout, done);
 }
 
 }  // namespace cnnrt::kernels

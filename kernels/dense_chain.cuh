@@ -74,6 +74,8 @@ std::vector<std::string> dense_chain_variant_names();
 std::vector<float> dense_chain_weights(const std::vector<float>& nk, const DenseChainDesc& d, const DenseChainLayout& L);
 
 // x: [batch, k] ([batch, k, pool] with a pool); y: [batch, N of the last layer]. d.layers[0].weights must be in v's layout.
-void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream);
+// `done` (batch 1 only; null otherwise): a word of mapped host memory set to 1 once y is written (launch_conv_chain).
+void launch_dense_chain(const DenseChainVariant& v, const float* x, float* y, const DenseChainDesc& d, cudaStream_t stream,
+                        unsigned* done = nullptr);
 
 }  // namespace cnnrt::kernels

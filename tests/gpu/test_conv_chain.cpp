@@ -525,6 +525,7 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
   std::string why;
   REQUIRE_MESSAGE(kernels::dense_chain_supports(d, smem_optin, &why), why);
   const DeviceBuffer dx(x);
+  const MappedHostBuffer done(std::vector<float>(1));
   int ran = 0;
   for (const kernels::DenseChainVariant& v : kernels::dense_chain_variants(d, smem_optin)) {
     if (v.layout.ranks > max_cluster_size()) continue;
@@ -543,6 +544,14 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
     kernels::launch_dense_chain(v, dx.get(), y.get(), dv, nullptr);
     finish_launch();
     CHECK_MESSAGE(y.download() == first, what << ": a second run differs");
+    // With the done flag (mapped host memory): set once y is written at batch 1; left alone at larger batches.
+    volatile unsigned* flag = reinterpret_cast<volatile unsigned*>(done.host());
+    *flag = 0u;
+    y.poison();
+    kernels::launch_dense_chain(v, dx.get(), y.get(), dv, nullptr, reinterpret_cast<unsigned*>(done.device()));
+    finish_launch();
+    CHECK_MESSAGE(y.download() == first, what << ": with the done flag");
+    CHECK_MESSAGE(*flag == (dc.batch == 1 ? 1u : 0u), what << ": the done flag");
     ++ran;
   }
   return ran;

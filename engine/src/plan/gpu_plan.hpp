@@ -66,12 +66,14 @@ struct Step {
   // once the step before has finished, where the whole network measured faster so (runtime/gpu_executor.hpp).
   bool overlap = true;
   LaunchFn launch;
-  // Optional: the launch for when the step's data inputs are mapped pinned host memory (Executor::run_host's
-  // in-place path for small inputs), which reads each input byte over the bus once; `launch` may read it many
-  // times (the chain kernel: every block of a cluster reads the whole image, cheap from L2, not over PCIe).
+  // Optional: the launch in a run on the context's mapped pinned buffers (Executor::run_host's in-place path for
+  // small inputs and outputs), with the same results wherever its inputs live. It reads graph inputs in mapped
+  // memory once where `launch` may read them many times (the chain kernel: every block of a cluster reads the
+  // whole image, cheap from L2, not over PCIe), and sets `done` where signals_done says it does.
   HostLaunchFn launch_from_host;
-  // launch_from_host sets `done` once the outputs are written: a host waiting for them after the plan's last
-  // step spins on that word, microseconds before the stream reports the launch complete.
+  // launch_from_host sets `done` once its outputs are written: as the plan's last step, writing every graph
+  // output, the host waiting for them spins on that word, a microsecond before the stream reports the launch
+  // complete.
   bool signals_done = false;
 };
 

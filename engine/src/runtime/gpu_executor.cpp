@@ -62,7 +62,13 @@ class GpuExecutor final : public Executor {
     for (const gpu::PinnedAllocation& p : staged_inputs_) io_bytes += static_cast<int64_t>(p.bytes());
     for (const gpu::PinnedAllocation& p : staged_outputs_) io_bytes += static_cast<int64_t>(p.bytes());
     zero_copy_ = use_graphs_ && io_bytes <= kZeroCopyBytes;
-    if (zero_copy_ && !plan_.steps.empty() && plan_.steps.back().signals_done && reads_graph_input(plan_.steps.back())) {
+    // Inputs are read in place only where every step that reads one reads it once (launch_from_host); a kernel
+    // that reads its input many times (a convolution's overlapping windows, a warp a few outputs) would pay a
+    // bus round trip each time: those inputs are copied in by the graph instead.
+    inputs_in_place_ = zero_copy_ && std::all_of(plan_.steps.begin(), plan_.steps.end(), [&](const plan::Step& step) {
+                         return step.launch_from_host || !reads_graph_input(step);
+                       });
+    if (zero_copy_ && !plan_.steps.empty() && writes_every_output(plan_.steps.back())) {
       done_word_ = gpu::PinnedAllocation(sizeof(unsigned));
       done_device_ = reinterpret_cast<unsigned*>(device_view(done_word_));
     }
@@ -85,8 +91,9 @@ class GpuExecutor final : public Executor {
 
   // Host to host: the caller's inputs into the context's pinned buffers, then one CUDA graph launch, then the
   // outputs out of the pinned buffers. Small inputs and outputs (a batch-1 classifier's) stay where they are:
-  // the first steps read the pinned inputs and the last ones write the pinned outputs in place (mapped host
-  // memory), so the graph is the steps alone; larger ones are copied in and out by the graph itself.
+  // the last steps write the pinned outputs in place (mapped host memory), and the first steps read the pinned
+  // inputs in place where each reads them once (else the graph copies them in first); larger ones are copied in
+  // and out by the graph itself.
   void run_host(const float* const* inputs, float* const* outputs) override {
     for (size_t i = 0; i < own_inputs_.size(); ++i) {
       std::memcpy(staged_inputs_[i].floats(), inputs[i], staged_inputs_[i].bytes());
@@ -94,7 +101,12 @@ class GpuExecutor final : public Executor {
     if (zero_copy_) {
       bind_staged_buffers();
       if (done_device_) *done_flag() = 0u;
-      launch();
+      if (inputs_in_place_) {
+        launch();
+      } else {
+        if (!host_graph_exec_ || host_graph_binding_ != binding_) capture_host_graph();
+        CNNRT_CUDA_CHECK(cudaGraphLaunch(host_graph_exec_, stream_));
+      }
     } else if (use_graphs_) {
       bind_own_buffers();
       if (!host_graph_exec_ || host_graph_binding_ != binding_) capture_host_graph();
@@ -137,18 +149,20 @@ class GpuExecutor final : public Executor {
   volatile unsigned* done_flag() { return reinterpret_cast<volatile unsigned*>(done_word_.floats()); }
 
   // Spins until the last step has set the done flag (its outputs are then in the pinned buffers), about a
-  // microsecond before the stream would report the launch complete. After 20 us it also asks the stream every
-  // 10 us, so that a launch that failed ends the wait with its error instead of a hang. The flag is the
+  // microsecond before the stream would report the launch complete. It also asks the stream after 20 us, then
+  // at twice the time waited so far (a query holds the driver a few microseconds: a long run should not pay many),
+  // so that a launch that failed ends the wait with its error instead of a hang. The flag is the
   // kernel's last store: it touches none of this executor's buffers after it, so the next run needs no wait
   // (it queues behind the launch on the stream) and neither does freeing them (cudaFree and cudaFreeHost wait
   // for the device).
   void wait_for_done_flag() {
     using Clock = std::chrono::steady_clock;
-    Clock::time_point check = Clock::now() + std::chrono::microseconds(20);
+    const Clock::time_point start = Clock::now();
+    Clock::time_point check = start + std::chrono::microseconds(20);
     while (*done_flag() != 1u) {
       const Clock::time_point now = Clock::now();
       if (now < check) continue;
-      check = now + std::chrono::microseconds(10);
+      check = now + (now - start);
       if (cudaStreamQuery(stream_) != cudaErrorNotReady) {
         synchronize();  // throws the launch's error; else the stream is done (and so are the outputs)
         return;
@@ -157,11 +171,19 @@ class GpuExecutor final : public Executor {
     std::atomic_thread_fence(std::memory_order_acquire);  // the outputs are read after the flag
   }
 
-  // Whether `step` reads a graph input (bound to the pinned buffers in a host-to-host run).
+  // Whether `step` reads a graph input.
   bool reads_graph_input(const plan::Step& step) const {
     return std::any_of(step.inputs.begin(), step.inputs.end(), [&](int slot) {
       return plan_.slots[static_cast<size_t>(slot)].kind == SlotKind::Input;
     });
+  }
+
+  // Whether `step` can set the done flag and writes every graph output (the flag then means they are all there).
+  bool writes_every_output(const plan::Step& step) const {
+    return step.signals_done && step.launch_from_host &&
+           std::all_of(plan_.output_slots.begin(), plan_.output_slots.end(), [&](int slot) {
+             return std::find(step.outputs.begin(), step.outputs.end(), slot) != step.outputs.end();
+           });
   }
 
   void synchronize() override {
@@ -292,11 +314,12 @@ class GpuExecutor final : public Executor {
     return same;
   }
 
-  // `on_host`: the inputs are mapped pinned host memory (bind_staged_buffers).
+  // `on_host`: a run on host data (bind_staged_buffers): the outputs, and the inputs where they are read in
+  // place, are mapped pinned host memory.
   void bind(const float* const* inputs, float* const* outputs, bool on_host = false) {
-    if (is_bound(inputs, outputs) && on_host == inputs_on_host_) return;
+    if (is_bound(inputs, outputs) && on_host == host_run_) return;
     bound_once_ = true;
-    inputs_on_host_ = on_host;
+    host_run_ = on_host;
     std::copy(inputs, inputs + bound_inputs_.size(), bound_inputs_.begin());
     std::copy(outputs, outputs + bound_outputs_.size(), bound_outputs_.begin());
     char* base = static_cast<char*>(arena_.get());
@@ -321,10 +344,13 @@ class GpuExecutor final : public Executor {
   // Inputs and outputs of at most this many bytes in all are read and written in place in pinned memory.
   static constexpr int64_t kZeroCopyBytes = 64 * 1024;
 
-  // Binds the steps to the pinned staging buffers, through their device addresses.
+  // Binds the steps to the pinned staging buffers, through their device addresses: the outputs, and the inputs
+  // where they are read in place (else the context's device buffers, which the graph copies them into).
   void bind_staged_buffers() {
     if (staged_views_in_.empty() && staged_views_out_.empty()) {
-      for (gpu::PinnedAllocation& p : staged_inputs_) staged_views_in_.push_back(device_view(p));
+      for (size_t i = 0; i < staged_inputs_.size(); ++i) {
+        staged_views_in_.push_back(inputs_in_place_ ? device_view(staged_inputs_[i]) : own_inputs_[i].floats());
+      }
       for (gpu::PinnedAllocation& p : staged_outputs_) staged_views_out_.push_back(device_view(p));
     }
     bind(staged_views_in_.data(), staged_views_out_.data(), true);
@@ -352,12 +378,12 @@ class GpuExecutor final : public Executor {
   }
 
   // The copies in, the steps and the copies out as one graph, for the current binding (the context's own
-  // device buffers).
+  // device buffers; or its own inputs and the pinned outputs, written in place).
   void capture_host_graph() {
     const cudaGraph_t graph = record([&] {
       copy_in();
       launch_steps();
-      copy_out();
+      if (!host_run_) copy_out();
     });
     if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
     host_graph_exec_ = nullptr;  // (instantiate may throw)
@@ -403,7 +429,7 @@ class GpuExecutor final : public Executor {
         if (on) kernels::take_programmatic_launch();
       }
     } request(!step.overlap);
-    if (inputs_on_host_ && step.launch_from_host && reads_graph_input(step)) {
+    if (host_run_ && step.launch_from_host) {
       unsigned* done = i + 1 == plan_.steps.size() ? done_device_ : nullptr;
       step.launch_from_host(step_inputs_[i].data(), step_outputs_[i].data(), done, stream_);
     } else {
@@ -462,7 +488,8 @@ class GpuExecutor final : public Executor {
   cudaStream_t stream_;
   bool use_graphs_;
   bool zero_copy_ = false;  // run_host reads and writes the pinned buffers in place (small inputs and outputs)
-  bool inputs_on_host_ = false;  // bound to those pinned buffers: steps with a launch_from_host use it
+  bool inputs_in_place_ = false;  // zero_copy_, and every step reading an input reads it once (launch_from_host)
+  bool host_run_ = false;  // bound to the pinned buffers (bind_staged_buffers): steps with a launch_from_host use it
   gpu::PinnedAllocation done_word_;  // mapped: the last step sets it once the outputs are written (signals_done)
   unsigned* done_device_ = nullptr;  // its device address, or null where the last step cannot set it
   gpu::DeviceAllocation arena_;

@@ -398,6 +398,10 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
                           [v, dv](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_dense_chain(v, in[0], out[0], dv, s);
                           }});
+    candidates.back().launch_from_host = [v, dv](const float* const* in, float* const* out, unsigned* done, Stream s) {
+      kernels::launch_dense_chain(v, in[0], out[0], dv, s, dv.batch == 1 ? done : nullptr);
+    };
+    candidates.back().signals_done = dv.batch == 1;
   }
   const int in_slot = lc.slot(first.input(0));
   const int out_slot = lc.slot(last.outputs.at(0));
