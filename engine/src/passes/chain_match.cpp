@@ -6,6 +6,7 @@
 
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
+#include "passes/rewrite.hpp"
 
 namespace cnnrt::passes {
 
@@ -13,28 +14,16 @@ namespace {
 
 bool is_conv(const ir::Node& n) { return n.op == "Conv" || n.op == ir::fused::kFusedConv; }
 
-// The only node reading `value`, or -1 when none, several, or the value is also a graph output.
-int sole_reader(const ir::Graph& g, int value) {
-  if (std::find(g.outputs.begin(), g.outputs.end(), value) != g.outputs.end()) return -1;
-  int reader = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (int in : g.nodes[i].inputs) {
-      if (in != value) continue;
-      if (reader >= 0 && reader != static_cast<int>(i)) return -1;
-      reader = static_cast<int>(i);
-    }
-  }
-  return reader;
-}
+using Readers = std::vector<std::vector<int>>;
 
 // The reader of `value` past the views that follow it (appended to `views`; `value` becomes the last view's
 // output), or -1 where a value on the way has other readers or is a graph output.
-int reader_past_views(const ir::Graph& g, int& value, std::vector<int>& views) {
-  int next = sole_reader(g, value);
+int reader_past_views(const ir::Graph& g, const Readers& readers, int& value, std::vector<int>& views) {
+  int next = sole_reader(g, readers, value);
   while (next >= 0 && ir::is_view_op(g.nodes[static_cast<size_t>(next)])) {
     views.push_back(next);
     value = g.nodes[static_cast<size_t>(next)].outputs.at(0);
-    next = sole_reader(g, value);
+    next = sole_reader(g, readers, value);
   }
   return next;
 }
@@ -93,15 +82,16 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   if (!is_conv(a)) return std::nullopt;
   if (std::string p = conv_problem(g, a); !p.empty()) return no("first convolution: " + p);
   if (g.shape_of(a.input(0))[1] != 1) return no("first convolution has more than one input channel");
+  const Readers readers = value_readers(g);
   ConvChainMatch m;
   m.conv_a = first;
-  m.conv_b = sole_reader(g, a.outputs[0]);
+  m.conv_b = sole_reader(g, readers, a.outputs[0]);
   if (m.conv_b < 0) return no("the first convolution's output has other readers");
   const ir::Node& b = g.nodes[static_cast<size_t>(m.conv_b)];
   if (std::string p = conv_problem(g, b); !p.empty()) return no("second node: " + p);
   if (b.input(0) != a.outputs[0]) return no("the second convolution reads the first's output as weights");
   int value = b.outputs[0];
-  const int next = reader_past_views(g, value, m.views);
+  const int next = reader_past_views(g, readers, value, m.views);
   if (next < 0) return no("the second convolution's output has other readers or is a graph output");
   const ir::Node& d = g.nodes[static_cast<size_t>(next)];
   if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return no(fmt::format("{} follows the convolutions, not Gemm", d.op));
@@ -115,7 +105,7 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   // The dense layers that follow, each reading the one before as A: [batch, K] -> [batch, N].
   int64_t k = dense_outputs(g, d);
   for (int from = m.dense; static_cast<int>(m.tail.size()) < kMaxChainTail;) {
-    const int t = sole_reader(g, g.nodes[static_cast<size_t>(from)].outputs.at(0));
+    const int t = sole_reader(g, readers, g.nodes[static_cast<size_t>(from)].outputs.at(0));
     if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], g.nodes[static_cast<size_t>(from)].outputs[0], k).empty()) break;
     k = dense_outputs(g, g.nodes[static_cast<size_t>(t)]);
     m.tail.push_back(t);
@@ -127,6 +117,8 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) {
   DenseChainMatch m;
   const ir::Node& f = g.nodes.at(static_cast<size_t>(first));
+  if (f.op != "GlobalAveragePool" && f.op != "Gemm" && f.op != ir::fused::kFusedGemm) return std::nullopt;
+  const Readers readers = value_readers(g);
   if (f.op == "GlobalAveragePool") {
     // [batch, C, spatial...] -> [batch, C, 1...] -> views -> [batch, C] -> Gemm (1-D or 2-D maps).
     if (!f.has_input(0) || g.values[f.input(0)].is_constant() || !g.values[f.input(0)].shape) return std::nullopt;
@@ -134,7 +126,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
     if (rank < 3 || rank > 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
     m.pool = first;
     int value = f.outputs[0];
-    const int next = reader_past_views(g, value, m.views);
+    const int next = reader_past_views(g, readers, value, m.views);
     if (next < 0) return std::nullopt;
     first = next;
   }
@@ -149,7 +141,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   while (static_cast<int>(m.layers.size()) < kMaxDenseChain) {
     const int from = m.layers.back();
     const int value = g.nodes[static_cast<size_t>(from)].outputs.at(0);
-    const int t = sole_reader(g, value);
+    const int t = sole_reader(g, readers, value);
     if (t < 0 || !dense_problem(g, g.nodes[static_cast<size_t>(t)], value, k).empty()) break;
     k = dense_outputs(g, g.nodes[static_cast<size_t>(t)]);
     m.layers.push_back(t);
