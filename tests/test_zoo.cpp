@@ -24,7 +24,7 @@ TEST_CASE("zoo: the zoo's folders are the models the tests run") {
   std::vector<std::string> listed = testing::zoo_model_names();
   std::sort(listed.begin(), listed.end());
   CHECK(folders == listed);
-  CHECK(listed.size() >= 15);
+  CHECK(listed.size() >= 17);
 }
 
 TEST_CASE("zoo: the README's cnnrt run command checks a zoo model, and fails on another model's data") {

@@ -22,8 +22,8 @@ namespace cnnrt::testing {
 // folder models/zoo/<name>/ that is not listed fails "the zoo's folders are the models the tests run".
 #define CNNRT_ZOO_MODELS(X)                                                                                  \
   X("lenet5") X("kws_cnn") X("vgg_small") X("resnet20") X("resnet18_narrow") X("mobilenet_v1") X("mobilenet_v2") \
-  X("shufflenet_v1") X("squeezenet") X("densenet_bc") X("ts_cnn1d") X("dncnn") X("espcn") X("unet_small")     \
-  X("conv_autoencoder")
+  X("mobilenet_v3_small") X("efficientnet_b0_small") X("shufflenet_v1") X("squeezenet") X("densenet_bc")        \
+  X("ts_cnn1d") X("dncnn") X("espcn") X("unet_small") X("conv_autoencoder")
 
 inline const std::vector<std::string>& zoo_model_names() {
 #define CNNRT_ZOO_NAME(name) name,

@@ -227,6 +227,132 @@ class MobileNetV2(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class SqueezeExcitation(nn.Module):
+    """The squeeze-and-excitation gate (Hu et al. 2018) as MobileNet v3 writes it: global average pool, a 1x1
+    conv to `squeeze` channels + ReLU, a 1x1 conv back + Hardsigmoid, the block's input scaled by the result
+    (exported as GlobalAveragePool, Conv, Relu, Conv, HardSigmoid, Mul)."""
+
+    def __init__(self, channels, squeeze):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class MobileNetV3Block(nn.Module):
+    """MobileNet v3's bottleneck: expand 1x1 (left out when the expansion equals the input), depthwise k x k,
+    squeeze-and-excitation (some blocks), project 1x1 without activation; the input added back when the shape
+    is unchanged. `hard`: Hardswish (exported as x * HardSigmoid(x) before opset 14), else ReLU."""
+
+    def __init__(self, cin, kernel, expanded, cout, se, hard, stride):
+        super().__init__()
+        act = nn.Hardswish if hard else nn.ReLU
+        layers = []
+        if expanded != cin:
+            layers += [nn.Conv2d(cin, expanded, 1, bias=False), nn.BatchNorm2d(expanded), act()]
+        layers += [nn.Conv2d(expanded, expanded, kernel, stride, kernel // 2, groups=expanded, bias=False),
+                   nn.BatchNorm2d(expanded), act()]
+        if se:
+            layers.append(SqueezeExcitation(expanded, round_channels(expanded // 4)))
+        layers += [nn.Conv2d(expanded, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV3Small(nn.Module):
+    """MobileNet v3 Small (Howard et al. 2019, Table 2) at width 0.5 on 3x128x128: a 3x3 stride-2 stem with
+    Hardswish, eleven bottlenecks (3x3 and 5x5 depthwise, nine with squeeze-and-excitation), a 1x1 conv, global
+    average pool, a fully connected 512 + Hardswish, dropout, 100 classes."""
+
+    # kernel, expanded channels, output channels, squeeze-excitation, Hardswish, stride (at width 1)
+    SETTINGS = [(3, 16, 16, True, False, 2), (3, 72, 24, False, False, 2), (3, 88, 24, False, False, 1),
+                (5, 96, 40, True, True, 2), (5, 240, 40, True, True, 1), (5, 240, 40, True, True, 1),
+                (5, 120, 48, True, True, 1), (5, 144, 48, True, True, 1), (5, 288, 96, True, True, 2),
+                (5, 576, 96, True, True, 1), (5, 576, 96, True, True, 1)]
+
+    def __init__(self, classes=100, width=0.5):
+        super().__init__()
+        cin = round_channels(16 * width)
+        layers = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.Hardswish()]
+        for k, e, c, se, hard, s in self.SETTINGS:
+            expanded, cout = round_channels(e * width), round_channels(c * width)
+            layers.append(MobileNetV3Block(cin, k, expanded, cout, se, hard, s))
+            cin = cout
+        last = 6 * cin
+        layers += [nn.Conv2d(cin, last, 1, bias=False), nn.BatchNorm2d(last), nn.Hardswish()]
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Linear(last, round_channels(1024 * width)), nn.Hardswish(),
+                                        nn.Dropout(0.2), nn.Linear(round_channels(1024 * width), classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class SqueezeExcitationSiLU(nn.Module):
+    """EfficientNet's squeeze-and-excitation gate: global average pool, a 1x1 conv + SiLU, a 1x1 conv + Sigmoid,
+    the input scaled (exported before opset 14 as GlobalAveragePool, Conv, x * Sigmoid(x), Conv, Sigmoid, Mul)."""
+
+    def __init__(self, channels, squeeze):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(x, 1)))))
+
+
+class MBConv(nn.Module):
+    """EfficientNet's mobile inverted bottleneck: expand 1x1 + BN + SiLU (left out at expansion 1), depthwise
+    k x k + BN + SiLU, squeeze-and-excitation to a quarter of the block's input channels, project 1x1 + BN; the
+    input added back when the shape is unchanged."""
+
+    def __init__(self, cin, cout, kernel, stride, expand):
+        super().__init__()
+        mid = cin * expand
+        layers = [] if expand == 1 else [nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU()]
+        layers += [nn.Conv2d(mid, mid, kernel, stride, kernel // 2, groups=mid, bias=False), nn.BatchNorm2d(mid),
+                   nn.SiLU(), SqueezeExcitationSiLU(mid, max(1, cin // 4)),
+                   nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class EfficientNetB0Small(nn.Module):
+    """EfficientNet-B0 (Tan and Le 2019) scaled down to width 0.5 and depth 0.5 on 3x128x128: a 3x3 stride-2 stem,
+    ten MBConv blocks (3x3 and 5x5 depthwise, each with squeeze-and-excitation), a 1x1 conv to 640, global
+    average pool, dropout, 100 classes; SiLU throughout."""
+
+    # expansion, kernel, stride, output channels, repeats (B0's stages at width and depth 1)
+    STAGES = [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3),
+              (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]
+
+    def __init__(self, classes=100, width=0.5, depth=0.5):
+        super().__init__()
+        cin = round_channels(32 * width)
+        layers = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.SiLU()]
+        for e, k, s, c, n in self.STAGES:
+            cout = round_channels(c * width)
+            for i in range(max(1, int(n * depth + 0.5))):
+                layers.append(MBConv(cin, cout, k, s if i == 0 else 1, e))
+                cin = cout
+        head = round_channels(1280 * width)
+        layers += [nn.Conv2d(cin, head, 1, bias=False), nn.BatchNorm2d(head), nn.SiLU()]
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(head, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
 # 8. ShuffleNet -----------------------------------------------------------------------------------------
 
 def channel_shuffle(x, groups):
@@ -524,6 +650,10 @@ ZOO = [
              summary="MobileNet v1 0.25: depthwise stride 1 and 2, ReLU6 as Clip"),
     ZooModel("mobilenet_v2", MobileNetV2, "image", "logits", (2, 3, 96, 96), 11,
              summary="MobileNet v2 0.35: inverted residuals, linear bottlenecks"),
+    ZooModel("mobilenet_v3_small", MobileNetV3Small, "image", "logits", (2, 3, 128, 128), 13,
+             summary="MobileNet v3 Small 0.5: squeeze-and-excitation gates, Hardswish as x * HardSigmoid(x)"),
+    ZooModel("efficientnet_b0_small", EfficientNetB0Small, "image", "logits", (2, 3, 128, 128), 13,
+             summary="EfficientNet-B0 at half width and depth: MBConv, SiLU as x * Sigmoid(x), Sigmoid gates"),
     ZooModel("shufflenet_v1", ShuffleNetV1, "image", "logits", (1, 3, 224, 224), 13,
              summary="ShuffleNet v1 g3 0.5x: grouped 1x1, depthwise 3x3, channel shuffle (5-D Transpose)"),
     ZooModel("squeezenet", SqueezeNet, "image", "logits", (1, 3, 224, 224), 17,
