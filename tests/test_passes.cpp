@@ -953,6 +953,56 @@ TEST_CASE("the GPU planner's dense-head matcher takes a global average pool, vie
   CHECK_FALSE(passes::match_dense_chain(exposed.graph, 0).has_value());  // the pooled values are a graph output
 }
 
+TEST_CASE("the GPU planner's squeeze-excitation matcher: pool, two 1x1 convs with their activations, Mul") {
+  // x -> 3x3 conv -> Relu -> a; y = a * HardSigmoid(fc2(Relu(fc1(GlobalAveragePool(a))))) (MobileNet v3's gate).
+  struct Variant {
+    bool gate_first = false, pooled_is_output = false, fc1_3x3 = false, mul_other = false;
+  };
+  auto gate = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {-1, 8, 5, 5}).output("y");
+    if (v.pooled_is_output) m.output("p");
+    conv(m, "x", "c", "conv", 8, 8);
+    m.node("Relu", {"c"}, {"a"}, "relu");
+    m.node("GlobalAveragePool", {"a"}, {"p"}, "gap");
+    random_initializer(m, "fc1.w", {4, 8, v.fc1_3x3 ? 3 : 1, v.fc1_3x3 ? 3 : 1});
+    random_initializer(m, "fc1.b", {4});
+    auto& fc1 = m.node("Conv", {"p", "fc1.w", "fc1.b"}, {"h"}, "fc1");
+    if (v.fc1_3x3) ModelBuilder::attr_ints(fc1, "pads", {1, 1, 1, 1});
+    m.node("Relu", {"h"}, {"hr"}, "fc1_relu");
+    random_initializer(m, "fc2.w", {8, 4, 1, 1});
+    random_initializer(m, "fc2.b", {8});
+    m.node("Conv", {"hr", "fc2.w", "fc2.b"}, {"g"}, "fc2");
+    m.node("HardSigmoid", {"g"}, {"s"}, "gate");
+    if (v.mul_other) {
+      m.node("Mul", {"x", "s"}, {"y"}, "scale");
+    } else if (v.gate_first) {
+      m.node("Mul", {"s", "a"}, {"y"}, "scale");
+    } else {
+      m.node("Mul", {"a", "s"}, {"y"}, "scale");
+    }
+    return m;
+  };
+  for (bool gate_first : {false, true}) {
+    Variant v;
+    v.gate_first = gate_first;
+    const Passed p = check_unchanged(gate(v), {{2, 8, 5, 5}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "GlobalAveragePool", "FusedConv", "FusedConv", "Mul"});
+    const auto m = passes::match_squeeze_excite(p.graph, 1);
+    REQUIRE(m.has_value());
+    CHECK((std::vector<int>{m->pool, m->fc1, m->fc2, m->mul}) == std::vector<int>{1, 2, 3, 4});
+    CHECK(m->x == p.graph.nodes[0].outputs[0]);
+    CHECK_FALSE(passes::match_squeeze_excite(p.graph, 0).has_value());  // not a pool
+  }
+  Variant exposed, wide, other;
+  exposed.pooled_is_output = true;
+  wide.fc1_3x3 = true;
+  other.mul_other = true;
+  CHECK_FALSE(passes::match_squeeze_excite(prepare(gate(exposed), {{2, 8, 5, 5}}, {}).graph, 1).has_value());
+  CHECK_FALSE(passes::match_squeeze_excite(prepare(gate(wide), {{2, 8, 5, 5}}, {}).graph, 1).has_value());
+  CHECK_FALSE(passes::match_squeeze_excite(prepare(gate(other), {{2, 8, 5, 5}}, {}).graph, 1).has_value());
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.

@@ -150,4 +150,62 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   return m;
 }
 
+namespace {
+
+// Whether node `n` is a 1x1 convolution of `value` [batch, in, 1...] to [batch, out, 1...] with constant weights
+// [out, in, 1...], a constant bias of `out` if any, one group and nothing fused but an activation.
+bool is_gate_layer(const ir::Graph& g, const ir::Node& n, int value, int64_t in, int64_t out) {
+  if (!is_conv(n) || !n.has_input(0) || n.input(0) != value || n.attrs.get_int("group", 1) != 1) return false;
+  if (n.op == ir::fused::kFusedConv && (n.has_input(ir::fused::kResidualInput) || ir::fused::has_pool(n))) return false;
+  const ir::HostTensor* w = g.constant_of(n.input(1));
+  const ir::Shape& x = g.shape_of(value);
+  if (!w || w->shape().size() != x.size() || w->shape()[0] != out || w->shape()[1] != in) return false;
+  if (!all_ones(std::vector<int64_t>(w->shape().begin() + 2, w->shape().end()))) return false;
+  if (n.has_input(2)) {
+    const ir::HostTensor* b = g.constant_of(n.input(2));
+    if (!b || b->numel() != out) return false;
+  }
+  if (n.outputs.empty() || n.outputs[0] < 0 || !g.values[n.outputs[0]].shape) return false;
+  ir::Shape expected(x.size(), 1);
+  expected[0] = x[0];
+  expected[1] = out;
+  return g.shape_of(n.outputs[0]) == expected;
+}
+
+}  // namespace
+
+std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& g, int first) {
+  const ir::Node& p = g.nodes.at(static_cast<size_t>(first));
+  if (p.op != "GlobalAveragePool" || !p.domain.empty() || !p.has_input(0) || p.outputs.empty() || p.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  SqueezeExciteMatch m;
+  m.pool = first;
+  m.x = p.input(0);
+  if (g.values[m.x].is_constant() || !g.values[m.x].shape) return std::nullopt;
+  const ir::Shape& x = g.shape_of(m.x);
+  if (x.size() < 3 || x.size() > 4 || !g.values[p.outputs[0]].shape) return std::nullopt;
+  const Readers readers = value_readers(g);
+  m.fc1 = sole_reader(g, readers, p.outputs[0]);
+  if (m.fc1 < 0) return std::nullopt;
+  const ir::Node& a = g.nodes[static_cast<size_t>(m.fc1)];
+  const ir::HostTensor* w1 = is_conv(a) ? g.constant_of(a.input(1)) : nullptr;
+  if (!w1 || w1->shape().size() < 2 || !is_gate_layer(g, a, p.outputs[0], x[1], w1->shape()[0])) return std::nullopt;
+  const int64_t hidden = w1->shape()[0];
+  m.fc2 = sole_reader(g, readers, a.outputs[0]);
+  if (m.fc2 < 0 || !is_gate_layer(g, g.nodes[static_cast<size_t>(m.fc2)], a.outputs[0], hidden, x[1])) return std::nullopt;
+  const int gate = g.nodes[static_cast<size_t>(m.fc2)].outputs[0];
+  m.mul = sole_reader(g, readers, gate);
+  if (m.mul < 0) return std::nullopt;
+  const ir::Node& mul = g.nodes[static_cast<size_t>(m.mul)];
+  if (mul.op != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2) return std::nullopt;
+  if (!((mul.input(0) == m.x && mul.input(1) == gate) || (mul.input(0) == gate && mul.input(1) == m.x))) {
+    return std::nullopt;
+  }
+  if (mul.outputs.empty() || mul.outputs[0] < 0 || !g.values[mul.outputs[0]].shape || g.shape_of(mul.outputs[0]) != x) {
+    return std::nullopt;
+  }
+  return m;
+}
+
 }  // namespace cnnrt::passes

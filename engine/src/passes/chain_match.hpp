@@ -2,7 +2,7 @@
 //   Conv|FusedConv (one input channel) -> Conv|FusedConv -> views (Flatten, Reshape, ...) -> Gemm|FusedGemm
 //   [-> Gemm|FusedGemm, up to kMaxChainTail of them]
 // where each intermediate feeds only the next node and is not a graph output; and classifiers' dense heads
-// (below). IR only: fuse_pool asks whether a pool starts a dense head (and then leaves it out of the
+// (below), and squeeze-and-excitation gates. IR only: fuse_pool asks whether a pool starts a dense head (and then leaves it out of the
 // convolution); the GPU planner asks both, then checks its kernels' own limits and measures them against the
 // steps they replace.
 #pragma once
@@ -36,6 +36,18 @@ struct DenseChainMatch {
   std::vector<int> layers;  // the Gemms' node indices, first to last
 };
 constexpr int kMaxDenseChain = 3;  // the kernel's kDenseChainMax
+
+// A squeeze-and-excitation gate for the one-launch kernel (kernels/squeeze_excite.cuh): GlobalAveragePool over
+// x [batch, C, spatial...], a 1x1 Conv|FusedConv to [batch, hidden, 1...], a 1x1 Conv|FusedConv back to
+// [batch, C, 1...] (constant weights and biases, one group, any fused activation, no residual or pool), and
+// Mul(x, gate) (either order) of x's shape; each intermediate read only by the next node and not a graph output.
+struct SqueezeExciteMatch {
+  int pool = -1, fc1 = -1, fc2 = -1, mul = -1;  // node indices
+  int x = -1;                                   // the gated value
+};
+
+// The gate starting at node `first` (a GlobalAveragePool), or nullopt.
+std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& graph, int first);
 
 // The dense head starting at node `first` (a Gemm, or a GlobalAveragePool), or nullopt.
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& graph, int first);

@@ -20,6 +20,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
+#include "kernels/squeeze_excite.cuh"
 #include "passes/passes.hpp"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
@@ -421,6 +422,69 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, in_slot, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
+  return {std::move(step)};
+}
+
+std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std::vector<Step> steps, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& fc1 = g.nodes[static_cast<size_t>(m.fc1)];
+  const ir::Node& fc2 = g.nodes[static_cast<size_t>(m.fc2)];
+  const ir::Node& mul = g.nodes[static_cast<size_t>(m.mul)];
+  const std::string what = fmt::format("squeeze-excitation {} .. {}", ir::node_short_name(g.nodes[static_cast<size_t>(m.pool)]),
+                                       ir::node_short_name(mul));
+  const ir::Shape& x = g.shape_of(m.x);
+  const ir::HostTensor& w1 = *g.constant_of(fc1.input(1));
+  kernels::SqueezeExciteDesc d;
+  d.batch = static_cast<int>(x[0]);
+  d.channels = static_cast<int>(x[1]);
+  d.hidden = static_cast<int>(w1.shape()[0]);
+  d.spatial = static_cast<int>(product(x, 2));
+  const KernelActivation act = fc1.op == ir::fused::kFusedConv ? kernel_activation(fc1) : KernelActivation{};
+  const KernelActivation gate = fc2.op == ir::fused::kFusedConv ? kernel_activation(fc2) : KernelActivation{};
+  d.act = act.act;
+  d.act_alpha = act.alpha;
+  d.act_beta = act.beta;
+  d.gate = gate.act;
+  d.gate_alpha = gate.alpha;
+  d.gate_beta = gate.beta;
+  const std::vector<kernels::SqueezeExciteVariant> variants =
+      kernels::squeeze_excite_variants(d, lc.context.device.arch());
+  if (variants.empty()) {
+    lc.note(fmt::format("{}: separate steps ({} channels: more than the kernel holds in shared memory)", what, d.channels));
+    return steps;
+  }
+  d.w1 = lc.weight(fc1.input(1));
+  d.w2 = lc.weight(fc2.input(1));
+  d.b1 = fc1.has_input(2) ? lc.weight(fc1.input(2)) : nullptr;
+  d.b2 = fc2.has_input(2) ? lc.weight(fc2.input(2)) : nullptr;
+  std::vector<KernelCandidate> candidates;
+  for (const kernels::SqueezeExciteVariant& v : variants) {
+    candidates.push_back({v.name,
+                          v.ranks > 1 ? fmt::format("one cluster of {} blocks per image", v.ranks)
+                                      : fmt::format("one block per {} image{}", v.images, v.images > 1 ? "s" : ""),
+                          [v, d](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_squeeze_excite(v, in[0], out[0], d, s);
+                          }});
+  }
+  const int in_slot = lc.slot(m.x);
+  const int out_slot = lc.slot(mul.outputs.at(0));
+  candidates.push_back(replay_candidate(steps, in_slot, out_slot, lc));
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(x)};
+  shapes.output_floats = ir::numel(x);
+  const std::string signature =
+      fmt::format("squeeze excite batch={} c={} hidden={} spatial={} b1={} b2={} act={} {} {} gate={} {} {}", d.batch,
+                  d.channels, d.hidden, d.spatial, fc1.has_input(2), fc2.has_input(2), static_cast<int>(d.act),
+                  d.act_alpha, d.act_beta, static_cast<int>(d.gate), d.gate_alpha, d.gate_beta);
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, chosen, choice, steps, in_slot,
+                             out_slot, what, lc);
+  step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
   return {std::move(step)};
 }
 

@@ -1,5 +1,6 @@
-// Whole-network fusion: the one-launch chain kernel (kernels/conv_chain.cuh) as an alternative to a LeNet-class
-// chain's steps. The planner decides it here, in one place, before anything reaches the plan.
+// Fusion across nodes decided by measurement: the one-launch chain kernel (kernels/conv_chain.cuh) as an
+// alternative to a LeNet-class chain's steps, the dense chain kernel to a dense head's, the squeeze-excitation
+// kernel to a gate's. The planner decides it here, in one place, before anything reaches the plan.
 #pragma once
 
 #include <vector>
@@ -20,5 +21,9 @@ std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vec
 // The steps the plan gets for a dense head `match` (its layers lowered one by one in `steps`): one launch of
 // the dense chain kernel where a cluster size of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::vector<Step> steps, LowerContext& lc);
+
+// The steps the plan gets for a squeeze-and-excitation gate `match` (its four nodes lowered one by one in
+// `steps`): one launch of the gate kernel where a variant of it measures faster than the steps, else `steps`.
+std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, std::vector<Step> steps, LowerContext& lc);
 
 }  // namespace cnnrt::plan

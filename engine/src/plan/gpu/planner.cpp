@@ -312,7 +312,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm, Gemms) is lowered node by
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
   // whichever measures faster; a dense head (two or three Gemms in a row, or a global average pool and Gemms)
-  // likewise to the dense chain kernel.
+  // likewise to the dense chain kernel, and a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -328,6 +328,19 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     const ir::Node& node = g.nodes[i];
     if (lowered[i] || in_place.no_step[i] ||
         (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) {
+      continue;
+    }
+    if (const std::optional<passes::SqueezeExciteMatch> se = passes::match_squeeze_excite(g, static_cast<int>(i))) {
+      const std::vector<int> nodes = {se->pool, se->fc1, se->fc2, se->mul};
+      std::vector<Step> steps = lower.lower_apart([&] {
+        for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
+      });
+      for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
+      try {
+        lower.append_steps(lower_squeeze_excite(*se, std::move(steps), lower));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
       continue;
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));

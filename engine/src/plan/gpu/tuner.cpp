@@ -18,6 +18,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/dense_chain.cuh"
 #include "kernels/conv_registry.hpp"
+#include "kernels/squeeze_excite.cuh"
 #include "plan/tuning_cache.hpp"
 
 namespace cnnrt::plan {
@@ -41,6 +42,7 @@ const std::string& kernel_set_version() {
     uint64_t hash = std::stoull(kernels::kernel_set_version(), nullptr, 16);
     std::vector<std::string> chains = kernels::conv_chain_variant_names();
     for (std::string& n : kernels::dense_chain_variant_names()) chains.push_back(std::move(n));
+    for (std::string& n : kernels::squeeze_excite_variant_names()) chains.push_back(std::move(n));
     for (const std::string& name : chains) {
       for (const char c : name + "\n") {
         hash ^= static_cast<unsigned char>(c);
@@ -60,6 +62,7 @@ void check_forced_kernel(const std::string& name) {
     names.push_back(n + "_jit");
   }
   for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
+  for (std::string& n : kernels::squeeze_excite_variant_names()) names.push_back(std::move(n));
   std::vector<std::string> families;
   for (const kernels::ConvFamily* f : kernels::conv_families()) {
     families.push_back(f->name());
