@@ -75,9 +75,12 @@ TEST_CASE("a channel Concat at batch 1 runs in place, nested; the Concats that m
       CHECK(plan.find("concats in place") == std::string::npos);
     }
     REQUIRE(outputs[0].size() == 3);
+    // A block written to the wrong place is off by O(1); float sums in another order through four convolutions of
+    // up to 180 terms (outputs of magnitude ~10) by up to ~1e-5 of max(1, |value|), which the measured kernel
+    // choice (channel splits) moves from run to run.
     for (size_t k = 0; k < outputs[0].size(); ++k) {
       CAPTURE(k);
-      CHECK(max_rel_error(outputs[1][k], outputs[0][k]) < 1e-5);
+      CHECK(max_rel_error(outputs[1][k], outputs[0][k]) < 1e-4);
     }
   }
 }

@@ -221,6 +221,8 @@ class MeasuringTuner final : public Tuner {
     return choice;
   }
 
+  // Within 1e-5 relative (2-norm) of the reference, the bound every kernel is held to (the convolutions' reference
+  // sums in double: the FP64 answer for these inputs); NaN exactly where the reference has NaN.
   static bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
     double num = 0, den = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -229,7 +231,7 @@ class MeasuringTuner final : public Tuner {
       num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
       den += double(want[i]) * want[i];
     }
-    return std::sqrt(num) <= 1e-4 * std::sqrt(den) + 1e-6;
+    return std::sqrt(num) <= 1e-5 * std::sqrt(den) + 1e-6;
   }
 
   // Median over kSamples of (time of kLaunchesPerSample back-to-back launches in one CUDA graph) / launches.
