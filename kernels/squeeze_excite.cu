@@ -16,11 +16,10 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kMaxSmemBytes = 48 * 1024;  // the default limit: no opt-in needed
-constexpr int kImageCounts[] = {1, 4, 8};
 constexpr int kClusterRanks[] = {2, 4, 8, 16};
 constexpr int kClusterUpToBatch = 16;  // clusters are offered up to here (one an image)
 
-// Shared memory of a block, in floats: the means, the hidden layer and the gate of its images; then, where they
+// Shared memory of a block, in floats: the image's means, hidden layer and gate; then, where they
 // fit, the block's rows of both layers' weights (the first layer's rows of its share of the hidden outputs, the
 // second's of its share of the channels), staged before the prior grid ends.
 struct SmemLayout {
@@ -28,12 +27,12 @@ struct SmemLayout {
   bool staged = false;
 };
 
-__host__ __device__ inline SmemLayout smem_layout(const SqueezeExciteDesc& d, int images, int ranks) {
+__host__ __device__ inline SmemLayout smem_layout(const SqueezeExciteDesc& d, int ranks) {
   SmemLayout L;
   const int c_share = (d.channels + ranks - 1) / ranks, h_share = (d.hidden + ranks - 1) / ranks;
-  L.hidden = images * d.channels;
-  L.gate = L.hidden + images * d.hidden;
-  L.w1 = L.gate + images * d.channels;
+  L.hidden = d.channels;
+  L.gate = L.hidden + d.hidden;
+  L.w1 = L.gate + d.channels;
   L.w2 = L.w1 + h_share * d.channels;
   const int with_weights = L.w2 + c_share * d.hidden;
   L.staged = int64_t(with_weights) * 4 <= kMaxSmemBytes;
@@ -105,7 +104,6 @@ __device__ __forceinline__ float warp_map_sum(const float* p, int S, int lane) {
   return warp_sum(s);
 }
 
-template <int IMAGES>
 __global__ void __launch_bounds__(kSqueezeExciteThreads)
     squeeze_excite_kernel(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ SqueezeExciteDesc d,
                           FastDiv spatial) {
@@ -114,9 +112,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);  // the cluster spans z
   const int C = d.channels, H = d.hidden, S = d.spatial;
-  const int image0 = static_cast<int>(blockIdx.x) * IMAGES;
-  const int images = min(IMAGES, d.batch - image0);
-  const SmemLayout L = smem_layout(d, IMAGES, ranks);
+  const SmemLayout L = smem_layout(d, ranks);
   float* pooled = smem + L.pooled;
   float* hidden = smem + L.hidden;
   float* gate = smem + L.gate;
@@ -124,9 +120,9 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
   const int c_share = (C + ranks - 1) / ranks, h_share = (H + ranks - 1) / ranks;
   const int c0 = min(C, rank * c_share), c1 = min(C, c0 + c_share);
   const int h0 = min(H, rank * h_share), h1 = min(H, h0 + h_share);
-  const int64_t image_floats = static_cast<int64_t>(C) * S;
-  const float* xb = x + image0 * image_floats;
-  float* yb = y + image0 * image_floats;
+  const int64_t image = static_cast<int64_t>(blockIdx.x) * C * S;
+  const float* xi = x + image;
+  float* yi = y + image;
 
   // 0. The block's weight rows (constants: before the prior grid's end), where they fit; else read in place.
   const float* w1 = d.w1 + static_cast<int64_t>(h0) * C;  // rows [h0, h1) of [H][C]
@@ -141,20 +137,16 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
   wait_for_prior_grid();
   if (ranks > 1) cluster_barrier(ranks);  // every rank has started before any rank stores into it
 
-  // 1. The means of this block's channels (zeros for images past the batch).
-  const int my_c = c1 - c0;
+  // 1. The means of this block's channels, into every rank.
   const float inv = 1.0f / static_cast<float>(S);
   if (S <= 32) {
-    for (int i = tid; i < IMAGES * my_c; i += T) {
-      const int img = i / my_c, c = c0 + i % my_c;
-      const float s = img < images ? thread_sum(xb + img * image_floats + static_cast<int64_t>(c) * S, S) : 0.0f;
-      store_everywhere(pooled, img * C + c, s * inv, ranks);
+    for (int c = c0 + tid; c < c1; c += T) {
+      store_everywhere(pooled, c, thread_sum(xi + static_cast<int64_t>(c) * S, S) * inv, ranks);
     }
   } else {
-    for (int i = warp; i < IMAGES * my_c; i += kWarps) {
-      const int img = i / my_c, c = c0 + i % my_c;
-      const float s = img < images ? warp_map_sum(xb + img * image_floats + static_cast<int64_t>(c) * S, S, lane) : 0.0f;
-      if (lane == 0) store_everywhere(pooled, img * C + c, s * inv, ranks);
+    for (int c = c0 + warp; c < c1; c += kWarps) {
+      const float s = warp_map_sum(xi + static_cast<int64_t>(c) * S, S, lane);
+      if (lane == 0) store_everywhere(pooled, c, s * inv, ranks);
     }
   }
   cp_async_wait<0>();
@@ -163,17 +155,12 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
   // 2. This block's share of the hidden layer, a warp an output (lanes over the channels), into every rank.
   for (int j = h0 + warp; j < h1; j += kWarps) {
     const float* w = w1 + static_cast<int64_t>(j - h0) * C;
-    float acc[IMAGES] = {};
-    for (int k = lane; k < C; k += 32) {
-      const float wv = w[k];
-#pragma unroll
-      for (int i = 0; i < IMAGES; ++i) acc[i] = fmaf(wv, pooled[i * C + k], acc[i]);
-    }
-    const float b = d.b1 ? __ldg(d.b1 + j) : 0.0f;
-#pragma unroll
-    for (int i = 0; i < IMAGES; ++i) {
-      const float v = warp_sum(acc[i]);
-      if (lane == 0) store_everywhere(hidden, i * H + j, param_activate(v + b, d.act, d.act_alpha, d.act_beta), ranks);
+    float acc = 0.0f;
+    for (int k = lane; k < C; k += 32) acc = fmaf(w[k], pooled[k], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) {
+      const float b = d.b1 ? __ldg(d.b1 + j) : 0.0f;
+      store_everywhere(hidden, j, param_activate(acc + b, d.act, d.act_alpha, d.act_beta), ranks);
     }
   }
   cluster_barrier(ranks);  // after it, no rank touches another's shared memory
@@ -181,111 +168,79 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
   // 3. The gate of this block's channels, a warp a channel (lanes over the hidden outputs).
   for (int c = c0 + warp; c < c1; c += kWarps) {
     const float* w = w2 + static_cast<int64_t>(c - c0) * H;
-    float acc[IMAGES] = {};
-    for (int j = lane; j < H; j += 32) {
-      const float wv = w[j];
-#pragma unroll
-      for (int i = 0; i < IMAGES; ++i) acc[i] = fmaf(wv, hidden[i * H + j], acc[i]);
-    }
-    const float b = d.b2 ? __ldg(d.b2 + c) : 0.0f;
-#pragma unroll
-    for (int i = 0; i < IMAGES; ++i) {
-      const float v = warp_sum(acc[i]);
-      if (lane == 0) gate[i * C + c] = param_activate(v + b, d.gate, d.gate_alpha, d.gate_beta);
+    float acc = 0.0f;
+    for (int j = lane; j < H; j += 32) acc = fmaf(w[j], hidden[j], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) {
+      const float b = d.b2 ? __ldg(d.b2 + c) : 0.0f;
+      gate[c] = param_activate(acc + b, d.gate, d.gate_alpha, d.gate_beta);
     }
   }
   __syncthreads();
 
-  // 4. y = x * gate over this block's maps: [c0 * S, c1 * S) of each of its images (a whole image's floats with
-  // one rank), four loads in flight a thread.
+  // 4. y = x * gate over this block's maps, [c0 * S, c1 * S) of the image, four loads in flight a thread.
   const int begin = c0 * S, end = c1 * S;
   if (S % 4 == 0) {
-    for (int img = 0; img < images; ++img) {
-      const float4* x4 = reinterpret_cast<const float4*>(xb + img * image_floats);
-      float4* y4 = reinterpret_cast<float4*>(yb + img * image_floats);
-      const float* g = gate + img * C;
-      for (int i = begin / 4 + tid; i < end / 4; i += 4 * T) {
-        float4 v[4];
+    const float4* x4 = reinterpret_cast<const float4*>(xi);
+    float4* y4 = reinterpret_cast<float4*>(yi);
+    for (int i = begin / 4 + tid; i < end / 4; i += 4 * T) {
+      float4 v[4];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (i + u * T < end / 4) v[u] = x4[i + u * T];
-        }
+      for (int u = 0; u < 4; ++u) {
+        if (i + u * T < end / 4) v[u] = x4[i + u * T];
+      }
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int k = i + u * T;
-          if (k >= end / 4) break;
-          const float gk = g[spatial.div(4 * k)];
-          y4[k] = make_float4(v[u].x * gk, v[u].y * gk, v[u].z * gk, v[u].w * gk);
-        }
+      for (int u = 0; u < 4; ++u) {
+        const int k = i + u * T;
+        if (k >= end / 4) break;
+        const float g = gate[spatial.div(4 * k)];
+        y4[k] = make_float4(v[u].x * g, v[u].y * g, v[u].z * g, v[u].w * g);
       }
     }
   } else {
-    for (int img = 0; img < images; ++img) {
-      const float* xi = xb + img * image_floats;
-      float* yi = yb + img * image_floats;
-      const float* g = gate + img * C;
-      for (int i = begin + tid; i < end; i += 4 * T) {
-        float v[4];
+    for (int i = begin + tid; i < end; i += 4 * T) {
+      float v[4];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (i + u * T < end) v[u] = xi[i + u * T];
-        }
+      for (int u = 0; u < 4; ++u) {
+        if (i + u * T < end) v[u] = xi[i + u * T];
+      }
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int k = i + u * T;
-          if (k >= end) break;
-          yi[k] = v[u] * g[spatial.div(k)];
-        }
+      for (int u = 0; u < 4; ++u) {
+        const int k = i + u * T;
+        if (k >= end) break;
+        yi[k] = v[u] * gate[spatial.div(k)];
       }
     }
   }
-}
-
-template <int IMAGES>
-void launch_images(const SqueezeExciteVariant& v, const float* x, float* y, const SqueezeExciteDesc& d,
-                   cudaStream_t stream) {
-  constexpr auto kernel = squeeze_excite_kernel<IMAGES>;
-  if (v.ranks > 8) allow_large_clusters<kernel>();
-  const unsigned blocks = static_cast<unsigned>((d.batch + IMAGES - 1) / IMAGES);
-  launch_overlapped(kernel, dim3(blocks, 1, static_cast<unsigned>(v.ranks)), dim3(kSqueezeExciteThreads),
-                    static_cast<size_t>(smem_layout(d, IMAGES, v.ranks).floats) * sizeof(float), stream,
-                    static_cast<unsigned>(v.ranks), x, y, d, FastDiv(d.spatial));
 }
 
 }  // namespace
 
 std::vector<SqueezeExciteVariant> squeeze_excite_variants(const SqueezeExciteDesc& d, int arch) {
   std::vector<SqueezeExciteVariant> out;
-  const int64_t image_floats = int64_t(d.channels) * d.spatial;
-  for (int images : kImageCounts) {
-    if (images > 1 && d.batch < 2 * images) continue;  // a few blocks for the whole batch: the SMs idle
-    if (int64_t(smem_layout(d, images, 1).floats) * 4 > kMaxSmemBytes) continue;
-    if (image_floats * images >= (int64_t(1) << 31)) continue;
-    out.push_back({fmt::format("squeeze_excite_i{}", images), images, 1});
-  }
+  if (int64_t(d.channels) * d.spatial >= (int64_t(1) << 31)) return out;  // 32-bit offsets within an image
+  if (int64_t(smem_layout(d, 1).floats) * 4 <= kMaxSmemBytes) out.push_back({"squeeze_excite", 1});
   if (arch >= 90 && d.batch <= kClusterUpToBatch) {
     for (int ranks : kClusterRanks) {
-      if (ranks > d.channels || int64_t(smem_layout(d, 1, ranks).floats) * 4 > kMaxSmemBytes) break;
-      out.push_back({fmt::format("squeeze_excite_cl{}", ranks), 1, ranks});
+      if (ranks > d.channels || int64_t(smem_layout(d, ranks).floats) * 4 > kMaxSmemBytes) break;
+      out.push_back({fmt::format("squeeze_excite_cl{}", ranks), ranks});
     }
   }
   return out;
 }
 
 std::vector<std::string> squeeze_excite_variant_names() {
-  std::vector<std::string> names;
-  for (int images : kImageCounts) names.push_back(fmt::format("squeeze_excite_i{}", images));
+  std::vector<std::string> names = {"squeeze_excite"};
   for (int ranks : kClusterRanks) names.push_back(fmt::format("squeeze_excite_cl{}", ranks));
   return names;
 }
 
 void launch_squeeze_excite(const SqueezeExciteVariant& v, const float* x, float* y, const SqueezeExciteDesc& d,
                            cudaStream_t stream) {
-  switch (v.images) {
-    case 1: launch_images<1>(v, x, y, d, stream); break;
-    case 4: launch_images<4>(v, x, y, d, stream); break;
-    default: launch_images<8>(v, x, y, d, stream); break;
-  }
+  if (v.ranks > 8) allow_large_clusters<squeeze_excite_kernel>();
+  launch_overlapped(squeeze_excite_kernel, dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(v.ranks)),
+                    dim3(kSqueezeExciteThreads), static_cast<size_t>(smem_layout(d, v.ranks).floats) * sizeof(float),
+                    stream, static_cast<unsigned>(v.ranks), x, y, d, FastDiv(d.spatial));
 }
 
 }  // namespace cnnrt::kernels

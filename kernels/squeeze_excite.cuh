@@ -5,13 +5,12 @@
 // HardSigmoid, Mul), four steps after fusion: at batch 1 each is a launch of ~4 us around a few thousand
 // multiply-adds; at large batch the two 1x1 layers are tiny products that read their weights per step.
 //
-// One block (or one thread-block cluster, `ranks` blocks) per `images` images, kSqueezeExciteThreads threads:
+// One block (or one thread-block cluster, `ranks` blocks) per image, kSqueezeExciteThreads threads:
 //   0. before waiting for the prior grid (the weights are constants), the block's rows of both layers are
 //      copied into shared memory (cp.async) where they fit, else read in place;
 //   1. the means of the block's channels (a thread a channel for maps of up to 32 values, else a warp, float4
 //      reads where a map is a whole number of them), in a fixed order;
-//   2. the hidden layer, a warp an output (lanes over the channels, a shuffle sum), for every image of the block
-//      (each weight read once for them all);
+//   2. the hidden layer, a warp an output (lanes over the channels, a shuffle sum);
 //   3. the gate of the block's channels, a warp a channel, the same way over the hidden outputs;
 //   4. y = x * gate over the block's maps, four loads in flight a thread.
 // With a cluster (compute capability 9.0) the ranks split the channels (steps 1, 3, 4) and the hidden outputs
@@ -46,9 +45,8 @@ struct SqueezeExciteDesc {
 };
 
 struct SqueezeExciteVariant {
-  std::string name;  // "squeeze_excite_i4", "squeeze_excite_cl8"
-  int images = 1;    // per block (1, 4 or 8; ranks 1 then)
-  int ranks = 1;     // blocks of a cluster per image (2, 4, 8, 16: compute capability 9.0)
+  std::string name;  // "squeeze_excite", "squeeze_excite_cl8"
+  int ranks = 1;     // blocks per image (a cluster of 2, 4, 8 or 16 above 1: compute capability 9.0)
 };
 
 // The variants that run `d` on a device of compute capability `arch` (major * 10 + minor), in heuristic order

@@ -94,8 +94,8 @@ int check_squeeze_excite(const SeCase& sc, uint32_t seed) {
 
 }  // namespace
 
-// MobileNet v3 Small's gates (0.5x at 128x128: 8 channels on 32x32, 48 on 8x8, 144 and 288 on 4x4) at batches 1,
-// 7 and 33 (the last block of 4 and 8 images partly past the batch); EfficientNet's Swish + Sigmoid.
+// MobileNet v3 Small's gates (0.5x at 128x128: 8 channels on 32x32, 48 on 8x8, 288 on 4x4) at batches 1, 7 and 33
+// (clusters up to 16, then one block an image); an EfficientNet gate's Swish + Sigmoid.
 TEST_CASE("squeeze-excitation: MobileNet v3 gates, every variant, batches 1, 7 and 33") {
   int ran = 0;
   for (int batch : {1, 7, 33}) {
@@ -105,7 +105,7 @@ TEST_CASE("squeeze-excitation: MobileNet v3 gates, every variant, batches 1, 7 a
     ran += check_squeeze_excite({batch, 288, 72, 4, 4, ParamAct::Relu, ParamAct::HardSigmoid, true, true}, s + 3);
     ran += check_squeeze_excite({batch, 96, 4, 12, 12, ParamAct::Swish, ParamAct::Sigmoid, true, true}, s + 4);
   }
-  CHECK(ran >= 24);
+  CHECK(ran >= 12);  // every case runs one block an image at least (clusters too on compute capability 9.0)
 }
 
 // Odd sizes: one channel and one hidden output on a 1x1 map; maps of 7x7, 31x1 and 33x33 (not whole float4s;
@@ -118,7 +118,7 @@ TEST_CASE("squeeze-excitation: odd sizes, activations, without biases") {
   ran += check_squeeze_excite({2, 31, 7, 33, 33, ParamAct::HardSwish, ParamAct::Sigmoid, false, false}, 204);
   ran += check_squeeze_excite({1, 1000, 250, 3, 1, ParamAct::Gelu, ParamAct::None, true, true}, 205);
   ran += check_squeeze_excite({16, 1000, 7, 1, 3, ParamAct::Relu, ParamAct::Sigmoid, true, true}, 206);
-  CHECK(ran >= 12);
+  CHECK(ran >= 6);
 }
 
 // mobilenet_v3_small's nine gates (ReLU, HardSigmoid) and efficientnet_b0_small's ten (SiLU, Sigmoid): forced to
@@ -147,7 +147,7 @@ TEST_CASE("squeeze-excitation: the planner runs zoo models' gates as one step ea
         };
         const std::string what = name + " " + forced + " batch " + std::to_string(batch);
         CHECK_MESSAGE(count("note: squeeze-excitation") == gates, what << ":\n" << plan);
-        CHECK_MESSAGE(count("one launch, squeeze_excite_") == (forced == "squeeze_excite" ? gates : 0u),
+        CHECK_MESSAGE(count("one launch, squeeze_excite") == (forced == "squeeze_excite" ? gates : 0u),
                       what << ":\n" << plan);
         Tensor x{{batch, 3, 128, 128},
                  random_floats(static_cast<size_t>(batch) * 3 * 128 * 128, 31 + static_cast<uint32_t>(batch))};

@@ -461,7 +461,7 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
   for (const kernels::SqueezeExciteVariant& v : variants) {
     candidates.push_back({v.name,
                           v.ranks > 1 ? fmt::format("one cluster of {} blocks per image", v.ranks)
-                                      : fmt::format("one block per {} image{}", v.images, v.images > 1 ? "s" : ""),
+                                      : std::string("one block per image"),
                           [v, d](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_squeeze_excite(v, in[0], out[0], d, s);
                           }});
