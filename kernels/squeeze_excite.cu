@@ -19,11 +19,11 @@ constexpr int kMaxSmemBytes = 48 * 1024;  // the default limit: no opt-in needed
 constexpr int kClusterRanks[] = {2, 4, 8, 16};
 constexpr int kClusterUpToBatch = 16;  // clusters are offered up to here (one an image)
 
-// Shared memory of a block, in floats: the image's means, hidden layer and gate; then, where they
-// fit, the block's rows of both layers' weights (the first layer's rows of its share of the hidden outputs, the
-// second's of its share of the channels), staged before the prior grid ends.
+// Shared memory of a block, in floats: the image's means, hidden layer and gate, a warp's partial sum of a map
+// each; then, where they fit, the block's rows of both layers' weights (the first layer's rows of its share of the
+// hidden outputs, the second's of its share of the channels), staged before the prior grid ends.
 struct SmemLayout {
-  int pooled = 0, hidden = 0, gate = 0, w1 = 0, w2 = 0, floats = 0;
+  int pooled = 0, hidden = 0, gate = 0, part = 0, w1 = 0, w2 = 0, floats = 0;
   bool staged = false;
 };
 
@@ -32,7 +32,8 @@ __host__ __device__ inline SmemLayout smem_layout(const SqueezeExciteDesc& d, in
   const int c_share = (d.channels + ranks - 1) / ranks, h_share = (d.hidden + ranks - 1) / ranks;
   L.hidden = d.channels;
   L.gate = L.hidden + d.hidden;
-  L.w1 = L.gate + d.channels;
+  L.part = L.gate + d.channels;
+  L.w1 = L.part + kSqueezeExciteThreads / 32;
   L.w2 = L.w1 + h_share * d.channels;
   const int with_weights = L.w2 + c_share * d.hidden;
   L.staged = int64_t(with_weights) * 4 <= kMaxSmemBytes;
@@ -44,6 +45,13 @@ __device__ __forceinline__ float warp_sum(float s) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
   return s;
+}
+
+// The dot product of w and v over n values, each lane of the warp taking every 32nd (every lane gets it).
+__device__ __forceinline__ float warp_dot(const float* w, const float* v, int n, int lane) {
+  float acc = 0.0f;
+  for (int k = lane; k < n; k += 32) acc = fmaf(w[k], v[k], acc);
+  return warp_sum(acc);
 }
 
 // Stores v at offset i of `array` in every rank of the cluster (ranks > 1), else in this block's.
@@ -87,19 +95,22 @@ __device__ __forceinline__ float thread_sum(const float* p, int S) {
   return s;
 }
 
-// The sum of the S values at p over the lanes of a warp (every lane gets it).
-__device__ __forceinline__ float warp_map_sum(const float* p, int S, int lane) {
+// The sum of segment `seg` of `segs` of the S values at p (float4s where S allows) over the lanes of a warp
+// (every lane gets it).
+__device__ __forceinline__ float warp_map_sum(const float* p, int S, int seg, int segs, int lane) {
   float s = 0.0f;
   if (S % 4 == 0) {
+    const int len = (S / 4 + segs - 1) / segs, end = min(S / 4, (seg + 1) * len);
     const float4* p4 = reinterpret_cast<const float4*>(p);
 #pragma unroll 4
-    for (int k = lane; k < S / 4; k += 32) {
+    for (int k = seg * len + lane; k < end; k += 32) {
       const float4 v = p4[k];
       s += (v.x + v.y) + (v.z + v.w);
     }
   } else {
+    const int len = (S + segs - 1) / segs, end = min(S, (seg + 1) * len);
 #pragma unroll 4
-    for (int k = lane; k < S; k += 32) s += p[k];
+    for (int k = seg * len + lane; k < end; k += 32) s += p[k];
   }
   return warp_sum(s);
 }
@@ -144,9 +155,28 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
       store_everywhere(pooled, c, thread_sum(xi + static_cast<int64_t>(c) * S, S) * inv, ranks);
     }
   } else {
-    for (int c = c0 + warp; c < c1; c += kWarps) {
-      const float s = warp_map_sum(xi + static_cast<int64_t>(c) * S, S, lane);
-      if (lane == 0) store_everywhere(pooled, c, s * inv, ranks);
+    // A warp a channel; with fewer channels than warps (a cluster's ranks at batch 1), a channel's map in `segs`
+    // segments, a warp each, the segments' sums added in order.
+    const int my_c = c1 - c0, segs = my_c > 0 ? max(1, kWarps / my_c) : 1;
+    float* part = smem + L.part;
+    for (int item = warp; item < my_c * segs; item += kWarps) {
+      const int c = c0 + item / segs;
+      const float s = warp_map_sum(xi + static_cast<int64_t>(c) * S, S, item % segs, segs, lane);
+      if (lane == 0) {
+        if (segs == 1) {
+          store_everywhere(pooled, c, s * inv, ranks);
+        } else {
+          part[item] = s;
+        }
+      }
+    }
+    if (segs > 1) {
+      __syncthreads();
+      if (tid < my_c) {
+        float s = 0.0f;
+        for (int q = 0; q < segs; ++q) s += part[tid * segs + q];
+        store_everywhere(pooled, c0 + tid, s * inv, ranks);
+      }
     }
   }
   cp_async_wait<0>();
@@ -154,10 +184,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
 
   // 2. This block's share of the hidden layer, a warp an output (lanes over the channels), into every rank.
   for (int j = h0 + warp; j < h1; j += kWarps) {
-    const float* w = w1 + static_cast<int64_t>(j - h0) * C;
-    float acc = 0.0f;
-    for (int k = lane; k < C; k += 32) acc = fmaf(w[k], pooled[k], acc);
-    acc = warp_sum(acc);
+    const float acc = warp_dot(w1 + static_cast<int64_t>(j - h0) * C, pooled, C, lane);
     if (lane == 0) {
       const float b = d.b1 ? __ldg(d.b1 + j) : 0.0f;
       store_everywhere(hidden, j, param_activate(acc + b, d.act, d.act_alpha, d.act_beta), ranks);
@@ -167,10 +194,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
 
   // 3. The gate of this block's channels, a warp a channel (lanes over the hidden outputs).
   for (int c = c0 + warp; c < c1; c += kWarps) {
-    const float* w = w2 + static_cast<int64_t>(c - c0) * H;
-    float acc = 0.0f;
-    for (int j = lane; j < H; j += 32) acc = fmaf(w[j], hidden[j], acc);
-    acc = warp_sum(acc);
+    const float acc = warp_dot(w2 + static_cast<int64_t>(c - c0) * H, hidden, H, lane);
     if (lane == 0) {
       const float b = d.b2 ? __ldg(d.b2 + c) : 0.0f;
       gate[c] = param_activate(acc + b, d.gate, d.gate_alpha, d.gate_beta);

@@ -8,8 +8,9 @@
 // One block (or one thread-block cluster, `ranks` blocks) per image, kSqueezeExciteThreads threads:
 //   0. before waiting for the prior grid (the weights are constants), the block's rows of both layers are
 //      copied into shared memory (cp.async) where they fit, else read in place;
-//   1. the means of the block's channels (a thread a channel for maps of up to 32 values, else a warp, float4
-//      reads where a map is a whole number of them), in a fixed order;
+//   1. the means of the block's channels (a thread a channel for maps of up to 32 values, else a warp, or several
+//      warps a channel where the block has fewer channels than warps; float4 reads where a map is a whole number
+//      of them), in a fixed order;
 //   2. the hidden layer, a warp an output (lanes over the channels, a shuffle sum);
 //   3. the gate of the block's channels, a warp a channel, the same way over the hidden outputs;
 //   4. y = x * gate over the block's maps, four loads in flight a thread.

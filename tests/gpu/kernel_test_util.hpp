@@ -54,6 +54,22 @@ inline void finish_launch() {
   GPU_CHECK(cudaDeviceSynchronize());
 }
 
+// Runs `launch` (which writes `y`) twice, `y` poisoned before each: the first output must be within kTolerance of
+// `want`, the second equal to it bit for bit (a fixed summation order). Returns the first output.
+template <class Launch>
+std::vector<float> check_twice(const std::string& what, DeviceBuffer& y, const ir::HostTensor& want, Launch&& launch) {
+  y.poison();
+  launch();
+  finish_launch();
+  const std::vector<float> first = y.download();
+  CHECK_MESSAGE(relative_error(first, want.float_values()) < kTolerance, what);
+  y.poison();
+  launch();
+  finish_launch();
+  CHECK_MESSAGE(y.download() == first, what << ": a second run differs");
+  return first;
+}
+
 // Relative error of a device result (all of `got`, or `count` elements from `first`) against the reference.
 inline double error_against(const DeviceBuffer& got, const ir::HostTensor& want) {
   return relative_error(got.download(), want.float_values());

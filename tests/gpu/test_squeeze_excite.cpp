@@ -79,14 +79,7 @@ int check_squeeze_excite(const SeCase& sc, uint32_t seed) {
                              std::to_string(H) + " map " + std::to_string(sc.h) + "x" + std::to_string(sc.w);
     note_check_point(what);
     DeviceBuffer y(static_cast<size_t>(x.numel()));
-    kernels::launch_squeeze_excite(v, dx.get(), y.get(), d, nullptr);
-    finish_launch();
-    const std::vector<float> first = y.download();
-    CHECK_MESSAGE(relative_error(first, want.float_values()) < kTolerance, what);
-    y.poison();
-    kernels::launch_squeeze_excite(v, dx.get(), y.get(), d, nullptr);
-    finish_launch();
-    CHECK_MESSAGE(y.download() == first, what << ": a second run differs");
+    check_twice(what, y, want, [&] { kernels::launch_squeeze_excite(v, dx.get(), y.get(), d, nullptr); });
     ++ran;
   }
   return ran;
