@@ -4,6 +4,7 @@
 #include <cooperative_groups.h>
 #include <fmt/format.h>
 
+#include "kernels/conv_chain_device.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/fast_div.cuh"
@@ -145,8 +146,15 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
     w1 = smem + L.w1;
     w2 = smem + L.w2;
   }
+  // Every rank has started before any rank stores into it: the cluster barrier's arrive before the prior grid's
+  // end, its wait after.
+#if !CNNRT_ARCH_BELOW(900)
+  chain_detail::cluster_arrive_relaxed(ranks);
+#endif
   wait_for_prior_grid();
-  if (ranks > 1) cluster_barrier(ranks);  // every rank has started before any rank stores into it
+#if !CNNRT_ARCH_BELOW(900)
+  chain_detail::cluster_wait(ranks);
+#endif
 
   // 1. The means of this block's channels, into every rank.
   const float inv = 1.0f / static_cast<float>(S);
