@@ -50,6 +50,17 @@ inline std::string repo_path(const std::string& relative) {
   return std::filesystem::exists(built) ? built.string() : relative;
 }
 
+// GPU options that run `kernel` wherever it is eligible (Options::force_kernel), heuristic choices elsewhere, no
+// tuning cache: the planner tests' way to pin a fusion on or off.
+inline Options forced_gpu_options(const std::string& kernel) {
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning = false;
+  options.tuning_cache = "none";
+  options.force_kernel = kernel;
+  return options;
+}
+
 // A float32 device buffer. Freshly allocated buffers are poisoned (all bytes 0xFF: a NaN pattern), so an
 // element the kernel forgot to write shows up as NaN in the comparison.
 class DeviceBuffer {

@@ -427,13 +427,8 @@ TEST_CASE("conv chain: the planner runs LeNet as one launch when asked, and it m
   cpu_options.device = Device::Cpu;
   const Model cpu_model = Model::load(repo_path("models/fashion_lenet.onnx"), cpu_options);
   for (const std::string forced : {"chain", "chain_k5k5_cl16_aw_bw_jit", "separate_steps"}) {
-    Options options;
-    options.device = Device::Gpu;
-    options.tuning = false;
-    options.tuning_cache = "none";
-    options.force_kernel = forced;
     set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
-    const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), options);
+    const Model model = Model::load(repo_path("models/fashion_lenet.onnx"), forced_gpu_options(forced));
     for (int64_t batch : {1, 7, 64}) {
       const std::string plan = model.describe_plan(batch);
       const bool one_launch = plan.find("chain_k5k5_cl") != std::string::npos;

@@ -124,13 +124,8 @@ TEST_CASE("squeeze-excitation: the planner runs zoo models' gates as one step ea
     const std::string path = repo_path("models/zoo/" + name + "/model.onnx");
     const Model cpu_model = Model::load(path, cpu_options);
     for (const std::string forced : {"squeeze_excite", "separate_steps"}) {
-      Options options;
-      options.device = Device::Gpu;
-      options.tuning = false;
-      options.tuning_cache = "none";
-      options.force_kernel = forced;
       set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
-      const Model model = Model::load(path, options);
+      const Model model = Model::load(path, forced_gpu_options(forced));
       for (int64_t batch : {1, 5, 64}) {
         const std::string plan = model.describe_plan(batch);
         auto count = [&plan](const std::string& text) {
