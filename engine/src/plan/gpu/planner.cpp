@@ -324,6 +324,18 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   };
   std::vector<bool> lowered(g.nodes.size(), false);
+  // Lowers `nodes` apart from the plan and appends what `fuse` makes of their steps (one fused step, or the steps).
+  auto lower_fused = [&](const ir::Node& first, const std::vector<int>& nodes, auto&& fuse) {
+    std::vector<Step> steps = lower.lower_apart([&] {
+      for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
+    });
+    for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
+    try {
+      lower.append_steps(fuse(std::move(steps)));
+    } catch (const Error& e) {
+      rethrow_with_prefix(e, ir::node_label(first));
+    }
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     if (lowered[i] || in_place.no_step[i] ||
@@ -331,16 +343,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       continue;
     }
     if (const std::optional<passes::SqueezeExciteMatch> se = passes::match_squeeze_excite(g, static_cast<int>(i))) {
-      const std::vector<int> nodes = {se->pool, se->fc1, se->fc2, se->mul};
-      std::vector<Step> steps = lower.lower_apart([&] {
-        for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
-      });
-      for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
-      try {
-        lower.append_steps(lower_squeeze_excite(*se, std::move(steps), lower));
-      } catch (const Error& e) {
-        rethrow_with_prefix(e, ir::node_label(node));
-      }
+      lower_fused(node, {se->pool, se->fc1, se->fc2, se->mul},
+                  [&](std::vector<Step> steps) { return lower_squeeze_excite(*se, std::move(steps), lower); });
       continue;
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
@@ -352,15 +356,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       }
       std::vector<int> nodes = head->layers;
       if (head->pool >= 0) nodes.insert(nodes.begin(), head->pool);
-      std::vector<Step> steps = lower.lower_apart([&] {
-        for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
-      });
-      for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
-      try {
-        lower.append_steps(lower_dense_chain(*head, std::move(steps), lower));
-      } catch (const Error& e) {
-        rethrow_with_prefix(e, ir::node_label(node));
-      }
+      lower_fused(node, nodes, [&](std::vector<Step> steps) { return lower_dense_chain(*head, std::move(steps), lower); });
       continue;
     }
     std::vector<Step> steps = lower.lower_apart([&] {
