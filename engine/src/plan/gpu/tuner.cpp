@@ -36,14 +36,24 @@ std::string default_tuning_cache_path() {
   return "cnnrt-tuning.json";
 }
 
+namespace {
+
+// The kernels offered outside the convolution registry, against the steps they replace: the chain kernel's
+// variants as built, the dense chain kernel's and the squeeze-excitation kernel's.
+std::vector<std::string> fusion_kernel_names() {
+  std::vector<std::string> names = kernels::conv_chain_variant_names();
+  for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
+  for (std::string& n : kernels::squeeze_excite_variant_names()) names.push_back(std::move(n));
+  return names;
+}
+
+}  // namespace
+
 const std::string& kernel_set_version() {
   static const std::string version = [] {
-    // The registry's fingerprint, extended by the chain kernel's names (FNV-1a over them, on top).
+    // The registry's fingerprint, extended by the fusion kernels' names (FNV-1a over them, on top).
     uint64_t hash = std::stoull(kernels::kernel_set_version(), nullptr, 16);
-    std::vector<std::string> chains = kernels::conv_chain_variant_names();
-    for (std::string& n : kernels::dense_chain_variant_names()) chains.push_back(std::move(n));
-    for (std::string& n : kernels::squeeze_excite_variant_names()) chains.push_back(std::move(n));
-    for (const std::string& name : chains) {
+    for (const std::string& name : fusion_kernel_names()) {
       for (const char c : name + "\n") {
         hash ^= static_cast<unsigned char>(c);
         hash *= 1099511628211ull;
@@ -56,13 +66,9 @@ const std::string& kernel_set_version() {
 
 void check_forced_kernel(const std::string& name) {
   if (name.empty()) return;
-  std::vector<std::string> names = {"separate_steps", "direct_reference"};
-  for (const std::string& n : kernels::conv_chain_variant_names()) {
-    names.push_back(n);
-    names.push_back(n + "_jit");
-  }
-  for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
-  for (std::string& n : kernels::squeeze_excite_variant_names()) names.push_back(std::move(n));
+  std::vector<std::string> names = fusion_kernel_names();
+  names.insert(names.end(), {"separate_steps", "direct_reference"});
+  for (const std::string& n : kernels::conv_chain_variant_names()) names.push_back(n + "_jit");  // compiled at plan time
   std::vector<std::string> families;
   for (const kernels::ConvFamily* f : kernels::conv_families()) {
     families.push_back(f->name());
@@ -79,7 +85,7 @@ void check_forced_kernel(const std::string& name) {
   }
   fail(ErrorCode::Usage,
        "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
-       "'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
+       "'squeeze_excite', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }
 
