@@ -122,7 +122,6 @@ class MappedHostBuffer {
   size_t count_ = 0;
 };
 
-// Uniform values in [lo, hi): never zeros, so unwritten outputs and wrong indexing cannot hide.
 // An integer from the environment, or `fallback` when unset or empty: knobs that sanitizer rounds lower
 // (compute-sanitizer's racecheck takes minutes per hundred model runs).
 inline int64_t env_int(const char* name, int64_t fallback) {
@@ -130,6 +129,11 @@ inline int64_t env_int(const char* name, int64_t fallback) {
   return v && *v ? std::atoll(v) : fallback;
 }
 
+// The largest thread-block cluster the kernel tests run (CNNRT_TEST_MAX_CLUSTER, default every size built:
+// compute-sanitizer's synccheck misreports clusters of 16, docs/reliability.md).
+inline int max_cluster_size() { return static_cast<int>(env_int("CNNRT_TEST_MAX_CLUSTER", 16)); }
+
+// Uniform values in [lo, hi): never zeros, so unwritten outputs and wrong indexing cannot hide.
 inline std::vector<float> random_floats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

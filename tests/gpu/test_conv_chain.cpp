@@ -26,9 +26,6 @@ using namespace cnnrt::testing;
 
 namespace {
 
-// The largest cluster size tested (CNNRT_TEST_MAX_CLUSTER, default every size built).
-int max_cluster_size() { return static_cast<int>(env_int("CNNRT_TEST_MAX_CLUSTER", 16)); }
-
 struct ChainCase {
   Layer a, b;        // a.N is the batch; b's input size follows from a's output
   int n = 10;        // dense outputs

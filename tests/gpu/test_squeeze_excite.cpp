@@ -71,10 +71,9 @@ int check_squeeze_excite(const SeCase& sc, uint32_t seed) {
   d.w2 = dw2.get();
   d.b1 = sc.bias1 ? db1.get() : nullptr;
   d.b2 = sc.bias2 ? db2.get() : nullptr;
-  const int max_cluster = static_cast<int>(env_int("CNNRT_TEST_MAX_CLUSTER", 16));
   int ran = 0;
   for (const kernels::SqueezeExciteVariant& v : kernels::squeeze_excite_variants(d, gpu::current_device().arch())) {
-    if (v.ranks > max_cluster) continue;
+    if (v.ranks > max_cluster_size()) continue;
     const std::string what = v.name + " batch " + std::to_string(B) + " C " + std::to_string(C) + " hidden " +
                              std::to_string(H) + " map " + std::to_string(sc.h) + "x" + std::to_string(sc.w);
     note_check_point(what);

@@ -1,10 +1,10 @@
 // Finds LeNet-class chains that the GPU planner may run as one kernel (kernels/conv_chain.cuh):
 //   Conv|FusedConv (one input channel) -> Conv|FusedConv -> views (Flatten, Reshape, ...) -> Gemm|FusedGemm
 //   [-> Gemm|FusedGemm, up to kMaxChainTail of them]
-// where each intermediate feeds only the next node and is not a graph output; and classifiers' dense heads
-// (below), and squeeze-and-excitation gates. IR only: fuse_pool asks whether a pool starts a dense head (and then leaves it out of the
-// convolution); the GPU planner asks both, then checks its kernels' own limits and measures them against the
-// steps they replace.
+// where each intermediate feeds only the next node and is not a graph output; classifiers' dense heads and
+// squeeze-and-excitation gates (below). IR only: fuse_pool asks whether a pool starts a dense head (and then leaves
+// it out of the convolution); the GPU planner asks all three, then checks its kernels' own limits and measures them
+// against the steps they replace.
 #pragma once
 
 #include <optional>
