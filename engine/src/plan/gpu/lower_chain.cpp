@@ -450,7 +450,8 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
   const std::vector<kernels::SqueezeExciteVariant> variants =
       kernels::squeeze_excite_variants(d, lc.context.device.arch());
   if (variants.empty()) {
-    lc.note(fmt::format("{}: separate steps ({} channels: more than the kernel holds in shared memory)", what, d.channels));
+    lc.note(fmt::format("{}: separate steps ({} channels of {} values: beyond the kernel's shared memory or 32-bit "
+                        "offsets)", what, d.channels, d.spatial));
     return steps;
   }
   d.w1 = lc.weight(fc1.input(1));
