@@ -1,0 +1,271 @@
+// A depthwise + pointwise pair in one launch (see dw_pw.cuh).
+#include "kernels/dw_pw.cuh"
+
+#include <fmt/format.h>
+
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/fast_div.cuh"
+#include "kernels/launch.cuh"
+
+namespace cnnrt::kernels {
+
+namespace {
+
+constexpr int T = kDwPwThreads;
+constexpr int kMaxBatch = 16;  // offered up to here: beyond it the layers' own kernels have blocks enough
+
+// The tiles, in heuristic order: pixel tile, filters a block, register block. A tile's pixel groups (TH*TW/RP)
+// times its filter groups (FB/RF) make the block's 256 threads.
+struct TileShape {
+  int th, tw, fb, rf, rp;
+};
+constexpr TileShape kTiles[] = {
+    {8, 8, 32, 2, 4}, {8, 8, 16, 1, 4}, {8, 8, 64, 4, 4}, {4, 4, 16, 1, 1}, {4, 4, 32, 2, 1},
+    {4, 4, 64, 4, 1}, {16, 16, 16, 4, 4}, {16, 16, 32, 8, 4}, {8, 8, 128, 8, 4},
+};
+constexpr bool tiles_fill_blocks() {
+  for (const TileShape& t : kTiles) {
+    if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) != T) return false;
+  }
+  return true;
+}
+static_assert(tiles_fill_blocks(), "a tile's pixel groups times its filter groups must be the block's threads");
+
+// Everything a block needs, derived on the host once a launch.
+struct Params {
+  DwPwDesc d;
+  const float* residual;
+  int th, tw, fb, ih, iw, tiles_x, kk;
+  FastDiv tile_w, in_plane, in_w, tile_p, tiles_x_div;
+};
+
+// Shared memory, in floats: the pointwise rows [C][FB], the depthwise weights [C][KK] and biases [C], the input
+// tile [C][IH][IW], the depthwise outputs [C][TH*TW].
+struct SmemLayout {
+  int w_pw = 0, w_dw = 0, b_dw = 0, in = 0, dw_out = 0, floats = 0;
+};
+
+__host__ __device__ inline SmemLayout smem_layout(int C, int kk, int fb, int ih, int iw, int p) {
+  SmemLayout L;
+  L.w_dw = L.w_pw + C * fb;
+  L.b_dw = L.w_dw + C * kk;
+  L.in = L.b_dw + C;
+  L.dw_out = L.in + C * ih * iw;
+  L.floats = L.dw_out + C * p;
+  return L;
+}
+
+template <int RF, int RP>
+__global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                                  const __grid_constant__ Params p) {
+  extern __shared__ __align__(16) float smem[];
+  const DwPwDesc& d = p.d;
+  const ConvGeometry& g = d.dw;
+  const int C = g.C, F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
+  const int tid = threadIdx.x;
+  const SmemLayout L = smem_layout(C, KK, FB, p.ih, p.iw, P);
+  float* w_pw = smem + L.w_pw;
+  float* w_dw = smem + L.w_dw;
+  float* b_dw = smem + L.b_dw;
+  float* in = smem + L.in;
+  float* dw_out = smem + L.dw_out;
+  const int tile_y = p.tiles_x_div.div(static_cast<int>(blockIdx.x));
+  const int tile_x = static_cast<int>(blockIdx.x) - tile_y * p.tiles_x;
+  const int f0 = static_cast<int>(blockIdx.y) * FB, n = static_cast<int>(blockIdx.z);
+
+  // 0. The weights (constants: before the prior grid's end). Pointwise rows f0 .. f0 + FB transposed to [C][FB],
+  // zeros past F.
+  for (int i = tid; i < C * FB; i += T) {
+    const int c = i / FB, j = i - c * FB, f = f0 + j;
+    cp_async_4(w_pw + i, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * C + c, f < F);
+  }
+  for (int i = tid; i < C * KK; i += T) cp_async_4(w_dw + i, d.w_dw + i, true);
+  for (int i = tid; i < C; i += T) cp_async_4(b_dw + i, d.b_dw ? d.b_dw + i : d.w_dw, d.b_dw != nullptr);
+  cp_async_commit();
+  wait_for_prior_grid();
+
+  // 1. The input tile with its halo, every channel; zeros outside the image.
+  const int iy0 = tile_y * p.th * g.stride_h - g.pad_top, ix0 = tile_x * TW * g.stride_w - g.pad_left;
+  const float* xn = x + static_cast<int64_t>(n) * C * g.H * g.W;
+  const int tile_in = C * p.ih * p.iw;
+  for (int i = tid; i < tile_in; i += T) {
+    const int c = p.in_plane.div(i), r = i - c * p.ih * p.iw;
+    const int ry = p.in_w.div(r), rx = r - ry * p.iw;
+    const int gy = iy0 + ry, gx = ix0 + rx;
+    const bool inside = gy >= 0 && gy < g.H && gx >= 0 && gx < g.W;
+    cp_async_4(in + i, inside ? xn + (static_cast<int64_t>(c) * g.H + gy) * g.W + gx : xn, inside);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // 2. The depthwise outputs of the tile, every channel.
+  for (int i = tid; i < C * P; i += T) {
+    const int c = p.tile_p.div(i), q = i - c * P;
+    const int qy = p.tile_w.div(q), qx = q - qy * TW;
+    const float* src = in + (c * p.ih + qy * g.stride_h) * p.iw + qx * g.stride_w;
+    const float* wc = w_dw + c * KK;
+    float acc = 0.0f;
+    for (int ky = 0; ky < g.KH; ++ky) {
+      for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
+    }
+    dw_out[i] = param_activate(acc + b_dw[c], d.dw_act, d.dw_alpha, d.dw_beta);
+  }
+  __syncthreads();
+
+  // 3. The pointwise outputs: this thread's RF filters x RP adjacent pixels, over every channel.
+  const int groups_p = P / RP;
+  const int pg = tid % groups_p, fg = tid / groups_p;
+  float acc[RF][RP];
+#pragma unroll
+  for (int r = 0; r < RF; ++r) {
+#pragma unroll
+    for (int k = 0; k < RP; ++k) acc[r][k] = 0.0f;
+  }
+  const float* a_col = dw_out + pg * RP;
+  const float* w_col = w_pw + fg * RF;
+#pragma unroll 4
+  for (int c = 0; c < C; ++c) {
+    float a[RP], w[RF];
+    if constexpr (RP == 4) {
+      const float4 v = *reinterpret_cast<const float4*>(a_col + c * P);
+      a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < RP; ++k) a[k] = a_col[c * P + k];
+    }
+    if constexpr (RF % 4 == 0) {
+#pragma unroll
+      for (int r = 0; r < RF; r += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(w_col + c * FB + r);
+        w[r] = v.x, w[r + 1] = v.y, w[r + 2] = v.z, w[r + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < RF; ++r) w[r] = w_col[c * FB + r];
+    }
+#pragma unroll
+    for (int r = 0; r < RF; ++r) {
+#pragma unroll
+      for (int k = 0; k < RP; ++k) acc[r][k] = fmaf(w[r], a[k], acc[r][k]);
+    }
+  }
+
+  // 4. Epilogue: + bias, + residual, activation; stored where the pixel and filter exist.
+  const int q0 = pg * RP;
+  const int oy = tile_y * p.th + p.tile_w.div(q0), ox0 = tile_x * TW + (q0 - p.tile_w.div(q0) * TW);
+  if (oy >= g.OH) return;
+#pragma unroll
+  for (int r = 0; r < RF; ++r) {
+    const int f = f0 + fg * RF + r;
+    if (f >= F) continue;
+    const float b = d.pw.bias ? __ldg(d.pw.bias + f) : 0.0f;
+    const int64_t row = ((static_cast<int64_t>(n) * F + f) * g.OH + oy) * g.OW;
+#pragma unroll
+    for (int k = 0; k < RP; ++k) {
+      const int ox = ox0 + k;  // RP adjacent pixels lie in one tile row (TW is a multiple of RP)
+      if (ox >= g.OW) continue;
+      float v = acc[r][k] + b;
+      if (p.residual) v += __ldg(p.residual + row + ox);
+      y[row + ox] = param_activate(v, d.pw.param_act, d.pw.alpha, d.pw.beta);
+    }
+  }
+}
+
+// Launches the RF x RP instantiation with `bytes` of shared memory (the device's opt-in allowed once).
+template <int RF, int RP>
+void launch_tile(dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream, const float* x, float* y,
+                 const Params& p) {
+  if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP>>(smem_optin_bytes);
+  launch_overlapped(dw_pw_kernel<RF, RP>, grid, dim3(T), static_cast<size_t>(bytes), stream, 1u, x, y, p);
+}
+
+int halo(int tile, int stride, int kernel) { return (tile - 1) * stride + kernel; }
+
+int64_t smem_bytes(const DwPwDesc& d, const TileShape& t) {
+  const ConvGeometry& g = d.dw;
+  return int64_t(smem_layout(g.C, g.KH * g.KW, t.fb, halo(t.th, g.stride_h, g.KH), halo(t.tw, g.stride_w, g.KW),
+                             t.th * t.tw).floats) * 4;
+}
+
+std::string variant_name(const TileShape& t) { return fmt::format("dw_pw_{}x{}_f{}", t.th, t.tw, t.fb); }
+
+}  // namespace
+
+bool dw_pw_supports(const DwPwDesc& d, std::string* why) {
+  const ConvGeometry& g = d.dw;
+  auto no = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (g.groups != g.C || g.F != g.C) return no("the first layer is not depthwise with one filter a channel");
+  if (g.KH > 7 || g.KW > 7) return no(fmt::format("{}x{} depthwise filters (at most 7x7)", g.KH, g.KW));
+  if (g.stride_h > 2 || g.stride_w > 2) return no("depthwise stride above 2");
+  if (g.dil_h != 1 || g.dil_w != 1) return no("dilated depthwise filters");
+  if (d.pw.pool.kind != FusedPool::None) return no("a pool after the pointwise layer");
+  if (g.N > kMaxBatch) return no(fmt::format("batch {} (the pair kernel runs batches up to {})", g.N, kMaxBatch));
+  if (int64_t(g.N) * std::max(g.C, d.F) * std::max<int64_t>(int64_t(g.H) * g.W, int64_t(g.OH) * g.OW) >= (int64_t(1) << 31)) {
+    return no("tensors beyond 32-bit offsets");
+  }
+  return true;
+}
+
+std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes) {
+  std::vector<DwPwVariant> out;
+  if (!dw_pw_supports(d)) return out;
+  const ConvGeometry& g = d.dw;
+  const int map = std::max(g.OH, g.OW);
+  const int f_room = (d.F + 15) / 16 * 16;  // filters a block beyond this only compute zeros
+  for (const TileShape& t : kTiles) {
+    const int tile = std::max(t.th, t.tw);
+    if (tile > 4 && map <= tile / 2) continue;  // the smaller tile covers the map already
+    if (t.fb > 16 && t.fb > f_room) continue;
+    if (smem_bytes(d, t) > smem_optin_bytes) continue;
+    out.push_back({variant_name(t), t.th, t.tw, t.fb, t.rf, t.rp});
+  }
+  return out;
+}
+
+std::vector<std::string> dw_pw_variant_names() {
+  std::vector<std::string> names;
+  for (const TileShape& t : kTiles) names.push_back(variant_name(t));
+  return names;
+}
+
+void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, float* y, const DwPwDesc& d,
+                  int smem_optin_bytes, cudaStream_t stream) {
+  const ConvGeometry& g = d.dw;
+  Params p;
+  p.d = d;
+  p.residual = residual;
+  p.th = v.th;
+  p.tw = v.tw;
+  p.fb = v.fb;
+  p.ih = halo(v.th, g.stride_h, g.KH);
+  p.iw = halo(v.tw, g.stride_w, g.KW);
+  p.kk = g.KH * g.KW;
+  p.tiles_x = (g.OW + v.tw - 1) / v.tw;
+  const int tiles_y = (g.OH + v.th - 1) / v.th;
+  p.tile_w = FastDiv(v.tw);
+  p.in_plane = FastDiv(p.ih * p.iw);
+  p.in_w = FastDiv(p.iw);
+  p.tile_p = FastDiv(v.th * v.tw);
+  p.tiles_x_div = FastDiv(p.tiles_x);
+  const TileShape t{v.th, v.tw, v.fb, v.rf, v.rp};
+  const int bytes = static_cast<int>(smem_bytes(d, t));
+  const dim3 grid(static_cast<unsigned>(tiles_y * p.tiles_x), static_cast<unsigned>((d.F + v.fb - 1) / v.fb),
+                  static_cast<unsigned>(g.N));
+  switch (v.rp * 16 + v.rf) {
+    case 16 + 1: launch_tile<1, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 16 + 2: launch_tile<2, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 16 + 4: launch_tile<4, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 1: launch_tile<1, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 2: launch_tile<2, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 4: launch_tile<4, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 8: launch_tile<8, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    default: break;  // dw_pw_variants offers no other register block
+  }
+}
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,60 @@
+// A depthwise convolution and the pointwise (1x1) convolution after it in one launch: the MobileNet block's
+// pair, y = pw(act(dw(x) + b_dw)) with the pointwise layer's own epilogue (bias, residual, activation).
+//
+// Why: at small batch each of the two is a launch of a few microseconds around a few hundred thousand
+// multiply-adds; one launch saves a step and the depthwise output's round trip through memory.
+//
+// One block computes a TH x TW tile of output pixels of one image for FB pointwise filters, 256 threads:
+//   0. before waiting for the prior grid (the weights are constants), the block's FB pointwise rows,
+//      transposed to [C][FB], and the depthwise weights and biases are copied into shared memory (cp.async);
+//   1. the input tile with its halo, every channel, into shared memory (zeros outside the image);
+//   2. the depthwise outputs of the tile, every channel, a thread an output, into shared memory;
+//   3. the pointwise outputs, each thread an RF x RP block of (filter, pixel) over every channel, then the
+//      epilogue, stored to NCHW.
+// Blocks of other filter groups of the same tile recompute the depthwise outputs (K*K multiply-adds an output
+// against FB a pointwise output: cheap where FB is large enough, and the tuner measures the tile sizes).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/layer.hpp"
+
+namespace cnnrt::kernels {
+
+constexpr int kDwPwThreads = 256;
+
+struct DwPwDesc {
+  ConvGeometry dw;            // the depthwise layer: groups == C == F
+  int F = 1;                  // the pointwise layer's outputs
+  const float* w_dw = nullptr;  // [C][KH][KW]
+  const float* b_dw = nullptr;  // [C], or null
+  ParamAct dw_act = ParamAct::None;
+  float dw_alpha = 0.0f, dw_beta = 0.0f;
+  const float* w_pw = nullptr;  // [F][C]
+  Epilogue pw;                  // the pointwise layer's bias and activation (no pool); e.residual bound per launch
+  bool residual = false;        // whether launches add a residual operand [N, F, OH, OW]
+};
+
+struct DwPwVariant {
+  std::string name;  // "dw_pw_8x8_f32"
+  int th = 8, tw = 8;  // output tile
+  int fb = 32;         // pointwise filters a block
+  int rf = 2, rp = 4;  // a thread's register block: filters x adjacent pixels
+};
+
+// Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
+bool dw_pw_supports(const DwPwDesc& d, std::string* why = nullptr);
+// The variants that run `d` within `smem_optin_bytes` of shared memory a block, in heuristic order (index 0 the
+// untuned choice); empty when none fits.
+std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes);
+// Every name dw_pw_variants can return.
+std::vector<std::string> dw_pw_variant_names();
+
+// x: [N, C, H, W]; residual: [N, F, OH, OW] or null; y: [N, F, OH, OW], aliasing neither.
+void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, float* y, const DwPwDesc& d,
+                  int smem_optin_bytes, cudaStream_t stream);
+
+}  // namespace cnnrt::kernels
