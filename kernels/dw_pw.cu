@@ -1,8 +1,10 @@
 // A depthwise + pointwise pair in one launch (see dw_pw.cuh).
 #include "kernels/dw_pw.cuh"
 
+#include <cooperative_groups.h>
 #include <fmt/format.h>
 
+#include "kernels/conv_chain_device.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/fast_div.cuh"
@@ -12,47 +14,58 @@ namespace cnnrt::kernels {
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int T = kDwPwThreads;
 constexpr int kMaxBatch = 16;  // offered up to here: beyond it the layers' own kernels have blocks enough
+constexpr int kMaxClusterRanks = 16;
 
-// The tiles, in heuristic order: pixel tile, filters a block, register block. A tile's pixel groups (TH*TW/RP)
-// times its filter groups (FB/RF) make the block's 256 threads.
+// The tiles, in heuristic order: pixel tile, filters a block, register block (filters x adjacent pixels), and
+// the channel split (KS thread groups each summing a share of the channels, their partials added in order). A
+// tile's pixel groups (TH*TW/RP) times its filter groups (FB/RF) times KS make the block's 256 threads.
 struct TileShape {
-  int th, tw, fb, rf, rp;
+  int th, tw, fb, rf, rp, ks;
 };
 constexpr TileShape kTiles[] = {
-    {8, 8, 32, 2, 4}, {8, 8, 16, 1, 4}, {8, 8, 64, 4, 4}, {4, 4, 16, 1, 1}, {4, 4, 32, 2, 1},
-    {4, 4, 64, 4, 1}, {16, 16, 16, 4, 4}, {16, 16, 32, 8, 4}, {8, 8, 128, 8, 4},
+    {8, 8, 32, 2, 4, 1},  {8, 8, 16, 1, 4, 1}, {8, 8, 64, 4, 4, 1}, {4, 4, 16, 1, 1, 1},  {4, 4, 16, 4, 1, 4},
+    {4, 4, 8, 2, 1, 4},   {4, 4, 32, 4, 1, 2}, {4, 4, 64, 4, 1, 1}, {16, 16, 16, 4, 4, 1}, {16, 16, 32, 8, 4, 1},
+    {8, 8, 128, 8, 4, 1},
 };
 constexpr bool tiles_fill_blocks() {
   for (const TileShape& t : kTiles) {
-    if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) != T) return false;
+    if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) * t.ks != T) return false;
   }
   return true;
 }
-static_assert(tiles_fill_blocks(), "a tile's pixel groups times its filter groups must be the block's threads");
+static_assert(tiles_fill_blocks(), "a tile's pixel groups, filter groups and channel groups must be the block's threads");
+
+__host__ __device__ inline int round4(int v) { return (v + 3) / 4 * 4; }
 
 // Everything a block needs, derived on the host once a launch.
 struct Params {
   DwPwDesc d;
   const float* residual;
-  int th, tw, fb, ih, iw, tiles_x, kk;
+  int th, tw, fb, ks, ih, iw, tiles_x, kk;
+  int ranks;  // blocks of a cluster (the tile's filter groups) sharing the depthwise outputs, or 1
   FastDiv tile_w, in_plane, in_w, tile_p, tiles_x_div;
 };
 
-// Shared memory, in floats: the pointwise rows [C][FB], the depthwise weights [C][KK] and biases [C], the input
-// tile [C][IH][IW], the depthwise outputs [C][TH*TW].
+// Shared memory, in floats, each region a whole number of float4s: the pointwise rows [FB][CP + 4] (CP: the
+// channels rounded up to 4, zeros past C; the pitch keeps a warp's two filter groups off each other's banks), the
+// depthwise weights [C][KK] and biases [C], the input tile [C][IH][IW], the depthwise outputs [CP][TH*TW] (zeros
+// past C), and with a channel split the groups' partial sums [KS][FB][TH*TW].
 struct SmemLayout {
-  int w_pw = 0, w_dw = 0, b_dw = 0, in = 0, dw_out = 0, floats = 0;
+  int w_pw = 0, w_dw = 0, b_dw = 0, in = 0, dw_out = 0, part = 0, floats = 0;
 };
 
-__host__ __device__ inline SmemLayout smem_layout(int C, int kk, int fb, int ih, int iw, int p) {
+__host__ __device__ inline SmemLayout smem_layout(int C, int kk, int fb, int ks, int ih, int iw, int p) {
   SmemLayout L;
-  L.w_dw = L.w_pw + C * fb;
-  L.b_dw = L.w_dw + C * kk;
-  L.in = L.b_dw + C;
-  L.dw_out = L.in + C * ih * iw;
-  L.floats = L.dw_out + C * p;
+  L.w_dw = L.w_pw + fb * (round4(C) + 4);
+  L.b_dw = L.w_dw + round4(C * kk);
+  L.in = L.b_dw + round4(C);
+  L.dw_out = L.in + round4(C * ih * iw);
+  L.part = L.dw_out + round4(C) * p;
+  L.floats = L.part + (ks > 1 ? ks * fb * p : 0);
   return L;
 }
 
@@ -62,9 +75,9 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   extern __shared__ __align__(16) float smem[];
   const DwPwDesc& d = p.d;
   const ConvGeometry& g = d.dw;
-  const int C = g.C, F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
+  const int C = g.C, CP = round4(C), WP = CP + 4, F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
   const int tid = threadIdx.x;
-  const SmemLayout L = smem_layout(C, KK, FB, p.ih, p.iw, P);
+  const SmemLayout L = smem_layout(C, KK, FB, p.ks, p.ih, p.iw, P);
   float* w_pw = smem + L.w_pw;
   float* w_dw = smem + L.w_dw;
   float* b_dw = smem + L.b_dw;
@@ -72,25 +85,47 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   float* dw_out = smem + L.dw_out;
   const int tile_y = p.tiles_x_div.div(static_cast<int>(blockIdx.x));
   const int tile_x = static_cast<int>(blockIdx.x) - tile_y * p.tiles_x;
-  const int f0 = static_cast<int>(blockIdx.y) * FB, n = static_cast<int>(blockIdx.z);
+  const int f0 = static_cast<int>(blockIdx.z) * FB, n = static_cast<int>(blockIdx.y);
+  // In a cluster (its ranks: the tile's filter groups along z) each rank computes the depthwise outputs of a share
+  // of the channels and stores them into every rank; alone, a block computes them all.
+  const int R = p.ranks, rank = R > 1 ? static_cast<int>(blockIdx.z) : 0;
+  const int c_share = R > 1 ? round4((CP + R - 1) / R) : CP;
+  const int cd0 = min(CP, rank * c_share), cd1 = min(CP, cd0 + c_share), cin1 = min(C, cd1);
 
-  // 0. The weights (constants: before the prior grid's end). Pointwise rows f0 .. f0 + FB transposed to [C][FB],
-  // zeros past F.
-  for (int i = tid; i < C * FB; i += T) {
-    const int c = i / FB, j = i - c * FB, f = f0 + j;
-    cp_async_4(w_pw + i, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * C + c, f < F);
+  // 0. The weights (constants: before the prior grid's end): pointwise rows f0 .. f0 + FB, row by row (zeros past F
+  // and past C), 16 bytes a copy where the rows are whole float4s.
+  if (C % 4 == 0) {
+    const int q = CP / 4;
+    for (int i = tid; i < FB * q; i += T) {
+      const int j = i / q, c = (i - j * q) * 4, f = f0 + j;
+      cp_async_16(w_pw + j * WP + c, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * C + c, f < F);
+    }
+  } else {
+    for (int i = tid; i < FB * CP; i += T) {
+      const int j = i / CP, c = i - j * CP, f = f0 + j;
+      const bool valid = f < F && c < C;
+      cp_async_4(w_pw + j * WP + c, d.w_pw + (valid ? static_cast<int64_t>(f) * C + c : 0), valid);
+    }
   }
   for (int i = tid; i < C * KK; i += T) cp_async_4(w_dw + i, d.w_dw + i, true);
   for (int i = tid; i < C; i += T) cp_async_4(b_dw + i, d.b_dw ? d.b_dw + i : d.w_dw, d.b_dw != nullptr);
   cp_async_commit();
+  // Every rank has started before any rank stores into it: the cluster barrier's arrive before the prior grid's
+  // end, its wait after.
+#if !CNNRT_ARCH_BELOW(900)
+  chain_detail::cluster_arrive_relaxed(R);
+#endif
   wait_for_prior_grid();
+#if !CNNRT_ARCH_BELOW(900)
+  chain_detail::cluster_wait(R);
+#endif
 
-  // 1. The input tile with its halo, every channel; zeros outside the image.
+  // 1. The input tile with its halo, this block's channels; zeros outside the image.
   const int iy0 = tile_y * p.th * g.stride_h - g.pad_top, ix0 = tile_x * TW * g.stride_w - g.pad_left;
   const float* xn = x + static_cast<int64_t>(n) * C * g.H * g.W;
-  const int tile_in = C * p.ih * p.iw;
-  for (int i = tid; i < tile_in; i += T) {
-    const int c = p.in_plane.div(i), r = i - c * p.ih * p.iw;
+  const int plane = p.ih * p.iw, tile_in = (cin1 > cd0 ? cin1 - cd0 : 0) * plane;
+  for (int i = cd0 * plane + tid; i < cd0 * plane + tile_in; i += T) {
+    const int c = p.in_plane.div(i), r = i - c * plane;
     const int ry = p.in_w.div(r), rx = r - ry * p.iw;
     const int gy = iy0 + ry, gx = ix0 + rx;
     const bool inside = gy >= 0 && gy < g.H && gx >= 0 && gx < g.W;
@@ -100,23 +135,45 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   cp_async_wait<0>();
   __syncthreads();
 
-  // 2. The depthwise outputs of the tile, every channel.
-  for (int i = tid; i < C * P; i += T) {
+  // 2. The depthwise outputs of the tile, this block's channels (zeros for the channels past C), into every rank.
+  for (int i = cd0 * P + tid; i < cd1 * P; i += T) {
     const int c = p.tile_p.div(i), q = i - c * P;
-    const int qy = p.tile_w.div(q), qx = q - qy * TW;
-    const float* src = in + (c * p.ih + qy * g.stride_h) * p.iw + qx * g.stride_w;
-    const float* wc = w_dw + c * KK;
-    float acc = 0.0f;
-    for (int ky = 0; ky < g.KH; ++ky) {
-      for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
+    float v = 0.0f;
+    if (c < C) {
+      const int qy = p.tile_w.div(q), qx = q - qy * TW;
+      const float* src = in + (c * p.ih + qy * g.stride_h) * p.iw + qx * g.stride_w;
+      const float* wc = w_dw + c * KK;
+      float acc = 0.0f;
+      for (int ky = 0; ky < g.KH; ++ky) {
+        for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
+      }
+      v = param_activate(acc + b_dw[c], d.dw_act, d.dw_alpha, d.dw_beta);
     }
-    dw_out[i] = param_activate(acc + b_dw[c], d.dw_act, d.dw_alpha, d.dw_beta);
+    if (R == 1) {
+      dw_out[i] = v;
+    } else {
+#if !CNNRT_ARCH_BELOW(900)
+      cg::cluster_group cluster = cg::this_cluster();
+      for (int r = 0; r < R; ++r) cluster.map_shared_rank(dw_out, r)[i] = v;
+#endif
+    }
   }
+#if !CNNRT_ARCH_BELOW(900)
+  if (R > 1) {
+    cg::this_cluster().sync();  // every rank's share is in every rank
+  } else {
+    __syncthreads();
+  }
+#else
   __syncthreads();
+#endif
 
-  // 3. The pointwise outputs: this thread's RF filters x RP adjacent pixels, over every channel.
-  const int groups_p = P / RP;
-  const int pg = tid % groups_p, fg = tid / groups_p;
+  // 3. The pointwise sums: this thread's RF filters x RP adjacent pixels over its group's share of the channels,
+  // four channels a step (a float4 of each filter row).
+  const int groups_p = P / RP, groups_f = FB / RF;
+  const int pg = tid % groups_p, fg = (tid / groups_p) % groups_f, ks = tid / (groups_p * groups_f);
+  const int share = round4((CP + p.ks - 1) / p.ks);
+  const int c_begin = min(CP, ks * share), c_end = min(CP, c_begin + share);
   float acc[RF][RP];
 #pragma unroll
   for (int r = 0; r < RF; ++r) {
@@ -124,31 +181,49 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
     for (int k = 0; k < RP; ++k) acc[r][k] = 0.0f;
   }
   const float* a_col = dw_out + pg * RP;
-  const float* w_col = w_pw + fg * RF;
-#pragma unroll 4
-  for (int c = 0; c < C; ++c) {
-    float a[RP], w[RF];
-    if constexpr (RP == 4) {
-      const float4 v = *reinterpret_cast<const float4*>(a_col + c * P);
-      a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
-    } else {
+  const float* w_row = w_pw + fg * RF * WP;
+#pragma unroll 2
+  for (int c = c_begin; c < c_end; c += 4) {
+    float4 w[RF];
 #pragma unroll
-      for (int k = 0; k < RP; ++k) a[k] = a_col[c * P + k];
-    }
-    if constexpr (RF % 4 == 0) {
+    for (int r = 0; r < RF; ++r) w[r] = *reinterpret_cast<const float4*>(w_row + r * WP + c);
 #pragma unroll
-      for (int r = 0; r < RF; r += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(w_col + c * FB + r);
-        w[r] = v.x, w[r + 1] = v.y, w[r + 2] = v.z, w[r + 3] = v.w;
+    for (int j = 0; j < 4; ++j) {
+      float a[RP];
+      if constexpr (RP == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(a_col + (c + j) * P);
+        a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
+      } else {
+#pragma unroll
+        for (int k = 0; k < RP; ++k) a[k] = a_col[(c + j) * P + k];
       }
-    } else {
 #pragma unroll
-      for (int r = 0; r < RF; ++r) w[r] = w_col[c * FB + r];
+      for (int r = 0; r < RF; ++r) {
+        const float wj = j == 0 ? w[r].x : j == 1 ? w[r].y : j == 2 ? w[r].z : w[r].w;
+#pragma unroll
+        for (int k = 0; k < RP; ++k) acc[r][k] = fmaf(wj, a[k], acc[r][k]);
+      }
     }
+  }
+  // With a channel split, the groups' partials meet in shared memory; the first group adds them in order.
+  if (p.ks > 1) {
+    float* part = smem + L.part;
+    const int q0 = pg * RP;
 #pragma unroll
     for (int r = 0; r < RF; ++r) {
 #pragma unroll
-      for (int k = 0; k < RP; ++k) acc[r][k] = fmaf(w[r], a[k], acc[r][k]);
+      for (int k = 0; k < RP; ++k) part[(ks * FB + fg * RF + r) * P + q0 + k] = acc[r][k];
+    }
+    __syncthreads();
+    if (ks != 0) return;
+#pragma unroll
+    for (int r = 0; r < RF; ++r) {
+#pragma unroll
+      for (int k = 0; k < RP; ++k) {
+        float s = 0.0f;
+        for (int h = 0; h < p.ks; ++h) s += part[(h * FB + fg * RF + r) * P + q0 + k];
+        acc[r][k] = s;
+      }
     }
   }
 
@@ -174,22 +249,28 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
 }
 
 // Launches the RF x RP instantiation with `bytes` of shared memory (the device's opt-in allowed once).
+// With ranks > 1 the grid's z (the filter groups) is one cluster.
 template <int RF, int RP>
 void launch_tile(dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream, const float* x, float* y,
                  const Params& p) {
   if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP>>(smem_optin_bytes);
-  launch_overlapped(dw_pw_kernel<RF, RP>, grid, dim3(T), static_cast<size_t>(bytes), stream, 1u, x, y, p);
+  if (p.ranks > 8) allow_large_clusters<dw_pw_kernel<RF, RP>>();
+  launch_overlapped(dw_pw_kernel<RF, RP>, grid, dim3(T), static_cast<size_t>(bytes), stream,
+                    static_cast<unsigned>(p.ranks), x, y, p);
 }
 
 int halo(int tile, int stride, int kernel) { return (tile - 1) * stride + kernel; }
 
 int64_t smem_bytes(const DwPwDesc& d, const TileShape& t) {
   const ConvGeometry& g = d.dw;
-  return int64_t(smem_layout(g.C, g.KH * g.KW, t.fb, halo(t.th, g.stride_h, g.KH), halo(t.tw, g.stride_w, g.KW),
-                             t.th * t.tw).floats) * 4;
+  return int64_t(smem_layout(g.C, g.KH * g.KW, t.fb, t.ks, halo(t.th, g.stride_h, g.KH),
+                             halo(t.tw, g.stride_w, g.KW), t.th * t.tw).floats) * 4;
 }
 
-std::string variant_name(const TileShape& t) { return fmt::format("dw_pw_{}x{}_f{}", t.th, t.tw, t.fb); }
+std::string variant_name(const TileShape& t, bool cluster) {
+  return fmt::format("dw_pw_{}x{}_f{}{}{}", t.th, t.tw, t.fb, t.ks > 1 ? fmt::format("_ks{}", t.ks) : "",
+                     cluster ? "_cl" : "");
+}
 
 }  // namespace
 
@@ -211,7 +292,7 @@ bool dw_pw_supports(const DwPwDesc& d, std::string* why) {
   return true;
 }
 
-std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes) {
+std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes, int arch) {
   std::vector<DwPwVariant> out;
   if (!dw_pw_supports(d)) return out;
   const ConvGeometry& g = d.dw;
@@ -221,15 +302,28 @@ std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes)
     const int tile = std::max(t.th, t.tw);
     if (tile > 4 && map <= tile / 2) continue;  // the smaller tile covers the map already
     if (t.fb > 16 && t.fb > f_room) continue;
+    if (t.ks > 1 && round4(g.C) < 16 * t.ks) continue;  // a split of few channels: the unsplit tile does it
     if (smem_bytes(d, t) > smem_optin_bytes) continue;
-    out.push_back({variant_name(t), t.th, t.tw, t.fb, t.rf, t.rp});
+    out.push_back({variant_name(t, false), t.th, t.tw, t.fb, t.rf, t.rp, t.ks, 1});
+  }
+  // Clusters of a tile's filter groups, sharing the depthwise outputs (compute capability 9.0; up to 16 blocks).
+  const size_t alone = out.size();
+  for (size_t i = 0; i < alone && arch >= 90; ++i) {
+    const int groups = (d.F + out[i].fb - 1) / out[i].fb;
+    if (groups < 2 || groups > kMaxClusterRanks || std::max(out[i].th, out[i].tw) > 8) continue;
+    DwPwVariant v = out[i];
+    v.name = variant_name({v.th, v.tw, v.fb, v.rf, v.rp, v.ks}, true);
+    v.ranks = groups;
+    out.push_back(std::move(v));
   }
   return out;
 }
 
 std::vector<std::string> dw_pw_variant_names() {
   std::vector<std::string> names;
-  for (const TileShape& t : kTiles) names.push_back(variant_name(t));
+  for (const TileShape& t : kTiles) {
+    for (bool cluster : {false, true}) names.push_back(variant_name(t, cluster));
+  }
   return names;
 }
 
@@ -242,6 +336,8 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   p.th = v.th;
   p.tw = v.tw;
   p.fb = v.fb;
+  p.ks = v.ks;
+  p.ranks = v.ranks;
   p.ih = halo(v.th, g.stride_h, g.KH);
   p.iw = halo(v.tw, g.stride_w, g.KW);
   p.kk = g.KH * g.KW;
@@ -252,10 +348,10 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   p.in_w = FastDiv(p.iw);
   p.tile_p = FastDiv(v.th * v.tw);
   p.tiles_x_div = FastDiv(p.tiles_x);
-  const TileShape t{v.th, v.tw, v.fb, v.rf, v.rp};
+  const TileShape t{v.th, v.tw, v.fb, v.rf, v.rp, v.ks};
   const int bytes = static_cast<int>(smem_bytes(d, t));
-  const dim3 grid(static_cast<unsigned>(tiles_y * p.tiles_x), static_cast<unsigned>((d.F + v.fb - 1) / v.fb),
-                  static_cast<unsigned>(g.N));
+  const dim3 grid(static_cast<unsigned>(tiles_y * p.tiles_x), static_cast<unsigned>(g.N),
+                  static_cast<unsigned>((d.F + v.fb - 1) / v.fb));
   switch (v.rp * 16 + v.rf) {
     case 16 + 1: launch_tile<1, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
     case 16 + 2: launch_tile<2, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;

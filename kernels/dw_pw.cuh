@@ -5,14 +5,17 @@
 // multiply-adds; one launch saves a step and the depthwise output's round trip through memory.
 //
 // One block computes a TH x TW tile of output pixels of one image for FB pointwise filters, 256 threads:
-//   0. before waiting for the prior grid (the weights are constants), the block's FB pointwise rows,
-//      transposed to [C][FB], and the depthwise weights and biases are copied into shared memory (cp.async);
+//   0. before waiting for the prior grid (the weights are constants), the block's FB pointwise rows and the
+//      depthwise weights and biases are copied into shared memory (cp.async);
 //   1. the input tile with its halo, every channel, into shared memory (zeros outside the image);
 //   2. the depthwise outputs of the tile, every channel, a thread an output, into shared memory;
-//   3. the pointwise outputs, each thread an RF x RP block of (filter, pixel) over every channel, then the
-//      epilogue, stored to NCHW.
+//   3. the pointwise outputs, each thread an RF x RP block of (filter, pixel) over every channel (or over a share of
+//      them, the KS shares' partials added in order through shared memory), then the epilogue, stored to NCHW.
 // Blocks of other filter groups of the same tile recompute the depthwise outputs (K*K multiply-adds an output
-// against FB a pointwise output: cheap where FB is large enough, and the tuner measures the tile sizes).
+// against FB a pointwise output), and each loads the whole input tile: cheap on large maps of few channels. On
+// small maps of many channels (4x4 of 256) that work dominates; there the `_cl` variants (compute capability 9.0)
+// launch a tile's filter groups as one thread-block cluster: each rank loads and computes the depthwise outputs of
+// a share of the channels and stores them into every rank (distributed shared memory), a cluster barrier after.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,13 +46,15 @@ struct DwPwVariant {
   int th = 8, tw = 8;  // output tile
   int fb = 32;         // pointwise filters a block
   int rf = 2, rp = 4;  // a thread's register block: filters x adjacent pixels
+  int ks = 1;          // thread groups splitting the channels of the pointwise sums
+  int ranks = 1;       // a cluster of the tile's filter groups sharing the depthwise outputs (_cl), or 1
 };
 
 // Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
 bool dw_pw_supports(const DwPwDesc& d, std::string* why = nullptr);
-// The variants that run `d` within `smem_optin_bytes` of shared memory a block, in heuristic order (index 0 the
-// untuned choice); empty when none fits.
-std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes);
+// The variants that run `d` within `smem_optin_bytes` of shared memory a block on a device of compute capability
+// `arch` (major * 10 + minor), in heuristic order (index 0 the untuned choice); empty when none fits.
+std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes, int arch);
 // Every name dw_pw_variants can return.
 std::vector<std::string> dw_pw_variant_names();
 

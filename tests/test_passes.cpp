@@ -1003,6 +1003,62 @@ TEST_CASE("the GPU planner's squeeze-excitation matcher: pool, two 1x1 convs wit
   CHECK_FALSE(passes::match_squeeze_excite(prepare(gate(other), {{2, 8, 5, 5}}, {}).graph, 1).has_value());
 }
 
+TEST_CASE("the GPU planner's depthwise + pointwise matcher: a depthwise conv read only by a 1x1 conv") {
+  // x -> [z = 3x3 conv(x)] -> 3x3 depthwise (group 8) -> Relu -> 1x1 conv (8 -> 16) [+ z] -> Relu -> y.
+  struct Variant {
+    bool mid_is_output = false, pw_3x3 = false, not_depthwise = false, residual = false;
+  };
+  auto pair = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {-1, 8, 6, 6}).output("y");
+    if (v.mid_is_output) m.output("d");
+    if (v.residual) conv(m, "x", "z", "side", 8, 16);
+    random_initializer(m, "dw.w", {8, v.not_depthwise ? 8 : 1, 3, 3});
+    random_initializer(m, "dw.b", {8});
+    auto& dw = m.node("Conv", {"x", "dw.w", "dw.b"}, {"d"}, "dw");
+    ModelBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+    if (!v.not_depthwise) ModelBuilder::attr_int(dw, "group", 8);
+    m.node("Relu", {"d"}, {"dr"}, "dw_relu");
+    const int64_t k = v.pw_3x3 ? 3 : 1;
+    random_initializer(m, "pw.w", {16, 8, k, k});
+    auto& pw = m.node("Conv", {"dr", "pw.w"}, {v.residual ? "p" : "pr"}, "pw");
+    if (v.pw_3x3) ModelBuilder::attr_ints(pw, "pads", {1, 1, 1, 1});
+    if (v.residual) m.node("Add", {"p", "z"}, {"pr"}, "add");
+    m.node("Relu", {"pr"}, {"y"}, "pw_relu");
+    return m;
+  };
+  {
+    const Passed p = check_unchanged(pair(Variant{}), {{2, 8, 6, 6}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "FusedConv"});
+    const auto m = passes::match_dw_pw(p.graph, 0);
+    REQUIRE(m.has_value());
+    CHECK(m->dw == 0);
+    CHECK(m->pw == 1);
+    CHECK_FALSE(passes::match_dw_pw(p.graph, 1).has_value());  // a 1x1 conv is not depthwise
+  }
+  Variant residual;
+  residual.residual = true;
+  const Passed r = check_unchanged(pair(residual), {{2, 8, 6, 6}});
+  REQUIRE(ops_of(r.graph) == std::vector<std::string>{"Conv", "FusedConv", "FusedConv"});
+  CHECK(r.graph.nodes[2].has_input(ir::fused::kResidualInput));
+  const auto m = passes::match_dw_pw(r.graph, 1);
+  REQUIRE(m.has_value());
+  CHECK(m->pw == 2);
+  Variant exposed, wide, dense;
+  exposed.mid_is_output = true;
+  wide.pw_3x3 = true;
+  dense.not_depthwise = true;
+  CHECK_FALSE(passes::match_dw_pw(prepare(pair(exposed), {{2, 8, 6, 6}}, {}).graph, 0).has_value());
+  CHECK_FALSE(passes::match_dw_pw(prepare(pair(wide), {{2, 8, 6, 6}}, {}).graph, 0).has_value());
+  CHECK_FALSE(passes::match_dw_pw(prepare(pair(dense), {{2, 8, 6, 6}}, {}).graph, 0).has_value());
+  // The residual's producer after the depthwise conv (a valid order too): the pair, run where the depthwise conv
+  // is, would read it before it is written.
+  ir::Graph late = r.graph;
+  std::swap(late.nodes[0], late.nodes[1]);
+  late.relink();
+  CHECK_FALSE(passes::match_dw_pw(late, 0).has_value());
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.

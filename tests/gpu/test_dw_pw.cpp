@@ -78,7 +78,8 @@ int check_dw_pw(const PairCase& pc, uint32_t seed) {
   d.pw.bias = pc.biases ? dbp.get() : nullptr;
   const int optin = static_cast<int>(gpu::current_device().smem_per_block_optin);
   int ran = 0;
-  for (const kernels::DwPwVariant& v : kernels::dw_pw_variants(d, optin)) {
+  for (const kernels::DwPwVariant& v : kernels::dw_pw_variants(d, optin, gpu::current_device().arch())) {
+    if (v.ranks > max_cluster_size()) continue;
     const std::string what = v.name + " batch " + std::to_string(B) + " C " + std::to_string(C) + " F " +
                              std::to_string(F) + " map " + std::to_string(pc.h) + "x" + std::to_string(pc.w) + " k" +
                              std::to_string(K) + " s" + std::to_string(s);

@@ -209,3 +209,49 @@ std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& g, int f
 }
 
 }  // namespace cnnrt::passes
+
+namespace cnnrt::passes {
+
+namespace {
+
+// Whether `n` is a 2-D convolution of a non-constant [N, C, H, W] with constant 4-D weights (and bias, if any) and
+// no pool fused; its output shape known.
+bool is_plain_conv2d(const ir::Graph& g, const ir::Node& n) {
+  if (!is_conv(n) || !n.has_input(0) || g.values[n.input(0)].is_constant() || !g.values[n.input(0)].shape) return false;
+  if (g.shape_of(n.input(0)).size() != 4 || (n.op == ir::fused::kFusedConv && ir::fused::has_pool(n))) return false;
+  const ir::HostTensor* w = g.constant_of(n.input(1));
+  if (!w || w->shape().size() != 4 || (n.has_input(2) && !g.constant_of(n.input(2)))) return false;
+  return !n.outputs.empty() && n.outputs[0] >= 0 && g.values[n.outputs[0]].shape.has_value();
+}
+
+}  // namespace
+
+std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
+  const ir::Node& dw = g.nodes.at(static_cast<size_t>(first));
+  if (!is_plain_conv2d(g, dw) || (dw.op == ir::fused::kFusedConv && dw.has_input(ir::fused::kResidualInput))) {
+    return std::nullopt;
+  }
+  const int64_t C = g.shape_of(dw.input(0))[1];
+  const ir::Shape& wd = g.constant_of(dw.input(1))->shape();
+  if (dw.attrs.get_int("group", 1) != C || wd[0] != C || wd[1] != 1) return std::nullopt;
+  const Readers readers = value_readers(g);
+  DwPwMatch m;
+  m.dw = first;
+  m.pw = sole_reader(g, readers, dw.outputs[0]);
+  if (m.pw < 0) return std::nullopt;
+  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
+  if (!is_plain_conv2d(g, pw) || pw.input(0) != dw.outputs[0] || pw.attrs.get_int("group", 1) != 1) return std::nullopt;
+  // The pair runs where the depthwise layer is: a residual must be ready by then.
+  if (pw.op == ir::fused::kFusedConv && pw.has_input(ir::fused::kResidualInput)) {
+    const ir::Node* r = producer_of(g, pw.input(ir::fused::kResidualInput));
+    if (r && r - g.nodes.data() > first) return std::nullopt;
+  }
+  const ir::Shape& wp = g.constant_of(pw.input(1))->shape();
+  if (wp[1] != C || wp[2] != 1 || wp[3] != 1) return std::nullopt;
+  const ir::Shape& mid = g.shape_of(dw.outputs[0]);
+  const ir::Shape& out = g.shape_of(pw.outputs[0]);
+  if (out.size() != 4 || out[0] != mid[0] || out[1] != wp[0] || out[2] != mid[2] || out[3] != mid[3]) return std::nullopt;
+  return m;
+}
+
+}  // namespace cnnrt::passes

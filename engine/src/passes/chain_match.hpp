@@ -46,6 +46,17 @@ struct SqueezeExciteMatch {
   int x = -1;                                   // the gated value
 };
 
+// A depthwise convolution and the pointwise convolution after it, for the pair kernel (kernels/dw_pw.cuh):
+// Conv|FusedConv over [N, C, H, W] with constant weights [C, 1, KH, KW] and group C (no residual or pool), whose
+// output is read only by a 1x1 Conv|FusedConv with constant weights [F, C, 1, 1], one group, an output of the
+// same map (stride 1, no padding) and no pool (a residual allowed), and is not a graph output.
+struct DwPwMatch {
+  int dw = -1, pw = -1;  // node indices
+};
+
+// The pair starting at node `first` (the depthwise convolution), or nullopt.
+std::optional<DwPwMatch> match_dw_pw(const ir::Graph& graph, int first);
+
 // The gate starting at node `first` (a GlobalAveragePool), or nullopt.
 std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& graph, int first);
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
+#include "kernels/dw_pw.cuh"
 #include "kernels/squeeze_excite.cuh"
 #include "passes/passes.hpp"
 #include "plan/gpu/conv_step.hpp"
@@ -105,20 +107,23 @@ DenseWeights dense_weights(const ir::Node& d, const ir::Graph& g) {
 }
 
 // The steps a chain was lowered to, replayed with their intermediates in one workspace: the reference
-// candidate. `in[0]` is the chain's input, `in[1]` the workspace, `out[0]` its output.
-KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, int out_slot, LowerContext& lc) {
+// candidate. `in[0..]` are the chain's inputs (the slots `in_slots`, in order), then the workspace; `out[0]` its
+// output.
+KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vector<int>& in_slots, int out_slot,
+                                 LowerContext& lc) {
   struct Ref {
     enum Kind { ChainInput, ChainOutput, Fixed, Workspace } kind = Fixed;
     const float* pointer = nullptr;  // Fixed
-    int64_t offset = 0;              // Workspace, floats
+    int64_t offset = 0;              // Workspace, floats; ChainInput: which
   };
   std::map<int, int64_t> offsets;
   int64_t workspace = 0;
   auto ref = [&](int slot) {
     Ref r;
     const Slot& s = lc.slot_info(slot);
-    if (slot == in_slot) {
+    if (auto at = std::find(in_slots.begin(), in_slots.end(), slot); at != in_slots.end()) {
       r.kind = Ref::ChainInput;
+      r.offset = at - in_slots.begin();
     } else if (slot == out_slot) {
       r.kind = Ref::ChainOutput;
     } else if (s.kind == SlotKind::Weight) {
@@ -149,11 +154,12 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, int in_slot, in
   c.reference = true;
   c.contender = true;  // the plan keeps the steps where they beat every variant of the chain kernel
   c.workspace_floats = workspace;
-  c.launch = [replay](const float* const* in, float* const* out, Stream s) {
-    float* work = const_cast<float*>(in[1]);
+  const size_t n_in = in_slots.size();
+  c.launch = [replay, n_in](const float* const* in, float* const* out, Stream s) {
+    float* work = const_cast<float*>(in[n_in]);  // the tuner's workspace follows the data inputs
     auto resolve = [&](const Ref& r) -> float* {
       switch (r.kind) {
-        case Ref::ChainInput: return const_cast<float*>(in[0]);
+        case Ref::ChainInput: return const_cast<float*>(in[r.offset]);
         case Ref::ChainOutput: return out[0];
         case Ref::Workspace: return work + r.offset;
         default: return const_cast<float*>(r.pointer);
@@ -182,8 +188,8 @@ std::string timing_text(const Choice& choice) {
 // `last` makes the output): it covers their ONNX nodes and counts their flops; the plan's note says so, with
 // the timings the choice was made on.
 Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Node& last, const KernelCandidate& chosen,
-                    const Choice& choice, const std::vector<Step>& steps, int in_slot, int out_slot,
-                    const std::string& what, LowerContext& lc) {
+                    const Choice& choice, const std::vector<Step>& steps, const std::vector<int>& in_slots,
+                    int out_slot, const std::string& what, LowerContext& lc) {
   ir::Node covered;
   covered.op = op;
   for (int n : nodes) {
@@ -191,7 +197,7 @@ Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Nod
     covered.covers.insert(covered.covers.end(), c.begin(), c.end());
   }
   covered.outputs = last.outputs;
-  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, {in_slot}, {out_slot}, chosen.launch);
+  Step step = lc.make_step(covered, chosen.name, chosen.config + ", " + choice.how, in_slots, {out_slot}, chosen.launch);
   step.launch_from_host = chosen.launch_from_host;
   step.signals_done = chosen.signals_done;
   step.candidates = choice.timings;
@@ -294,7 +300,7 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
       candidates.back().signals_done = d.batch == 1;
     }
   }
-  KernelCandidate reference = replay_candidate(steps, in_slot, out_slot, lc);
+  KernelCandidate reference = replay_candidate(steps, {in_slot}, out_slot, lc);
   if (d.batch <= kChainFirstUpToBatch) {
     candidates.push_back(std::move(reference));
   } else {
@@ -323,7 +329,7 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
   nodes.insert(nodes.end(), m.views.begin(), m.views.end());
   nodes.push_back(m.dense);
   nodes.insert(nodes.end(), m.tail.begin(), m.tail.end());
-  Step step = replacing_step("ConvChain", nodes, last, chosen, choice, steps, in_slot, out_slot, what, lc);
+  Step step = replacing_step("ConvChain", nodes, last, chosen, choice, steps, {in_slot}, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats) +
                           double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW);
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.w.size());
@@ -406,7 +412,7 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   }
   const int in_slot = lc.slot(first.input(0));
   const int out_slot = lc.slot(last.outputs.at(0));
-  candidates.push_back(replay_candidate(steps, in_slot, out_slot, lc));
+  candidates.push_back(replay_candidate(steps, {in_slot}, out_slot, lc));
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(in_shape)};
   shapes.output_floats = ir::numel(output_shape(lc, last));
@@ -419,7 +425,7 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   std::vector<int> nodes = m.views;
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
-  Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, in_slot, out_slot, what, lc);
+  Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, {in_slot}, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
   return {std::move(step)};
@@ -469,7 +475,7 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
   }
   const int in_slot = lc.slot(m.x);
   const int out_slot = lc.slot(mul.outputs.at(0));
-  candidates.push_back(replay_candidate(steps, in_slot, out_slot, lc));
+  candidates.push_back(replay_candidate(steps, {in_slot}, out_slot, lc));
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(x)};
   shapes.output_floats = ir::numel(x);
@@ -483,7 +489,7 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
     lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
     return steps;
   }
-  Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, chosen, choice, steps, in_slot,
+  Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, chosen, choice, steps, {in_slot},
                              out_slot, what, lc);
   step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
   return {std::move(step)};
@@ -508,6 +514,64 @@ std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vec
   }
   for (Step& s : tail_steps) out.push_back(std::move(s));
   return out;
+}
+
+std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> steps, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& dw = g.nodes[static_cast<size_t>(m.dw)];
+  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
+  const std::string what = fmt::format("depthwise + pointwise {} .. {}", ir::node_short_name(dw), ir::node_short_name(pw));
+  const ConvStep a = describe_conv(dw, lc);
+  const ConvStep b = describe_conv(pw, lc);
+  kernels::DwPwDesc d;
+  d.dw = a.layer.g;
+  d.F = b.layer.g.F;
+  d.w_dw = lc.weight(dw.input(1));
+  d.b_dw = a.layer.e.bias;
+  d.dw_act = a.layer.e.param_act;
+  d.dw_alpha = a.layer.e.alpha;
+  d.dw_beta = a.layer.e.beta;
+  d.w_pw = lc.weight(pw.input(1));
+  d.pw = b.layer.e;
+  d.residual = b.layer.residual;
+  std::string why;
+  if (!kernels::dw_pw_supports(d, &why)) {
+    lc.note(fmt::format("{}: separate steps ({})", what, why));
+    return steps;
+  }
+  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  const std::vector<kernels::DwPwVariant> variants = kernels::dw_pw_variants(d, optin, lc.context.device.arch());
+  if (variants.empty()) {
+    lc.note(fmt::format("{}: separate steps ({} channels: no tile fits shared memory)", what, d.dw.C));
+    return steps;
+  }
+  std::vector<KernelCandidate> candidates;
+  for (const kernels::DwPwVariant& v : variants) {
+    candidates.push_back({v.name,
+                          fmt::format("{}x{} pixels x {} filters a block{}", v.th, v.tw, v.fb,
+                                      v.ranks > 1 ? fmt::format(", clusters of {}", v.ranks) : std::string()),
+                          [v, d, optin](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_dw_pw(v, in[0], d.residual ? in[1] : nullptr, out[0], d, optin, s);
+                          }});
+  }
+  std::vector<int> in_slots = {lc.slot(dw.input(0))};
+  if (d.residual) in_slots.push_back(lc.slot(pw.input(ir::fused::kResidualInput)));
+  const int out_slot = lc.slot(pw.outputs.at(0));
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(g.shape_of(dw.input(0)))};
+  if (d.residual) shapes.input_floats.push_back(b.layer.conv_floats());
+  shapes.output_floats = b.layer.out_floats();
+  const Choice choice = choose_kernel(lc, "dw_pw [" + a.signature + "] [" + b.signature + "]", candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  Step step = replacing_step("DepthwisePointwise", {m.dw, m.pw}, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
+                          double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
+  return {std::move(step)};
 }
 
 }  // namespace cnnrt::plan

@@ -1,6 +1,7 @@
 // Fusion across nodes decided by measurement: the one-launch chain kernel (kernels/conv_chain.cuh) as an
 // alternative to a LeNet-class chain's steps, the dense chain kernel to a dense head's, the squeeze-excitation
-// kernel to a gate's. The planner decides it here, in one place, before anything reaches the plan.
+// kernel to a gate's, the depthwise + pointwise kernel to a MobileNet pair's. The planner decides it here, in one
+// place, before anything reaches the plan.
 #pragma once
 
 #include <vector>
@@ -25,5 +26,9 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::v
 // The steps the plan gets for a squeeze-and-excitation gate `match` (its four nodes lowered one by one in
 // `steps`): one launch of the gate kernel where a variant of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, std::vector<Step> steps, LowerContext& lc);
+
+// The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
+// `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
+std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
 
 }  // namespace cnnrt::plan

@@ -312,7 +312,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm, Gemms) is lowered node by
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
   // whichever measures faster; a dense head (two or three Gemms in a row, or a global average pool and Gemms)
-  // likewise to the dense chain kernel, and a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel.
+  // likewise to the dense chain kernel, a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel, and a
+  // depthwise convolution with the pointwise one after it to the pair kernel.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -345,6 +346,11 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     if (const std::optional<passes::SqueezeExciteMatch> se = passes::match_squeeze_excite(g, static_cast<int>(i))) {
       lower_fused(node, {se->pool, se->fc1, se->fc2, se->mul},
                   [&](std::vector<Step> steps) { return lower_squeeze_excite(*se, std::move(steps), lower); });
+      continue;
+    }
+    if (const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, static_cast<int>(i))) {
+      lower_fused(node, {pair->dw, pair->pw},
+                  [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
       continue;
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
