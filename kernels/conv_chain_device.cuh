@@ -31,6 +31,19 @@ __device__ __forceinline__ void cluster_wait(int ranks) {
   if (ranks > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
+// wait_for_prior_grid() for a kernel whose ranks store into each other's shared memory: the cluster barrier's
+// arrive before the prior grid's end, its wait after, so that every rank has started before any rank stores into
+// it, and the barrier costs nothing beyond the wait. (Compute capability 9.0; below it, the plain wait.)
+__device__ __forceinline__ void wait_for_prior_grid_in_cluster(int ranks) {
+#if !CNNRT_ARCH_BELOW(900)
+  cluster_arrive_relaxed(ranks);
+#endif
+  wait_for_prior_grid();
+#if !CNNRT_ARCH_BELOW(900)
+  cluster_wait(ranks);
+#endif
+}
+
 // An mbarrier in shared memory: initialised by one thread (arrival count `count`), the initialisation
 // published to the cluster by fence_mbarrier_init and a cluster barrier.
 __device__ __forceinline__ uint32_t shared_address(const void* p) {

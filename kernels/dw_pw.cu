@@ -110,15 +110,7 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   for (int i = tid; i < C * KK; i += T) cp_async_4(w_dw + i, d.w_dw + i, true);
   for (int i = tid; i < C; i += T) cp_async_4(b_dw + i, d.b_dw ? d.b_dw + i : d.w_dw, d.b_dw != nullptr);
   cp_async_commit();
-  // Every rank has started before any rank stores into it: the cluster barrier's arrive before the prior grid's
-  // end, its wait after.
-#if !CNNRT_ARCH_BELOW(900)
-  chain_detail::cluster_arrive_relaxed(R);
-#endif
-  wait_for_prior_grid();
-#if !CNNRT_ARCH_BELOW(900)
-  chain_detail::cluster_wait(R);
-#endif
+  chain_detail::wait_for_prior_grid_in_cluster(R);  // every rank has started before any rank stores into it
 
   // 1. The input tile with its halo, this block's channels; zeros outside the image.
   const int iy0 = tile_y * p.th * g.stride_h - g.pad_top, ix0 = tile_x * TW * g.stride_w - g.pad_left;

@@ -146,15 +146,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
     w1 = smem + L.w1;
     w2 = smem + L.w2;
   }
-  // Every rank has started before any rank stores into it: the cluster barrier's arrive before the prior grid's
-  // end, its wait after.
-#if !CNNRT_ARCH_BELOW(900)
-  chain_detail::cluster_arrive_relaxed(ranks);
-#endif
-  wait_for_prior_grid();
-#if !CNNRT_ARCH_BELOW(900)
-  chain_detail::cluster_wait(ranks);
-#endif
+  chain_detail::wait_for_prior_grid_in_cluster(ranks);  // every rank has started before any rank stores into it
 
   // 1. The means of this block's channels, into every rank.
   const float inv = 1.0f / static_cast<float>(S);

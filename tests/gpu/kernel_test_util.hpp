@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -101,6 +102,50 @@ inline int64_t product(const ir::Shape& shape, size_t first = 0, size_t last = S
   int64_t result = 1;
   for (size_t i = first; i < shape.size() && i < last; ++i) result *= shape[i];
   return result;
+}
+
+// A fused kernel's planner test on a zoo model (input [batch, 3, size, size]): planned with each of `forced` (the
+// fused kernel's name, then `separate_steps`) at each batch, the plan has `count` notes starting with `note`, of
+// which the fused kernel runs `count` where it is forced and the batch is at most `fused_up_to_batch` (else none),
+// and the output matches the CPU backend's on random inputs.
+struct FusedPlanCheck {
+  std::string model;
+  int64_t size = 0;
+  std::string kernel;  // the fused kernel's name (and what --force-kernel gets)
+  std::string note;    // how the plan's notes name the fused nodes
+  size_t count = 0;
+  std::vector<int64_t> batches = {1, 5, 64};
+  int64_t fused_up_to_batch = INT64_MAX;
+  uint32_t seed = 31;
+};
+
+inline void check_fused_plans(const FusedPlanCheck& c) {
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const std::string path = repo_path("models/zoo/" + c.model + "/model.onnx");
+  const Model cpu_model = Model::load(path, cpu_options);
+  for (const std::string forced : {c.kernel, std::string("separate_steps")}) {
+    set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
+    const Model model = Model::load(path, forced_gpu_options(forced));
+    for (int64_t batch : c.batches) {
+      const std::string plan = model.describe_plan(batch);
+      auto count = [&plan](const std::string& text) {
+        size_t n = 0;
+        for (size_t at = plan.find(text); at != std::string::npos; at = plan.find(text, at + 1)) ++n;
+        return n;
+      };
+      const std::string what = c.model + " " + forced + " batch " + std::to_string(batch);
+      CHECK_MESSAGE(count("note: " + c.note) == c.count, what << ":\n" << plan);
+      const size_t fused = forced == c.kernel && batch <= c.fused_up_to_batch ? c.count : 0u;
+      CHECK_MESSAGE(count("one launch, " + c.kernel) == fused, what << ":\n" << plan);
+      const size_t n = static_cast<size_t>(batch * 3 * c.size * c.size);
+      const Tensor x{{batch, 3, c.size, c.size}, random_floats(n, c.seed + static_cast<uint32_t>(batch))};
+      const Tensor gpu = Context(model).run({x})[0];
+      const Tensor cpu = Context(cpu_model).run({x})[0];
+      CHECK_MESSAGE(relative_error(gpu.data, cpu.data) < kTolerance, what);
+    }
+    set_log_level(LogLevel::Warn);
+  }
 }
 
 }  // namespace cnnrt::testing

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -127,35 +126,8 @@ TEST_CASE("depthwise + pointwise: odd sizes, strides, paddings and activations")
 // mobilenet_v1's 13 pairs and mobilenet_v2's 17: forced to the kernel they run as one step each and match the CPU
 // backend; forced to their steps, two steps each; batch 64 leaves every pair apart (beyond the kernel's batches).
 TEST_CASE("depthwise + pointwise: the planner runs the zoo MobileNets' pairs as one step each, or as their steps") {
-  for (const auto& [name, pairs, size] : {std::tuple<std::string, size_t, int64_t>{"mobilenet_v1", 13, 128},
-                                          std::tuple<std::string, size_t, int64_t>{"mobilenet_v2", 17, 96}}) {
-    Options cpu_options;
-    cpu_options.device = Device::Cpu;
-    const std::string path = repo_path("models/zoo/" + name + "/model.onnx");
-    const Model cpu_model = Model::load(path, cpu_options);
-    for (const std::string forced : {"dw_pw", "separate_steps"}) {
-      set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
-      const Model model = Model::load(path, forced_gpu_options(forced));
-      for (int64_t batch : {1, 5, 64}) {
-        const std::string plan = model.describe_plan(batch);
-        auto count = [&plan](const std::string& text) {
-          size_t n = 0;
-          for (size_t at = plan.find(text); at != std::string::npos; at = plan.find(text, at + 1)) ++n;
-          return n;
-        };
-        const std::string what = name + " " + forced + " batch " + std::to_string(batch);
-        CHECK_MESSAGE(count("note: depthwise + pointwise") == pairs, what << ":\n" << plan);
-        const size_t fused = forced == "dw_pw" && batch <= 16 ? pairs : 0u;
-        CHECK_MESSAGE(count("one launch, dw_pw") == fused, what << ":\n" << plan);
-        Tensor x{{batch, 3, size, size},
-                 random_floats(static_cast<size_t>(batch * 3 * size * size), 41 + static_cast<uint32_t>(batch))};
-        const Tensor gpu = Context(model).run({x})[0];
-        const Tensor cpu = Context(cpu_model).run({x})[0];
-        CHECK_MESSAGE(relative_error(gpu.data, cpu.data) < kTolerance, what);
-      }
-      set_log_level(LogLevel::Warn);
-    }
-  }
+  check_fused_plans({"mobilenet_v1", 128, "dw_pw", "depthwise + pointwise", 13, {1, 5, 64}, 16, 41});
+  check_fused_plans({"mobilenet_v2", 96, "dw_pw", "depthwise + pointwise", 17, {1, 5, 64}, 16, 41});
 }
 
 }  // namespace cnnrt::testing

@@ -116,35 +116,8 @@ TEST_CASE("squeeze-excitation: odd sizes, activations, without biases") {
 // mobilenet_v3_small's nine gates (ReLU, HardSigmoid) and efficientnet_b0_small's ten (SiLU, Sigmoid): forced to
 // the kernel they run as one step each and match the CPU backend; forced to their steps, four steps each.
 TEST_CASE("squeeze-excitation: the planner runs zoo models' gates as one step each, or as their steps") {
-  for (const auto& [name, gates] : {std::pair<std::string, size_t>{"mobilenet_v3_small", 9},
-                                    std::pair<std::string, size_t>{"efficientnet_b0_small", 10}}) {
-    Options cpu_options;
-    cpu_options.device = Device::Cpu;
-    const std::string path = repo_path("models/zoo/" + name + "/model.onnx");
-    const Model cpu_model = Model::load(path, cpu_options);
-    for (const std::string forced : {"squeeze_excite", "separate_steps"}) {
-      set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
-      const Model model = Model::load(path, forced_gpu_options(forced));
-      for (int64_t batch : {1, 5, 64}) {
-        const std::string plan = model.describe_plan(batch);
-        auto count = [&plan](const std::string& text) {
-          size_t n = 0;
-          for (size_t at = plan.find(text); at != std::string::npos; at = plan.find(text, at + 1)) ++n;
-          return n;
-        };
-        const std::string what = name + " " + forced + " batch " + std::to_string(batch);
-        CHECK_MESSAGE(count("note: squeeze-excitation") == gates, what << ":\n" << plan);
-        CHECK_MESSAGE(count("one launch, squeeze_excite") == (forced == "squeeze_excite" ? gates : 0u),
-                      what << ":\n" << plan);
-        Tensor x{{batch, 3, 128, 128},
-                 random_floats(static_cast<size_t>(batch) * 3 * 128 * 128, 31 + static_cast<uint32_t>(batch))};
-        const Tensor gpu = Context(model).run({x})[0];
-        const Tensor cpu = Context(cpu_model).run({x})[0];
-        CHECK_MESSAGE(relative_error(gpu.data, cpu.data) < kTolerance, what);
-      }
-      set_log_level(LogLevel::Warn);
-    }
-  }
+  check_fused_plans({"mobilenet_v3_small", 128, "squeeze_excite", "squeeze-excitation", 9});
+  check_fused_plans({"efficientnet_b0_small", 128, "squeeze_excite", "squeeze-excitation", 10});
 }
 
 }  // namespace cnnrt::testing
