@@ -108,7 +108,8 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
     }
   }
   for (int i = tid; i < C * KK; i += T) cp_async_4(w_dw + i, d.w_dw + i, true);
-  for (int i = tid; i < C; i += T) cp_async_4(b_dw + i, d.b_dw ? d.b_dw + i : d.w_dw, d.b_dw != nullptr);
+  const float* dw_bias = d.dw_epilogue.bias;
+  for (int i = tid; i < C; i += T) cp_async_4(b_dw + i, dw_bias ? dw_bias + i : d.w_dw, dw_bias != nullptr);
   cp_async_commit();
   chain_detail::wait_for_prior_grid_in_cluster(R);  // every rank has started before any rank stores into it
 
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
       for (int ky = 0; ky < g.KH; ++ky) {
         for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
       }
-      v = param_activate(acc + b_dw[c], d.dw_act, d.dw_alpha, d.dw_beta);
+      v = activate<Act::Param>(acc + b_dw[c], d.dw_epilogue);
     }
     if (R == 1) {
       dw_out[i] = v;
@@ -221,13 +222,14 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
 
   // 4. Epilogue: + bias, + residual, activation; stored where the pixel and filter exist.
   const int q0 = pg * RP;
-  const int oy = tile_y * p.th + p.tile_w.div(q0), ox0 = tile_x * TW + (q0 - p.tile_w.div(q0) * TW);
+  const int qy = p.tile_w.div(q0);
+  const int oy = tile_y * p.th + qy, ox0 = tile_x * TW + (q0 - qy * TW);
   if (oy >= g.OH) return;
 #pragma unroll
   for (int r = 0; r < RF; ++r) {
     const int f = f0 + fg * RF + r;
     if (f >= F) continue;
-    const float b = d.pw.bias ? __ldg(d.pw.bias + f) : 0.0f;
+    const float b = d.pw_epilogue.bias ? __ldg(d.pw_epilogue.bias + f) : 0.0f;
     const int64_t row = ((static_cast<int64_t>(n) * F + f) * g.OH + oy) * g.OW;
 #pragma unroll
     for (int k = 0; k < RP; ++k) {
@@ -235,7 +237,7 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
       if (ox >= g.OW) continue;
       float v = acc[r][k] + b;
       if (p.residual) v += __ldg(p.residual + row + ox);
-      y[row + ox] = param_activate(v, d.pw.param_act, d.pw.alpha, d.pw.beta);
+      y[row + ox] = activate<Act::Param>(v, d.pw_epilogue);
     }
   }
 }
@@ -276,7 +278,8 @@ bool dw_pw_supports(const DwPwDesc& d, std::string* why) {
   if (g.KH > 7 || g.KW > 7) return no(fmt::format("{}x{} depthwise filters (at most 7x7)", g.KH, g.KW));
   if (g.stride_h > 2 || g.stride_w > 2) return no("depthwise stride above 2");
   if (g.dil_h != 1 || g.dil_w != 1) return no("dilated depthwise filters");
-  if (d.pw.pool.kind != FusedPool::None) return no("a pool after the pointwise layer");
+  if (d.dw_epilogue.pool.kind != FusedPool::None) return no("a pool after the depthwise layer");
+  if (d.pw_epilogue.pool.kind != FusedPool::None) return no("a pool after the pointwise layer");
   if (g.N > kMaxBatch) return no(fmt::format("batch {} (the pair kernel runs batches up to {})", g.N, kMaxBatch));
   if (int64_t(g.N) * std::max(g.C, d.F) * std::max<int64_t>(int64_t(g.H) * g.W, int64_t(g.OH) * g.OW) >= (int64_t(1) << 31)) {
     return no("tensors beyond 32-bit offsets");

@@ -33,11 +33,9 @@ struct DwPwDesc {
   ConvGeometry dw;            // the depthwise layer: groups == C == F
   int F = 1;                  // the pointwise layer's outputs
   const float* w_dw = nullptr;  // [C][KH][KW]
-  const float* b_dw = nullptr;  // [C], or null
-  ParamAct dw_act = ParamAct::None;
-  float dw_alpha = 0.0f, dw_beta = 0.0f;
+  Epilogue dw_epilogue;         // the depthwise layer's bias and activation (no pool; it takes no residual)
   const float* w_pw = nullptr;  // [F][C]
-  Epilogue pw;                  // the pointwise layer's bias and activation (no pool); e.residual bound per launch
+  Epilogue pw_epilogue;         // the pointwise layer's bias and activation (no pool); its residual bound per launch
   bool residual = false;        // whether launches add a residual operand [N, F, OH, OW]
 };
 

@@ -124,7 +124,7 @@ inline void check_fused_plans(const FusedPlanCheck& c) {
   cpu_options.device = Device::Cpu;
   const std::string path = repo_path("models/zoo/" + c.model + "/model.onnx");
   const Model cpu_model = Model::load(path, cpu_options);
-  for (const std::string forced : {c.kernel, std::string("separate_steps")}) {
+  for (const std::string& forced : {c.kernel, std::string("separate_steps")}) {
     set_log_level(LogLevel::Off);  // --force-kernel warns for every conv it cannot force
     const Model model = Model::load(path, forced_gpu_options(forced));
     for (int64_t batch : c.batches) {

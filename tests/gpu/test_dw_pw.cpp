@@ -62,19 +62,15 @@ int check_dw_pw(const PairCase& pc, uint32_t seed) {
   d.dw = kernels::ConvGeometry{B, C, pc.h, pc.w, C, K, K, OH, OW, s, s, pc.pad_top, pc.pad_left, pc.pad_bottom,
                                pc.pad_right, 1, 1, C};
   d.F = F;
-  kernels::Epilogue e1;
-  set_test_activation(e1, pc.dw_act);
-  d.dw_act = e1.param_act;
-  d.dw_alpha = e1.alpha;
-  d.dw_beta = e1.beta;
-  set_test_activation(d.pw, pc.pw_act);
+  set_test_activation(d.dw_epilogue, pc.dw_act);
+  set_test_activation(d.pw_epilogue, pc.pw_act);
   d.residual = pc.residual;
   const DeviceBuffer dwd(wd.float_values()), dbd(bd.float_values()), dwp(wp.float_values()), dbp(bp.float_values());
   const DeviceBuffer dx(x.float_values()), dres(res.float_values());
   d.w_dw = dwd.get();
-  d.b_dw = pc.biases ? dbd.get() : nullptr;
+  d.dw_epilogue.bias = pc.biases ? dbd.get() : nullptr;
   d.w_pw = dwp.get();
-  d.pw.bias = pc.biases ? dbp.get() : nullptr;
+  d.pw_epilogue.bias = pc.biases ? dbp.get() : nullptr;
   const int optin = static_cast<int>(gpu::current_device().smem_per_block_optin);
   int ran = 0;
   for (const kernels::DwPwVariant& v : kernels::dw_pw_variants(d, optin, gpu::current_device().arch())) {

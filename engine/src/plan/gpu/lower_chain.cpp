@@ -114,7 +114,8 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vect
   struct Ref {
     enum Kind { ChainInput, ChainOutput, Fixed, Workspace } kind = Fixed;
     const float* pointer = nullptr;  // Fixed
-    int64_t offset = 0;              // Workspace, floats; ChainInput: which
+    int64_t offset = 0;              // Workspace, floats
+    size_t input = 0;                // ChainInput: which of the chain's inputs
   };
   std::map<int, int64_t> offsets;
   int64_t workspace = 0;
@@ -123,7 +124,7 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vect
     const Slot& s = lc.slot_info(slot);
     if (auto at = std::find(in_slots.begin(), in_slots.end(), slot); at != in_slots.end()) {
       r.kind = Ref::ChainInput;
-      r.offset = at - in_slots.begin();
+      r.input = static_cast<size_t>(at - in_slots.begin());
     } else if (slot == out_slot) {
       r.kind = Ref::ChainOutput;
     } else if (s.kind == SlotKind::Weight) {
@@ -159,7 +160,7 @@ KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vect
     float* work = const_cast<float*>(in[n_in]);  // the tuner's workspace follows the data inputs
     auto resolve = [&](const Ref& r) -> float* {
       switch (r.kind) {
-        case Ref::ChainInput: return const_cast<float*>(in[r.offset]);
+        case Ref::ChainInput: return const_cast<float*>(in[r.input]);
         case Ref::ChainOutput: return out[0];
         case Ref::Workspace: return work + r.offset;
         default: return const_cast<float*>(r.pointer);
@@ -527,12 +528,9 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   d.dw = a.layer.g;
   d.F = b.layer.g.F;
   d.w_dw = lc.weight(dw.input(1));
-  d.b_dw = a.layer.e.bias;
-  d.dw_act = a.layer.e.param_act;
-  d.dw_alpha = a.layer.e.alpha;
-  d.dw_beta = a.layer.e.beta;
+  d.dw_epilogue = a.layer.e;
   d.w_pw = lc.weight(pw.input(1));
-  d.pw = b.layer.e;
+  d.pw_epilogue = b.layer.e;
   d.residual = b.layer.residual;
   std::string why;
   if (!kernels::dw_pw_supports(d, &why)) {
