@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/conv_registry.hpp"
+#include "ir/fused.hpp"
 #include "kernels/layer.hpp"
 #include "plan/gpu/planner.hpp"
 
@@ -26,6 +27,15 @@ struct KernelActivation {
   float alpha = 0.0f, beta = 0.0f;  // LeakyRelu slope; Clip min and max
 };
 KernelActivation kernel_activation(const ir::Node& fused);
+// The same for an activation node's (ir::fused::activation_of).
+KernelActivation kernel_activation(const ir::fused::Activation& activation);
+
+// A MaxPool or AveragePool node's window over its input map [channels, H, W] (a 1-D pool: H = 1).
+struct PoolWindow {
+  int channels = 1, H = 1, W = 1;
+  kernels::PoolGeometry pool;  // kind, window, padding, output extents (PH, PW)
+};
+PoolWindow describe_pool(const ir::Node& node, LowerContext& lc);
 
 // What the kernel families may use on the plan's device.
 kernels::DeviceCaps device_caps(const gpu::DeviceInfo& device);

@@ -80,12 +80,9 @@ kernels::ChainConv chain_conv(const ConvStep& cs, const float* weights) {
   return {cs.layer.g, cs.layer.e, weights};
 }
 
-// Gemm's B as [N][K] with alpha folded in, and beta * C as [N] (empty when there is no C).
-struct DenseWeights {
-  int64_t n = 0, k = 0;
-  std::vector<float> w, bias;
-};
+}  // namespace
 
+// Gemm's B as [N][K] with alpha folded in, and beta * C as [N] (empty when there is no C).
 DenseWeights dense_weights(const ir::Node& d, const ir::Graph& g) {
   const ir::HostTensor& b = *g.constant_of(d.input(1));
   const bool trans_b = d.attrs.get_int("transB", 0) != 0;
@@ -106,74 +103,80 @@ DenseWeights dense_weights(const ir::Node& d, const ir::Graph& g) {
   return out;
 }
 
-// The steps a chain was lowered to, replayed with their intermediates in one workspace: the reference
-// candidate. `in[0..]` are the chain's inputs (the slots `in_slots`, in order), then the workspace; `out[0]` its
-// output.
-KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vector<int>& in_slots, int out_slot,
-                                 LowerContext& lc) {
-  struct Ref {
-    enum Kind { ChainInput, ChainOutput, Fixed, Workspace } kind = Fixed;
-    const float* pointer = nullptr;  // Fixed
-    int64_t offset = 0;              // Workspace, floats
-    size_t input = 0;                // ChainInput: which of the chain's inputs
-  };
-  std::map<int, int64_t> offsets;
-  int64_t workspace = 0;
-  auto ref = [&](int slot) {
-    Ref r;
-    const Slot& s = lc.slot_info(slot);
-    if (auto at = std::find(in_slots.begin(), in_slots.end(), slot); at != in_slots.end()) {
-      r.kind = Ref::ChainInput;
-      r.input = static_cast<size_t>(at - in_slots.begin());
-    } else if (slot == out_slot) {
-      r.kind = Ref::ChainOutput;
-    } else if (s.kind == SlotKind::Weight) {
-      r.pointer = s.weight;
-    } else {
-      CNNRT_CHECK(s.kind == SlotKind::Arena, ErrorCode::Internal, "chain step reads graph input or output '{}'", s.name);
-      auto [it, added] = offsets.emplace(slot, workspace);
-      if (added) workspace += (s.bytes / 4 + 63) / 64 * 64;  // 256-byte aligned regions
-      r.kind = Ref::Workspace;
-      r.offset = it->second;
-    }
-    return r;
-  };
+
+TuningLayout::TuningLayout(std::vector<int> in_slots, int out_slot, const SlotAliases* aliases, LowerContext& lc)
+    : in_slots_(std::move(in_slots)), out_slot_(out_slot), aliases_(aliases), lc_(lc) {}
+
+TuningLayout::Ref TuningLayout::ref(int slot) {
+  int64_t bytes = 0;
+  if (aliases_) {
+    if (auto at = aliases_->find(slot); at != aliases_->end()) std::tie(slot, bytes) = at->second;
+  }
+  Ref r;
+  r.offset = bytes / static_cast<int64_t>(sizeof(float));
+  const Slot& s = lc_.slot_info(slot);
+  if (auto at = std::find(in_slots_.begin(), in_slots_.end(), slot); at != in_slots_.end()) {
+    r.kind = Ref::Input;
+    r.input = static_cast<size_t>(at - in_slots_.begin());
+  } else if (slot == out_slot_) {
+    r.kind = Ref::Output;
+  } else if (s.kind == SlotKind::Weight) {
+    r.pointer = s.weight;
+  } else {
+    CNNRT_CHECK(s.kind == SlotKind::Arena, ErrorCode::Internal, "fused steps read graph input or output '{}'", s.name);
+    auto [it, added] = regions_.emplace(slot, workspace_);
+    if (added) workspace_ += (s.bytes / 4 + 63) / 64 * 64;  // 256-byte aligned regions
+    r.kind = Ref::Workspace;
+    r.offset += it->second;
+  }
+  return r;
+}
+
+float* TuningLayout::resolve(const Ref& r, const float* const* in, size_t n_in, float* const* out) {
+  switch (r.kind) {
+    case Ref::Input: return const_cast<float*>(in[r.input]) + r.offset;
+    case Ref::Output: return out[0] + r.offset;
+    case Ref::Workspace: return const_cast<float*>(in[n_in]) + r.offset;  // the workspace follows the inputs
+    default: return const_cast<float*>(r.pointer);
+  }
+}
+
+LaunchFn replay_launch(const std::vector<Step>& steps, TuningLayout& layout) {
   struct Replayed {
     LaunchFn launch;
-    std::vector<Ref> in, out;
+    std::vector<TuningLayout::Ref> in, out;
   };
   auto replay = std::make_shared<std::vector<Replayed>>();
   for (const Step& step : steps) {
     Replayed r{step.launch, {}, {}};
-    for (int s : step.inputs) r.in.push_back(ref(s));
-    for (int s : step.outputs) r.out.push_back(ref(s));
+    for (int s : step.inputs) r.in.push_back(layout.ref(s));
+    for (int s : step.outputs) r.out.push_back(layout.ref(s));
     replay->push_back(std::move(r));
   }
+  const size_t n_in = layout.inputs();
+  return [replay, n_in](const float* const* in, float* const* out, Stream s) {
+    std::vector<const float*> ins;
+    std::vector<float*> outs;
+    for (const Replayed& r : *replay) {
+      ins.clear();
+      outs.clear();
+      for (const TuningLayout::Ref& x : r.in) ins.push_back(TuningLayout::resolve(x, in, n_in, out));
+      for (const TuningLayout::Ref& x : r.out) outs.push_back(TuningLayout::resolve(x, in, n_in, out));
+      r.launch(ins.data(), outs.data(), s);
+    }
+  };
+}
+
+KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vector<int>& in_slots, int out_slot,
+                                 LowerContext& lc, const SlotAliases* aliases) {
+  TuningLayout layout(in_slots, out_slot, aliases, lc);
   KernelCandidate c;
   c.name = "separate_steps";
   c.config = fmt::format("{} steps", steps.size());
   c.reference = true;
-  c.contender = true;  // the plan keeps the steps where they beat every variant of the chain kernel
-  c.workspace_floats = workspace;
-  const size_t n_in = in_slots.size();
-  c.launch = [replay, n_in](const float* const* in, float* const* out, Stream s) {
-    float* work = const_cast<float*>(in[n_in]);  // the tuner's workspace follows the data inputs
-    auto resolve = [&](const Ref& r) -> float* {
-      switch (r.kind) {
-        case Ref::ChainInput: return const_cast<float*>(in[r.input]);
-        case Ref::ChainOutput: return out[0];
-        case Ref::Workspace: return work + r.offset;
-        default: return const_cast<float*>(r.pointer);
-      }
-    };
-    for (const Replayed& r : *replay) {
-      std::vector<const float*> ins;
-      std::vector<float*> outs;
-      for (const Ref& x : r.in) ins.push_back(resolve(x));
-      for (const Ref& x : r.out) outs.push_back(resolve(x));
-      r.launch(ins.data(), outs.data(), s);
-    }
-  };
+  c.contender = true;  // the plan keeps the steps where they beat every fused kernel
+  c.launch = replay_launch(steps, layout);
+  c.workspace_floats = layout.workspace_floats();
   return c;
 }
 
@@ -184,6 +187,8 @@ std::string timing_text(const Choice& choice) {
   for (const Candidate& c : choice.timings) t += fmt::format("{}{} {:.2f} us", t.empty() ? "" : ", ", c.kernel, c.median_us);
   return t;
 }
+
+namespace {
 
 // The one step of the kernel `chosen` that replaces `steps`, the lowering of graph nodes `nodes` (in order;
 // `last` makes the output): it covers their ONNX nodes and counts their flops; the plan's note says so, with

@@ -4,10 +4,15 @@
 // place, before anything reaches the plan.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "passes/chain_match.hpp"
 #include "plan/gpu/planner.hpp"
+#include "plan/gpu/tuner.hpp"
 
 namespace cnnrt::plan {
 
@@ -30,5 +35,55 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, 
 // The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
+
+// What the fused kernels' lowerings (here and lower_net.cpp) share.
+
+// Per slot that lies inside another (a block of an in-place Concat): that buffer's slot and the byte offset.
+using SlotAliases = std::map<int, std::pair<int, int64_t>>;
+
+// Where the slots of a fused candidate live in a tuning run: among the candidate's inputs (in[0 .. inputs()), the
+// buffers `in_slots`), its output (out[0], slot `out_slot`), the constants, or the workspace (in[inputs()]) that holds
+// every other arena slot, a 256-byte aligned region each; a slot of `aliases` inside its buffer.
+class TuningLayout {
+ public:
+  struct Ref {
+    enum Kind { Input, Output, Fixed, Workspace } kind = Fixed;
+    const float* pointer = nullptr;  // Fixed
+    int64_t offset = 0;              // floats into the input, output or workspace
+    size_t input = 0;                // Input: which
+  };
+  TuningLayout(std::vector<int> in_slots, int out_slot, const SlotAliases* aliases, LowerContext& lc);
+  Ref ref(int slot);  // places the slot's buffer in the workspace on first sight
+  size_t inputs() const { return in_slots_.size(); }
+  int64_t workspace_floats() const { return workspace_; }
+  // The address of `r` in a tuning launch with `n_in` inputs (then the workspace) and the output `out[0]`.
+  static float* resolve(const Ref& r, const float* const* in, size_t n_in, float* const* out);
+
+ private:
+  std::vector<int> in_slots_;
+  int out_slot_;
+  const SlotAliases* aliases_;
+  LowerContext& lc_;
+  std::map<int, int64_t> regions_;
+  int64_t workspace_ = 0;
+};
+
+// `steps` launched back to back over the tuning run's buffers as `layout` places them (which it extends).
+LaunchFn replay_launch(const std::vector<Step>& steps, TuningLayout& layout);
+
+// The steps a fused kernel replaces, replayed with their intermediates in one workspace: the reference candidate
+// ("separate_steps", a contender). Its inputs are the slots `in_slots`, then the workspace; out[0] is `out_slot`.
+KernelCandidate replay_candidate(const std::vector<Step>& steps, const std::vector<int>& in_slots, int out_slot,
+                                 LowerContext& lc, const SlotAliases* aliases = nullptr);
+
+// How a choice was made, for the plan's notes: every candidate's time, fastest first, or how it was chosen.
+std::string timing_text(const Choice& choice);
+
+// Gemm's B as [N][K] with alpha folded in, and beta * C as [N] (empty when there is no C).
+struct DenseWeights {
+  int64_t n = 0, k = 0;
+  std::vector<float> w, bias;
+};
+DenseWeights dense_weights(const ir::Node& gemm, const ir::Graph& g);
 
 }  // namespace cnnrt::plan

@@ -125,8 +125,26 @@ void lower_expand(const ir::Node& node, LowerContext& lc) {
               [desc](const float* const* i, float* const* o, Stream s) { kernels::launch_expand(i[0], o[0], desc, s); });
 }
 
-// y = x * scale[c] + shift[c] with scale = gamma / sqrt(var + eps), shift = beta - mean * scale (double).
 void lower_batchnorm(const ir::Node& node, LowerContext& lc) {
+  const ir::Shape& x = input_shape(lc, node, 0);
+  const ChannelAffine affine = batchnorm_affine(node, lc);
+  const float* scale_d = affine.scale;
+  const float* shift_d = affine.shift;
+  const int64_t batch = x[0], channels = x[1], inner = product(x, 2);
+  const std::optional<ir::fused::Activation> fused_act = ir::fused::fused_activation(node);
+  const KernelActivation act = kernel_activation(node);  // ParamAct::None for a plain BatchNormalization
+  const std::string kind = fused_act ? "channel_affine+" + fused_act->op : "channel_affine";
+  lc.add_step(node, kind, fmt::format("{} channels", channels), {lc.slot(node.input(0))}, output_slots(lc, node),
+              [=](const float* const* in, float* const* out, Stream s) {
+                kernels::launch_channel_affine(in[0], scale_d, shift_d, out[0], batch, channels, inner, s, act.act,
+                                               act.alpha, act.beta);
+              });
+}
+
+}  // namespace
+
+// y = x * scale[c] + shift[c] with scale = gamma / sqrt(var + eps), shift = beta - mean * scale (double).
+ChannelAffine batchnorm_affine(const ir::Node& node, LowerContext& lc) {
   const ir::Shape& x = input_shape(lc, node, 0);
   CNNRT_CHECK(x.size() >= 2, ErrorCode::Unsupported, "BatchNormalization of a rank-{} input", x.size());
   const float eps = node.attrs.get_float("epsilon", 1e-5f);
@@ -142,20 +160,8 @@ void lower_batchnorm(const ir::Node& node, LowerContext& lc) {
     scale[c] = static_cast<float>(s);
     shift[c] = static_cast<float>(beta->value_at(c) - mean->value_at(c) * s);
   }
-  const float* scale_d = lc.context.weights.upload(scale, "bn_scale");
-  const float* shift_d = lc.context.weights.upload(shift, "bn_shift");
-  const int64_t batch = x[0], inner = product(x, 2);
-  const std::optional<ir::fused::Activation> fused_act = ir::fused::fused_activation(node);
-  const KernelActivation act = kernel_activation(node);  // ParamAct::None for a plain BatchNormalization
-  const std::string kind = fused_act ? "channel_affine+" + fused_act->op : "channel_affine";
-  lc.add_step(node, kind, fmt::format("{} channels", channels), {lc.slot(node.input(0))}, output_slots(lc, node),
-              [=](const float* const* in, float* const* out, Stream s) {
-                kernels::launch_channel_affine(in[0], scale_d, shift_d, out[0], batch, channels, inner, s, act.act,
-                                               act.alpha, act.beta);
-              });
+  return {lc.context.weights.upload(scale, "bn_scale"), lc.context.weights.upload(shift, "bn_shift")};
 }
-
-}  // namespace
 
 std::vector<LoweringEntry> elementwise_lowerings() {
   std::vector<LoweringEntry> entries;

@@ -34,6 +34,12 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
                      const TuneShapes& shapes);
 
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
+// An inference BatchNormalization (or FusedBatchNormalization) as y = x * scale[c] + shift[c]: both uploaded.
+struct ChannelAffine {
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+};
+ChannelAffine batchnorm_affine(const ir::Node& node, LowerContext& lc);
 std::vector<int> output_slots(LowerContext& lc, const ir::Node& node);
 
 // Step with a launch that only needs the stream and the resolved pointers.

@@ -218,23 +218,56 @@ void lower_global_pool(const ir::Node& node, LowerContext& lc) {
 
 }  // namespace
 
-KernelActivation kernel_activation(const ir::Node& fused) {
+KernelActivation kernel_activation(const ir::fused::Activation& a) {
   KernelActivation k;
-  const std::optional<ir::fused::Activation> a = ir::fused::fused_activation(fused);
-  if (!a) return k;
-  k.alpha = a->alpha;
-  k.beta = a->beta;
-  if (a->op == "Relu") k.act = kernels::ParamAct::Relu;
-  else if (a->op == "LeakyRelu") k.act = kernels::ParamAct::LeakyRelu;
-  else if (a->op == "Clip") k.act = kernels::ParamAct::Clip;
-  else if (a->op == "Sigmoid") k.act = kernels::ParamAct::Sigmoid;
-  else if (a->op == "Tanh") k.act = kernels::ParamAct::Tanh;
-  else if (a->op == "HardSigmoid") k.act = kernels::ParamAct::HardSigmoid;
-  else if (a->op == "HardSwish") k.act = kernels::ParamAct::HardSwish;
-  else if (a->op == "Swish") k.act = kernels::ParamAct::Swish;
-  else if (a->op == "Gelu") k.act = kernels::ParamAct::Gelu;
-  else fail(ErrorCode::Internal, "{}: unknown fused activation '{}'", ir::node_label(fused), a->op);
+  k.alpha = a.alpha;
+  k.beta = a.beta;
+  if (a.op == "Relu") k.act = kernels::ParamAct::Relu;
+  else if (a.op == "LeakyRelu") k.act = kernels::ParamAct::LeakyRelu;
+  else if (a.op == "Clip") k.act = kernels::ParamAct::Clip;
+  else if (a.op == "Sigmoid") k.act = kernels::ParamAct::Sigmoid;
+  else if (a.op == "Tanh") k.act = kernels::ParamAct::Tanh;
+  else if (a.op == "HardSigmoid") k.act = kernels::ParamAct::HardSigmoid;
+  else if (a.op == "HardSwish") k.act = kernels::ParamAct::HardSwish;
+  else if (a.op == "Swish") k.act = kernels::ParamAct::Swish;
+  else if (a.op == "Gelu") k.act = kernels::ParamAct::Gelu;
+  else fail(ErrorCode::Internal, "unknown fused activation '{}'", a.op);
   return k;
+}
+
+KernelActivation kernel_activation(const ir::Node& fused) {
+  const std::optional<ir::fused::Activation> a = ir::fused::fused_activation(fused);
+  if (!a) return {};
+  try {
+    return kernel_activation(*a);
+  } catch (const Error& e) {
+    rethrow_with_prefix(e, ir::node_label(fused));
+  }
+}
+
+PoolWindow describe_pool(const ir::Node& node, LowerContext& lc) {
+  const ir::Shape& x = input_shape(lc, node, 0);
+  const auto [rows, cols] = rows_cols(spatial_windows(node.attrs, x, {}, true, node.op.c_str()));
+  PoolWindow w;
+  w.channels = to_int(x[1], "channels");
+  w.H = to_int(rows.input, "pool input");
+  w.W = to_int(cols.input, "pool input");
+  kernels::PoolGeometry& p = w.pool;
+  p.kind = node.op == "MaxPool" ? kernels::FusedPool::Max : kernels::FusedPool::Avg;
+  p.kh = to_int(rows.kernel, "pool kernel");
+  p.kw = to_int(cols.kernel, "pool kernel");
+  p.sh = to_int(rows.stride, "pool stride");
+  p.sw = to_int(cols.stride, "pool stride");
+  p.pad_top = to_int(rows.pad_begin, "pool pad");
+  p.pad_left = to_int(cols.pad_begin, "pool pad");
+  p.pad_bottom = to_int(rows.pad_end, "pool pad");
+  p.pad_right = to_int(cols.pad_end, "pool pad");
+  p.dil_h = to_int(rows.dilation, "pool dilation");
+  p.dil_w = to_int(cols.dilation, "pool dilation");
+  p.PH = to_int(rows.output, "pooled height");
+  p.PW = to_int(cols.output, "pooled width");
+  p.count_include_pad = node.attrs.get_int("count_include_pad", 0) != 0;
+  return w;
 }
 
 kernels::DeviceCaps device_caps(const gpu::DeviceInfo& device) {
