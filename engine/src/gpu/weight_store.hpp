@@ -24,10 +24,11 @@ class WeightStore {
   const float* upload(const std::vector<float>& values, const std::string& layout);
   // int64 indices (Gather).
   const int64_t* upload_indices(const ir::HostTensor& tensor);
+  // Device copy of plain data of a kernel (the network kernel's op table), `key` naming its kind.
+  const void* upload_bytes(const void* data, size_t bytes, const std::string& key);
   int64_t bytes() const;
 
  private:
-  const void* upload_bytes(const void* data, size_t bytes, const std::string& key);
   mutable std::mutex mutex_;
   std::map<std::string, DeviceAllocation> buffers_;  // key: layout + size + content hash
   int64_t bytes_ = 0;

@@ -14,6 +14,7 @@
 #include "ir/ops.hpp"
 #include "passes/chain_match.hpp"
 #include "plan/gpu/lower_chain.hpp"
+#include "plan/gpu/lower_net.hpp"
 #include "plan/memory_plan.hpp"
 
 namespace cnnrt::plan {
@@ -325,12 +326,22 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   };
   std::vector<bool> lowered(g.nodes.size(), false);
+  // For the network kernel, offered the nodes from some node on once all are lowered: where each node's steps
+  // start, and whether a node lowered before its turn (fused with an earlier one) lies at or after it.
+  NetOffer net;
+  net.step_at.assign(g.nodes.size(), 0);
+  net.clean_cut.assign(g.nodes.size(), false);
+  int furthest_lowered = -1;
+  auto mark_lowered = [&](int n) {
+    lowered[static_cast<size_t>(n)] = true;
+    furthest_lowered = std::max(furthest_lowered, n);
+  };
   // Lowers `nodes` apart from the plan and appends what `fuse` makes of their steps (one fused step, or the steps).
   auto lower_fused = [&](const ir::Node& first, const std::vector<int>& nodes, auto&& fuse) {
     std::vector<Step> steps = lower.lower_apart([&] {
       for (int n : nodes) lower_node(g.nodes[static_cast<size_t>(n)]);
     });
-    for (int n : nodes) lowered[static_cast<size_t>(n)] = true;
+    for (int n : nodes) mark_lowered(n);
     try {
       lower.append_steps(fuse(std::move(steps)));
     } catch (const Error& e) {
@@ -339,10 +350,13 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
-    if (lowered[i] || in_place.no_step[i] ||
-        (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) {
+    net.step_at[i] = plan->steps.size();
+    net.clean_cut[i] = furthest_lowered < static_cast<int>(i);
+    if (in_place.no_step[i] || (ir::is_view_op(node) && node.has_input(0) && !g.values[node.input(0)].is_constant())) {
       continue;
     }
+    net.nodes.push_back(static_cast<int>(i));
+    if (lowered[i]) continue;
     if (const std::optional<passes::SqueezeExciteMatch> se = passes::match_squeeze_excite(g, static_cast<int>(i))) {
       lower_fused(node, {se->pool, se->fc1, se->fc2, se->mul},
                   [&](std::vector<Step> steps) { return lower_squeeze_excite(*se, std::move(steps), lower); });
@@ -371,14 +385,25 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     std::vector<Step> tail_steps = lower.lower_apart([&] {
       for (int n : chain->tail) lower_node(g.nodes[static_cast<size_t>(n)]);
     });
-    for (int n : {chain->conv_a, chain->conv_b, chain->dense}) lowered[static_cast<size_t>(n)] = true;
-    for (int n : chain->tail) lowered[static_cast<size_t>(n)] = true;
+    for (int n : {chain->conv_a, chain->conv_b, chain->dense}) mark_lowered(n);
+    for (int n : chain->tail) mark_lowered(n);
     try {
       lower.append_steps(lower_conv_chain(*chain, std::move(steps), std::move(tail_steps), lower));
     } catch (const Error& e) {
       rethrow_with_prefix(e, ir::node_label(node));
     }
   }
+  // The blocks of in-place Concats, each within its outermost buffer.
+  for (size_t v = 0; v < n_values; ++v) {
+    if (in_place.parent[v] < 0) continue;
+    net.aliases[lower.slot(static_cast<int>(v))] = {lower.slot(in_place.parent[v]), in_place.byte_offset[v]};
+  }
+  for (auto& [slot, at] : net.aliases) {
+    for (auto outer = net.aliases.find(at.first); outer != net.aliases.end(); outer = net.aliases.find(at.first)) {
+      at = {outer->second.first, at.second + outer->second.second};
+    }
+  }
+  offer_net_kernel(net, lower, *plan);
   for (const OutputCopy& copy : output_copies) {
     ir::Node node;
     node.op = "Copy";
