@@ -11,18 +11,6 @@
 
 namespace cnnrt::kernels::lab {
 
-// `count` random floats in [-0.5, 0.5) on the device (never freed: the programs exit).
-inline const float* device_random(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  std::vector<float> host(count);
-  for (float& v : host) v = dist(rng);
-  float* d = nullptr;
-  LAB_CHECK(cudaMalloc(&d, count * sizeof(float)));
-  LAB_CHECK(cudaMemcpy(d, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
 inline PoolGeometry max_pool(int k, int out) {
   PoolGeometry p;
   p.kind = FusedPool::Max;

@@ -9,35 +9,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/lab/lab_check.cuh"
 #include "kernels/net.cuh"
 
 namespace {
 
 using namespace cnnrt::kernels;
 
-#define LAB_CHECK(x)                                                                        \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-float* device_random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  std::vector<float> h(n);
-  for (float& v : h) v = u(rng);
-  float* d = nullptr;
-  LAB_CHECK(cudaMalloc(&d, n * sizeof(float)));
-  LAB_CHECK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
+using lab::device_random;
 
 // Median microseconds a launch of `n` copies of `op` (alternating between tensors 0 and 1).
 double time_chain(const NetOp& op, int n, const NetVariant& v, float* a, float* b, int budget) {

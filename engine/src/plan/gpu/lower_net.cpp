@@ -218,10 +218,8 @@ class Describer {
     return {o};
   }
 
-  std::vector<NetOp> batchnorm(const ir::Node& node) {
-    const ir::Shape& x = g_.shape_of(node.input(0));
-    const ChannelAffine affine = batchnorm_affine(node, lc_);
-    const KernelActivation act = kernel_activation(node);
+  // y = act(x * scale[c] + shift[c]) over [C][inner] (scale, shift: null for 1 and 0).
+  std::vector<NetOp> affine(const ir::Node& node, const KernelActivation& act, const ChannelAffine& affine, int inner) {
     NetOp o;
     o.kind = NetOpKind::Affine;
     o.w = affine.scale;
@@ -229,22 +227,19 @@ class Describer {
     o.act = act.act;
     o.alpha = act.alpha;
     o.beta = act.beta;
-    o.inner = to_int(product(x, 2), "map size");
+    o.inner = inner;
     set_io(o, node);
     o.count = o.out_stride;
     return {o};
   }
 
+  std::vector<NetOp> batchnorm(const ir::Node& node) {
+    const int inner = to_int(product(g_.shape_of(node.input(0)), 2), "map size");
+    return affine(node, kernel_activation(node), batchnorm_affine(node, lc_), inner);
+  }
+
   std::vector<NetOp> activation(const ir::Node& node, const ir::fused::Activation& a) {
-    const KernelActivation act = kernel_activation(a);
-    NetOp o;
-    o.kind = NetOpKind::Affine;
-    o.act = act.act;
-    o.alpha = act.alpha;
-    o.beta = act.beta;
-    set_io(o, node);
-    o.count = o.out_stride;
-    return {o};
+    return affine(node, kernel_activation(a), ChannelAffine{}, 1);
   }
 
   std::vector<NetOp> concat(const ir::Node& node) {
