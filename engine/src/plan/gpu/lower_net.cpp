@@ -142,8 +142,14 @@ class Describer {
     o.kind = NetOpKind::Conv;
     o.g.C = to_int(dw.k, "Gemm inner size");
     o.g.F = to_int(dw.n, "Gemm outputs");
-    o.w = lc_.context.weights.upload(dw.w, "net_dense_nk");
-    o.bias = dw.bias.empty() ? nullptr : lc_.context.weights.upload(dw.bias, "net_dense_bias");
+    // B already [N][K] and C a row, unscaled: the constants as uploaded; else their [N][K] form with alpha and beta in.
+    const bool b_as_is = node.attrs.get_int("transB", 0) != 0 && node.attrs.get_float("alpha", 1.0f) == 1.0f;
+    const bool c_as_is = node.has_input(2) && g_.constant_of(node.input(2))->numel() == dw.n &&
+                         node.attrs.get_float("beta", 1.0f) == 1.0f;
+    o.w = b_as_is ? lc_.weight(node.input(1)) : lc_.context.weights.upload(dw.w, "net_dense_nk");
+    o.bias = dw.bias.empty() ? nullptr
+             : c_as_is     ? lc_.weight(node.input(2))
+                           : lc_.context.weights.upload(dw.bias, "net_dense_bias");
     if (node.op == ir::fused::kFusedGemm) {
       const KernelActivation act = kernel_activation(node);
       o.act = act.act;
@@ -395,13 +401,22 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     lc.note("network kernel: not offered (it needs thread-block clusters: compute capability 9.0)");
     return;
   }
-  // Every node from `first` on described; the node before it is not of a kind the kernel runs.
-  Describer describer(lc, batch);
+  // The nodes within the multiply-adds a cut may have (their steps' flops from each node's first step on).
   const size_t n = offer.nodes.size();
+  const size_t end = plan.steps.size();
+  auto flops_from = [&](size_t k) {
+    double flops = 0;
+    for (size_t s = offer.step_at[static_cast<size_t>(offer.nodes[k])]; s < end; ++s) flops += plan.steps[s].flops;
+    return flops;
+  };
+  size_t lowest = n;
+  while (lowest > 0 && flops_from(lowest - 1) <= kMaxFlopsAnImage * double(batch)) --lowest;
+  // Every node from `first` on described; the node before it is not of a kind the kernel runs (or beyond them).
+  Describer describer(lc, batch);
   std::vector<std::vector<NetOp>> node_ops(n);
   size_t first = n;
   std::string stop;
-  for (size_t k = n; k-- > 0;) {
+  for (size_t k = n; k-- > lowest;) {
     const ir::Node& node = g.nodes[static_cast<size_t>(offer.nodes[k])];
     try {
       node_ops[k] = describer.describe(node);
@@ -416,7 +431,6 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     return at == offer.aliases.end() ? slot : at->second.first;
   };
   const int out_slot = plan.output_slots[0];
-  const size_t end = plan.steps.size();
   // The cuts: from a node of a clean cut whose steps do not share a buffer with the steps before (an in-place Concat
   // split by the cut), writing the graph's output, replacing two steps or more.
   struct Cut {
@@ -430,9 +444,6 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     const int node = offer.nodes[k];
     const size_t step = offer.step_at[static_cast<size_t>(node)];
     if (!offer.clean_cut[static_cast<size_t>(node)] || end - step < 2) continue;
-    double flops = 0;
-    for (size_t s = step; s < end; ++s) flops += plan.steps[s].flops;
-    if (flops > kMaxFlopsAnImage * double(batch)) continue;
     const ir::Shape& x = g.shape_of(g.nodes[static_cast<size_t>(node)].input(0));
     const int64_t map = x.size() > 2 ? product(x, 2) : 1;
     if (!cuts.empty() && map >= last_map) continue;
