@@ -19,6 +19,14 @@ struct NetParams {
   float* tensors[kNetMaxTensors];
 };
 
+// A pointwise layer's staged weight rows: an odd number of floats apart, so that the lanes of a warp reading one
+// channel of 32 filters hit 32 banks.
+__host__ __device__ __forceinline__ int pointwise_row(int channels) { return channels | 1; }
+
+// The device code is built for compute capability 9.0 and up only (clusters): below, the kernel is empty and
+// net_variants never offers it.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+
 // The activation, one copy of its code for every op (the kernel's code is what its time goes to at these sizes:
 // fetching instructions, not arithmetic).
 __device__ __noinline__ float net_activate(float v, ParamAct act, float alpha, float beta) {
@@ -27,7 +35,9 @@ __device__ __noinline__ float net_activate(float v, ParamAct act, float alpha, f
 
 // Every block of the cluster has finished the ops before and their global writes are visible to this thread.
 __device__ __forceinline__ void cluster_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
 }
 
 // Sums `v` over the `lanes` lanes of a group (a power of two, aligned within the warp), in a fixed order.
@@ -80,10 +90,6 @@ __device__ __forceinline__ void stage_rows(float* dst, const float* src, int row
     cp_async_4(dst + row * stride + (i - row * n), src + i, true);
   }
 }
-
-// A pointwise layer's staged weight rows: an odd number of floats apart, so that the lanes of a warp reading one
-// channel of 32 filters hit 32 banks.
-__host__ __device__ __forceinline__ int pointwise_row(int channels) { return channels | 1; }
 
 // The weights a block stages for its filters (constants: issued before the barrier).
 __device__ void stage_conv_weights(const NetOp& op, int rank, float* sw) {
@@ -325,7 +331,10 @@ __device__ void run_permute(const NetOp& op, float* const* tensors, int image, i
   }
 }
 
+#endif  // !__CUDA_ARCH__ || __CUDA_ARCH__ >= 900
+
 __global__ void __launch_bounds__(kNetThreads) net_kernel(const __grid_constant__ NetParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) unsigned char smem[];
   NetOp* ops = reinterpret_cast<NetOp*>(smem);
   // The op table is a constant of the plan: staged before the wait, under the tail of the grid before.
@@ -366,6 +375,7 @@ __global__ void __launch_bounds__(kNetThreads) net_kernel(const __grid_constant_
     __syncthreads();  // the staging buffers are free for the next op
     trace_point(p.trace, k, 3);
   }
+#endif
 }
 
 static_assert(sizeof(NetOp) % sizeof(int4) == 0);
