@@ -1,4 +1,6 @@
 // The network kernel (net.cuh): one cluster an image runs a table of layers in order.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -6,8 +8,11 @@
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/net.cuh"
+#include "kernels/row_reduce.cuh"
 
 namespace cnnrt::kernels {
+
+namespace cg = cooperative_groups;
 
 namespace {
 
@@ -27,30 +32,23 @@ __host__ __device__ __forceinline__ int pointwise_row(int channels) { return cha
 // net_variants never offers it.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 
-// The activation, one copy of its code for every op (the kernel's code is what its time goes to at these sizes:
-// fetching instructions, not arithmetic).
+// The activation, one copy of its code for every op that applies one (param_activate inlined at each would
+// repeat its switch and transcendental paths).
 __device__ __noinline__ float net_activate(float v, ParamAct act, float alpha, float beta) {
   return act == ParamAct::None ? v : param_activate(v, act, alpha, beta);
 }
 
-// Every block of the cluster has finished the ops before and their global writes are visible to this thread.
-__device__ __forceinline__ void cluster_barrier() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
+// Combines `v` over the `lanes` lanes of a group (a power of two, aligned within the warp), in a fixed order.
+template <class Combine>
+__device__ __forceinline__ float group_allreduce(float v, int lanes, Combine combine) {
+  for (int s = lanes >> 1; s > 0; s >>= 1) v = combine(v, shuffle_xor(v, s));
+  return v;
 }
-
-// Sums `v` over the `lanes` lanes of a group (a power of two, aligned within the warp), in a fixed order.
 __device__ __forceinline__ float group_sum(float v, int lanes) {
-  for (int s = lanes >> 1; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-  return v;
-}
-__device__ __forceinline__ float group_max(float v, int lanes) {
-  for (int s = lanes >> 1; s > 0; s >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, s));
-  return v;
+  return group_allreduce(v, lanes, [](float a, float b) { return a + b; });
 }
 
-
+// The lab's trace (net_lab): block 0's first thread records the global timer at `phase` of op `k`.
 __device__ __forceinline__ void trace_point(unsigned long long* trace, int k, int phase) {
   if (trace && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {
     unsigned long long t;
@@ -267,7 +265,7 @@ __device__ void run_global_pool(const NetOp& op, float* const* tensors, int imag
 #pragma unroll 4
       for (int i = grp.lane; i < hw; i += grp.lanes) v = max ? fmaxf(v, xc[i]) : v + xc[i];
     }
-    v = max ? group_max(v, grp.lanes) : group_sum(v, grp.lanes);
+    v = max ? group_allreduce(v, grp.lanes, [](float a, float b) { return fmaxf(a, b); }) : group_sum(v, grp.lanes);
     if (c < g.C && grp.lane == 0) y[c] = max ? v : v / static_cast<float>(hw);
   }
 }
@@ -359,7 +357,7 @@ __global__ void __launch_bounds__(kNetThreads) net_kernel(const __grid_constant_
     if (k == 0) {
       wait_for_prior_grid();
     } else if (op.barrier) {
-      cluster_barrier();
+      cg::this_cluster().sync();  // the ops before done in every block, their writes visible
     }
     trace_point(p.trace, k, 1);
     switch (op.kind) {
