@@ -254,4 +254,81 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
   return m;
 }
 
+
+namespace {
+
+// A 1x1 convolution over [N, C, H, W] of one group, stride 1 and no padding, reading `value`, with weights
+// [F, C, 1, 1], its output [N, F, H, W]; no pool (is_plain_conv2d) and, unless `residual_ok`, no residual.
+bool is_pointwise_conv(const ir::Graph& g, const ir::Node& n, int value, bool residual_ok) {
+  if (!is_plain_conv2d(g, n) || n.input(0) != value || n.attrs.get_int("group", 1) != 1) return false;
+  if (!residual_ok && n.op == ir::fused::kFusedConv && n.has_input(ir::fused::kResidualInput)) return false;
+  const ir::Shape& in = g.shape_of(value);
+  const ir::Shape& w = g.constant_of(n.input(1))->shape();
+  const ir::Shape& out = g.shape_of(n.outputs[0]);
+  return w[1] == in[1] && w[2] == 1 && w[3] == 1 && out.size() == 4 && out[0] == in[0] && out[1] == w[0] &&
+         out[2] == in[2] && out[3] == in[3];
+}
+
+// A depthwise convolution (group = channels, weights [C, 1, KH, KW]) reading `value`, no residual, no pool.
+bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n, int value) {
+  if (!is_plain_conv2d(g, n) || n.input(0) != value) return false;
+  if (n.op == ir::fused::kFusedConv && n.has_input(ir::fused::kResidualInput)) return false;
+  const int64_t C = g.shape_of(value)[1];
+  const ir::Shape& w = g.constant_of(n.input(1))->shape();
+  return n.attrs.get_int("group", 1) == C && w[0] == C && w[1] == 1 && g.shape_of(n.outputs[0])[1] == C;
+}
+
+}  // namespace
+
+std::vector<int> InvertedResidualMatch::nodes() const {
+  std::vector<int> out;
+  if (expand >= 0) out.push_back(expand);
+  out.push_back(dw);
+  if (gate) out.insert(out.end(), {gate->pool, gate->fc1, gate->fc2, gate->mul});
+  out.push_back(project);
+  return out;
+}
+
+std::optional<InvertedResidualMatch> match_inverted_residual(const ir::Graph& g, int first) {
+  const ir::Node& head = g.nodes.at(static_cast<size_t>(first));
+  if (!is_plain_conv2d(g, head)) return std::nullopt;
+  const Readers readers = value_readers(g);
+  InvertedResidualMatch m;
+  int value = head.input(0);  // what the next layer reads
+  if (is_pointwise_conv(g, head, value, false)) {
+    m.expand = first;
+    value = head.outputs[0];
+    m.dw = sole_reader(g, readers, value);
+    if (m.dw < 0) return std::nullopt;
+  } else {
+    m.dw = first;
+  }
+  const ir::Node& dw = g.nodes[static_cast<size_t>(m.dw)];
+  if (!is_depthwise_conv(g, dw, value)) return std::nullopt;
+  value = dw.outputs[0];
+  m.project = sole_reader(g, readers, value);
+  if (m.project < 0) {
+    // Read by a gate's pool and its Mul, and nothing else.
+    const std::vector<int>& r = readers[static_cast<size_t>(value)];
+    if (r.size() != 2 || is_graph_output(g, value)) return std::nullopt;
+    for (int reader : r) {
+      if (g.nodes[static_cast<size_t>(reader)].op == "GlobalAveragePool") m.gate = match_squeeze_excite(g, reader);
+    }
+    if (!m.gate || m.gate->x != value) return std::nullopt;
+    const int mul = m.gate->mul;
+    if (!((r[0] == m.gate->pool && r[1] == mul) || (r[0] == mul && r[1] == m.gate->pool))) return std::nullopt;
+    value = g.nodes[static_cast<size_t>(mul)].outputs[0];
+    m.project = sole_reader(g, readers, value);
+    if (m.project < 0) return std::nullopt;
+  }
+  const ir::Node& pj = g.nodes[static_cast<size_t>(m.project)];
+  if (!is_pointwise_conv(g, pj, value, true)) return std::nullopt;
+  // The block runs where its first node is: a residual must be ready by then.
+  if (pj.op == ir::fused::kFusedConv && pj.has_input(ir::fused::kResidualInput)) {
+    const ir::Node* r = producer_of(g, pj.input(ir::fused::kResidualInput));
+    if (r && r - g.nodes.data() > first) return std::nullopt;
+  }
+  return m;
+}
+
 }  // namespace cnnrt::passes

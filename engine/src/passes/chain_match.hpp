@@ -54,6 +54,23 @@ struct DwPwMatch {
   int dw = -1, pw = -1;  // node indices
 };
 
+// An inverted residual block for the block kernel (kernels/mbconv.cuh): an optional expand layer (a 1x1
+// Conv|FusedConv, one group, stride 1, no padding), a depthwise Conv|FusedConv (as in DwPwMatch), an optional
+// squeeze-and-excitation gate over the depthwise output (SqueezeExciteMatch; the output read by the gate's pool and
+// Mul alone), and a project layer (a 1x1 Conv|FusedConv, one group, stride 1, no padding, a residual allowed when it
+// is ready before the block); constant weights, no pool, no residual before the project layer, each intermediate
+// read only inside the block and not a graph output.
+struct InvertedResidualMatch {
+  int expand = -1;  // node indices; expand -1: none
+  int dw = -1;
+  std::optional<SqueezeExciteMatch> gate;
+  int project = -1;
+  std::vector<int> nodes() const;  // every node of the block, in graph order
+};
+
+// The block starting at node `first` (the expand layer, or the depthwise layer), or nullopt.
+std::optional<InvertedResidualMatch> match_inverted_residual(const ir::Graph& graph, int first);
+
 // The pair starting at node `first` (the depthwise convolution), or nullopt.
 std::optional<DwPwMatch> match_dw_pw(const ir::Graph& graph, int first);
 

@@ -22,6 +22,7 @@
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
 #include "kernels/dw_pw.cuh"
+#include "kernels/mbconv.cuh"
 #include "kernels/squeeze_excite.cuh"
 #include "passes/passes.hpp"
 #include "plan/gpu/conv_step.hpp"
@@ -574,6 +575,112 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   Step step = replacing_step("DepthwisePointwise", {m.dw, m.pw}, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
                           double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
+  return {std::move(step)};
+}
+
+
+std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,
+                                          LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.expand >= 0 ? m.expand : m.dw)];
+  const ir::Node& dw = g.nodes[static_cast<size_t>(m.dw)];
+  const ir::Node& pj = g.nodes[static_cast<size_t>(m.project)];
+  const std::string what =
+      fmt::format("inverted residual block {} .. {}", ir::node_short_name(first), ir::node_short_name(pj));
+  const ConvStep d_dw = describe_conv(dw, lc);
+  const ConvStep d_pj = describe_conv(pj, lc);
+  const ir::Shape& x = g.shape_of(first.input(0));
+  kernels::MbconvDesc d;
+  d.batch = static_cast<int>(x[0]);
+  d.C = static_cast<int>(x[1]);
+  d.H = static_cast<int>(x[2]);
+  d.W = static_cast<int>(x[3]);
+  d.hidden = d_dw.layer.g.C;
+  std::string signature = "mbconv";
+  if (m.expand >= 0) {
+    const ConvStep e = describe_conv(first, lc);
+    d.expand = true;
+    d.w_exp = lc.weight(first.input(1));
+    d.exp_epilogue = e.layer.e;
+    signature += " [" + e.signature + "]";
+  }
+  d.dw = d_dw.layer.g;
+  d.w_dw = lc.weight(dw.input(1));
+  d.dw_epilogue = d_dw.layer.e;
+  signature += " [" + d_dw.signature + "]";
+  if (m.gate) {
+    const ir::Node& fc1 = g.nodes[static_cast<size_t>(m.gate->fc1)];
+    const ir::Node& fc2 = g.nodes[static_cast<size_t>(m.gate->fc2)];
+    const KernelActivation act = fc1.op == ir::fused::kFusedConv ? kernel_activation(fc1) : KernelActivation{};
+    const KernelActivation gate = fc2.op == ir::fused::kFusedConv ? kernel_activation(fc2) : KernelActivation{};
+    d.squeeze = static_cast<int>(g.constant_of(fc1.input(1))->shape()[0]);
+    d.w_se1 = lc.weight(fc1.input(1));
+    d.b_se1 = fc1.has_input(2) ? lc.weight(fc1.input(2)) : nullptr;
+    d.se_act = act.act;
+    d.se_alpha = act.alpha;
+    d.se_beta = act.beta;
+    d.w_se2 = lc.weight(fc2.input(1));
+    d.b_se2 = fc2.has_input(2) ? lc.weight(fc2.input(2)) : nullptr;
+    d.se_gate = gate.act;
+    d.gate_alpha = gate.alpha;
+    d.gate_beta = gate.beta;
+    signature += fmt::format(" gate squeeze={} b1={} b2={} act={} {} {} gate={} {} {}", d.squeeze, fc1.has_input(2),
+                             fc2.has_input(2), static_cast<int>(d.se_act), d.se_alpha, d.se_beta,
+                             static_cast<int>(d.se_gate), d.gate_alpha, d.gate_beta);
+  }
+  d.F = d_pj.layer.g.F;
+  d.w_pj = lc.weight(pj.input(1));
+  d.pj_epilogue = d_pj.layer.e;
+  d.residual = d_pj.layer.residual;
+  signature += " [" + d_pj.signature + "]";
+  std::string why;
+  if (!kernels::mbconv_supports(d, &why)) {
+    lc.note(fmt::format("{}: its steps ({})", what, why));
+    return steps;
+  }
+  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  const std::vector<kernels::MbconvVariant> variants = kernels::mbconv_variants(d, optin, lc.context.device.arch());
+  if (variants.empty()) {
+    if (d.batch <= kernels::kMbconvMaxBatch) {
+      lc.note(fmt::format("{}: its steps (a block's share of the maps exceeds shared memory)", what));
+    }
+    return steps;
+  }
+  // The inputs: the block's, and the residual where it is another value (usually it is the block's input).
+  std::vector<int> in_slots = {lc.slot(first.input(0))};
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(x)};
+  size_t residual_in = 0;
+  if (d.residual) {
+    const int r = lc.slot(pj.input(ir::fused::kResidualInput));
+    if (r != in_slots[0]) {
+      residual_in = in_slots.size();
+      in_slots.push_back(r);
+      shapes.input_floats.push_back(d_pj.layer.conv_floats());
+    }
+  }
+  std::vector<KernelCandidate> candidates;
+  for (const kernels::MbconvVariant& v : variants) {
+    candidates.push_back({v.name,
+                          v.ranks > 1 ? fmt::format("one cluster of {} blocks an image", v.ranks)
+                                      : std::string("one block an image"),
+                          [v, d, optin, residual_in](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_mbconv(v, in[0], d.residual ? in[residual_in] : nullptr, out[0], d, optin, s);
+                          }});
+  }
+  const int out_slot = lc.slot(pj.outputs.at(0));
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
+  shapes.output_floats = d_pj.layer.out_floats();
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: its steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, in_slots, out_slot, what, lc);
+  double weights = double(d.hidden) * (d.dw.KH * d.dw.KW + d.F + 2.0 * d.squeeze);
+  if (d.expand) weights += double(d.hidden) * d.C;
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weights + double(shapes.output_floats) * (d.residual ? 2.0 : 1.0));
   return {std::move(step)};
 }
 

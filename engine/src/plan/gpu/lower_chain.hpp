@@ -1,7 +1,7 @@
 // Fusion across nodes decided by measurement: the one-launch chain kernel (kernels/conv_chain.cuh) as an
 // alternative to a LeNet-class chain's steps, the dense chain kernel to a dense head's, the squeeze-excitation
-// kernel to a gate's, the depthwise + pointwise kernel to a MobileNet pair's. The planner decides it here, in one
-// place, before anything reaches the plan.
+// kernel to a gate's, the depthwise + pointwise kernel to a MobileNet pair's, the inverted residual block kernel
+// to a whole block's. The planner decides it here, in one place, before anything reaches the plan.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,12 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, 
 // The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
+
+// The steps the plan gets for an inverted residual block `match` (its nodes lowered in `steps`, with whatever
+// fusions the pair and gate kernels won inside it): one launch of the block kernel where a variant of it measures
+// faster than those steps, else `steps`.
+std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& match, std::vector<Step> steps,
+                                          LowerContext& lc);
 
 // What the fused kernels' lowerings (here and lower_net.cpp) share.
 

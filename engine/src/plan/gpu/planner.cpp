@@ -313,8 +313,9 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // 3. Lower every node that is not a view. A LeNet-class chain (conv, conv, views, Gemm, Gemms) is lowered node by
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
   // whichever measures faster; a dense head (two or three Gemms in a row, or a global average pool and Gemms)
-  // likewise to the dense chain kernel, a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel, and a
-  // depthwise convolution with the pointwise one after it to the pair kernel.
+  // likewise to the dense chain kernel, a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel, a
+  // depthwise convolution with the pointwise one after it to the pair kernel, and an inverted residual block (expand,
+  // depthwise, gate, project) to the block kernel, against its steps with the gate's and pair's fusions inside.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -357,6 +358,35 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
     net.nodes.push_back(static_cast<int>(i));
     if (lowered[i]) continue;
+    if (const std::optional<passes::InvertedResidualMatch> block = passes::match_inverted_residual(g, static_cast<int>(i))) {
+      // Measured against its nodes' steps with the gate and pair kernels' fusions inside it, where they win.
+      std::vector<Step> inner = lower.lower_apart([&] {
+        for (int n : block->nodes()) {
+          if (lowered[static_cast<size_t>(n)]) continue;
+          const ir::Node& member = g.nodes[static_cast<size_t>(n)];
+          if (block->gate && n == block->gate->pool) {
+            const passes::SqueezeExciteMatch& se = *block->gate;
+            lower_fused(member, {se.pool, se.fc1, se.fc2, se.mul},
+                        [&](std::vector<Step> steps) { return lower_squeeze_excite(se, std::move(steps), lower); });
+            continue;
+          }
+          const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, n);
+          if (pair && pair->pw == block->project) {
+            lower_fused(member, {pair->dw, pair->pw},
+                        [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
+            continue;
+          }
+          lower_node(member);
+          mark_lowered(n);
+        }
+      });
+      try {
+        lower.append_steps(lower_inverted_residual(*block, std::move(inner), lower));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
+      continue;
+    }
     if (const std::optional<passes::SqueezeExciteMatch> se = passes::match_squeeze_excite(g, static_cast<int>(i))) {
       lower_fused(node, {se->pool, se->fc1, se->fc2, se->mul},
                   [&](std::vector<Step> steps) { return lower_squeeze_excite(*se, std::move(steps), lower); });

@@ -1,0 +1,85 @@
+// An inverted residual block in one launch (MobileNet v2 and v3, EfficientNet's MBConv):
+//   y = project(gate(dw(expand(x)))) [+ residual]
+// where expand is a 1x1 convolution with its activation (absent when the block does not expand), dw a depthwise
+// convolution (any filter size, stride, dilation and padding) with its activation, gate an optional
+// squeeze-and-excitation gate over dw's output (global average pool, 1x1 + activation, 1x1 + gate activation,
+// multiply), and project a 1x1 convolution with its own epilogue (bias, residual, activation).
+//
+// Why: at small batch each of those layers is a step of a few microseconds around a few hundred thousand
+// multiply-adds (two to five steps a block); the dw_pw and squeeze_excite kernels fuse parts of a block, this one
+// the whole block, and no intermediate leaves the SM.
+//
+// One thread-block cluster of `ranks` blocks an image (one block where ranks == 1); rank r owns a share of the
+// hidden (expanded) channels, every pixel of them, so the expand, depthwise and gate of a channel need no other
+// rank:
+//   0. before waiting for the prior grid (they are constants), the rank's rows of every layer's weights are copied
+//      into shared memory (cp.async);
+//   1. the image's input (every channel, where the block expands and it fits; else the rank's channels) into shared
+//      memory;
+//   2. expand: 4 hidden channels of one pixel a thread, the input from shared memory;
+//   3. depthwise: a thread an output, from shared memory;
+//   4. the gate: the means of the rank's channels (a warp a channel), its share of the squeeze layer's sums stored
+//      into every rank, a cluster barrier, every rank the squeeze layer from the ranks' shares added in rank order,
+//      the gate of its own channels, its depthwise outputs scaled;
+//   5. project: the rank's partial sums over its channels for every output, each stored into the rank that adds up
+//      that output (distributed shared memory), a cluster barrier, then each rank its share of the outputs, the
+//      ranks' partials added in rank order (results are the same run to run), the epilogue, stored to NCHW.
+// Ranks only store into each other (never load), so no rank waits for another after the last barrier.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/layer.hpp"
+
+namespace cnnrt::kernels {
+
+constexpr int kMbconvThreads = 256;
+constexpr int kMbconvMaxBatch = 16;  // one cluster an image: offered up to here
+
+struct MbconvDesc {
+  int batch = 1;
+  int C = 1, H = 1, W = 1;  // the block's input [batch, C, H, W]
+  int hidden = 1;           // the expanded channels (C where the block does not expand)
+  bool expand = false;
+  const float* w_exp = nullptr;  // [hidden][C]
+  Epilogue exp_epilogue;         // bias and activation (no residual, no pool)
+  ConvGeometry dw;               // the depthwise layer: C == F == groups == hidden, over H x W
+  const float* w_dw = nullptr;   // [hidden][KH][KW]
+  Epilogue dw_epilogue;
+  int squeeze = 0;               // the gate's squeeze channels; 0: no gate
+  const float* w_se1 = nullptr;  // [squeeze][hidden]
+  const float* b_se1 = nullptr;  // [squeeze], or null
+  ParamAct se_act = ParamAct::None;
+  float se_alpha = 0.0f, se_beta = 0.0f;
+  const float* w_se2 = nullptr;  // [hidden][squeeze]
+  const float* b_se2 = nullptr;  // [hidden], or null
+  ParamAct se_gate = ParamAct::Sigmoid;
+  float gate_alpha = 0.0f, gate_beta = 0.0f;
+  int F = 1;                     // the project layer's outputs
+  const float* w_pj = nullptr;   // [F][hidden]
+  Epilogue pj_epilogue;          // bias and activation; the residual bound per launch
+  bool residual = false;         // whether launches add a residual operand [batch, F, OH, OW]
+};
+
+struct MbconvVariant {
+  std::string name;  // "mbconv_cl16"
+  int ranks = 1;     // blocks an image (a cluster above 1: compute capability 9.0)
+  bool stage_x = true;  // the expand layer's input copied into shared memory (false: read from L2, where it does not fit)
+};
+
+// Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
+bool mbconv_supports(const MbconvDesc& d, std::string* why = nullptr);
+// The variants that run `d` within `smem_optin_bytes` of shared memory a block on a device of compute capability
+// `arch` (major * 10 + minor), in heuristic order (index 0 the untuned choice); empty when none fits.
+std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_bytes, int arch);
+// Every name mbconv_variants can return.
+std::vector<std::string> mbconv_variant_names();
+
+// x: [batch, C, H, W]; residual: [batch, F, OH, OW] or null; y: [batch, F, OH, OW], aliasing neither.
+void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
+                   int smem_optin_bytes, cudaStream_t stream);
+
+}  // namespace cnnrt::kernels
