@@ -3,6 +3,7 @@
 // pooled-size buffer for the unpooled output (an illegal address that took the context down).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -124,10 +125,12 @@ TEST_CASE("bench: --include-transfers times Context::run on host data, and the o
   const std::string path = testing::repo_path("models/fashion_lenet.onnx");
   const bench::ModelReport device = bench::bench_model(path, 1, quick_options(), 50, 0, false);
   const bench::ModelReport host = bench::bench_model(path, 1, quick_options(), 50, 0, true);
+  // The GPU time again after the host path: the first run may start while an idle GPU's clocks are still rising.
+  const bench::ModelReport device_again = bench::bench_model(path, 1, quick_options(), 50, 0, false);
   CHECK(host.included_transfers);
   CHECK(host.latency.samples == 50);
   // Host to host adds the copies and the wait to the GPU time; it cannot be faster.
-  CHECK(host.latency.median_us > device.latency.median_us);
+  CHECK(host.latency.median_us > std::min(device.latency.median_us, device_again.latency.median_us));
   // The host path (one graph: copies in, steps, copies out) gives the CPU backend's answer, run after run.
   Options gpu_options;
   gpu_options.device = Device::Gpu;
