@@ -1,9 +1,9 @@
 // An inverted residual block in one launch (see mbconv.cuh).
 #include "kernels/mbconv.cuh"
 
-#include <cooperative_groups.h>
 #include <fmt/format.h>
 
+#include "kernels/cluster_ranks.cuh"
 #include "kernels/conv_chain_device.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
@@ -15,78 +15,120 @@ namespace cnnrt::kernels {
 
 namespace {
 
-namespace cg = cooperative_groups;
-
 constexpr int kClusterRanks[] = {16, 8, 4, 2};
 
 __host__ __device__ inline int round4(int n) { return (n + 3) / 4 * 4; }
 
 // A block's shared memory, in floats (each array 16-byte aligned): its share of the weights, the gate's vectors
 // (`zall`: every rank's share of the squeeze sums), its channels' expanded map `e` and depthwise map `dmap`, the
-// image's input `x` (where the block expands and it fits; else the expand reads it from global memory), and `red`: every rank's partial sums of the outputs this rank adds up.
-// Other ranks store into zall and red while this one may still be computing, so nothing else lives there.
+// image's input `x` (where the block expands and it fits; else the expand reads it from global memory), and `red`:
+// every rank's partial sums of the outputs this rank adds up. Other ranks store into zall and red while this one
+// may still be computing, so nothing else lives there. In a chain of blocks each region is as large as the chain's
+// largest, at the same place for every block, and the weights come first (the next block's are staged while this
+// one adds up its outputs).
+struct MbconvSizes {
+  int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0, w1 = 0, b1 = 0, w2 = 0, b2 = 0;  // the weights
+  int mean = 0, zall = 0, z = 0, gate = 0, e = 0, dmap = 0, x = 0, red = 0;
+  int weights() const { return wexp + bexp + wdw + bdw + wpj + w1 + b1 + w2 + b2; }
+};
+
 struct MbconvLayout {
   int share = 0;  // hidden channels a rank
+  int per = 0;    // outputs a rank adds up: red holds every rank's partial sums of them
   int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0;
   int w1 = 0, b1 = 0, w2 = 0, b2 = 0, mean = 0, zall = 0, z = 0, gate = 0;
   int e = 0, dmap = 0, x = 0, red = 0, floats = 0;
-  int per = 0;  // outputs a rank sums: red holds every rank's partial sums of them
 };
 
-__host__ __device__ inline MbconvLayout mbconv_layout(const MbconvDesc& d, int ranks, bool stage_x) {
-  MbconvLayout L;
+__host__ __device__ inline MbconvSizes mbconv_sizes(const MbconvDesc& d, int ranks, bool stage_x) {
   const int hc = (d.hidden + ranks - 1) / ranks, hc4 = round4(hc), S = d.squeeze;
   const int P = d.H * d.W, OP = d.dw.OH * d.dw.OW, KK = d.dw.KH * d.dw.KW;
-  L.share = hc;
+  MbconvSizes z;
+  z.wexp = round4(d.expand ? hc4 * d.C : 0);  // 4 rows a thread: rows up to a multiple of 4
+  z.bexp = round4(d.expand ? hc4 : 0);
+  z.wdw = round4(hc * KK);
+  z.bdw = round4(hc);
+  z.wpj = round4(d.F * hc);
+  z.w1 = round4(S * hc);
+  z.b1 = round4(S);
+  z.w2 = round4(hc * S);
+  z.b2 = round4(S > 0 ? hc : 0);
+  z.mean = round4(S > 0 ? hc : 0);
+  z.zall = round4(ranks * S);
+  z.z = round4(S);
+  z.gate = round4(S > 0 ? hc : 0);
+  z.e = round4(hc * P);
+  z.dmap = round4(hc * OP);
+  z.x = round4(d.expand && stage_x ? d.C * P : 0);
+  z.red = round4(ranks * ((d.F * OP + ranks - 1) / ranks));
+  return z;
+}
+
+MbconvSizes max_sizes(const MbconvSizes& a, const MbconvSizes& b) {
+  MbconvSizes m;
+  m.wexp = std::max(a.weights(), b.weights());  // the weights as one region
+  m.mean = std::max(a.mean, b.mean);
+  m.zall = std::max(a.zall, b.zall);
+  m.z = std::max(a.z, b.z);
+  m.gate = std::max(a.gate, b.gate);
+  m.e = std::max(a.e, b.e);
+  m.dmap = std::max(a.dmap, b.dmap);
+  m.x = std::max(a.x, b.x);
+  m.red = std::max(a.red, b.red);
+  return m;
+}
+
+// The block's own weights packed from 0, the other regions where `cap` (the chain's largest sizes) puts them.
+MbconvLayout mbconv_place(const MbconvDesc& d, int ranks, const MbconvSizes& own, const MbconvSizes& cap) {
+  MbconvLayout L;
+  L.share = (d.hidden + ranks - 1) / ranks;
+  L.per = (d.F * d.dw.OH * d.dw.OW + ranks - 1) / ranks;
   int at = 0;
   auto take = [&at](int floats) {
     const int here = at;
-    at += round4(floats);
+    at += floats;
     return here;
   };
-  L.wexp = take(d.expand ? hc4 * d.C : 0);  // 4 rows a thread: rows up to a multiple of 4
-  L.bexp = take(d.expand ? hc4 : 0);
-  L.wdw = take(hc * KK);
-  L.bdw = take(hc);
-  L.wpj = take(d.F * hc);
-  L.w1 = take(S * hc);
-  L.b1 = take(S);
-  L.w2 = take(hc * S);
-  L.b2 = take(S > 0 ? hc : 0);
-  L.mean = take(S > 0 ? hc : 0);
-  L.zall = take(ranks * S);
-  L.z = take(S);
-  L.gate = take(S > 0 ? hc : 0);
-  L.e = take(hc * P);
-  L.dmap = take(hc * OP);
-  L.x = take(d.expand && stage_x ? d.C * P : 0);
-  L.per = (d.F * OP + ranks - 1) / ranks;
-  L.red = take(ranks * L.per);
+  L.wexp = take(own.wexp);
+  L.bexp = take(own.bexp);
+  L.wdw = take(own.wdw);
+  L.bdw = take(own.bdw);
+  L.wpj = take(own.wpj);
+  L.w1 = take(own.w1);
+  L.b1 = take(own.b1);
+  L.w2 = take(own.w2);
+  L.b2 = take(own.b2);
+  at = std::max(at, cap.weights());
+  L.mean = take(cap.mean);
+  L.zall = take(cap.zall);
+  L.z = take(cap.z);
+  L.gate = take(cap.gate);
+  L.e = take(cap.e);
+  L.dmap = take(cap.dmap);
+  L.x = take(cap.x);
+  L.red = take(cap.red);
   L.floats = at;
   return L;
 }
 
-// A barrier over the cluster (ranks > 1: release and acquire, so that each rank's shared memory writes are visible
-// to the others), else over the block.
-__device__ __forceinline__ void rank_barrier(int ranks) {
-#if !CNNRT_ARCH_BELOW(900)
-  if (ranks > 1) {
-    cg::this_cluster().sync();
-    return;
-  }
-#endif
-  __syncthreads();
-}
+// What a block of the kernel needs: the layer description, its shared memory layout and divisors.
+struct MbconvStage {
+  MbconvDesc d;
+  MbconvLayout L;
+  int stage_x = 1;
+  FastDiv in_px, out_px, out_w, per;
+};
 
-// Stores v at offset i of `array` (shared memory) in rank r of the cluster (ranks > 1), else in this block's.
-__device__ __forceinline__ void store_in_rank(float* array, int i, float v, int r, int ranks) {
-#if !CNNRT_ARCH_BELOW(900)
-  if (ranks > 1) {
-    cg::this_cluster().map_shared_rank(array, r)[i] = v;
-    return;
-  }
-#endif
-  array[i] = v;
+MbconvStage make_stage(const MbconvDesc& d, int ranks, bool stage_x, const MbconvSizes& cap) {
+  MbconvStage s;
+  s.d = d;
+  s.L = mbconv_place(d, ranks, mbconv_sizes(d, ranks, stage_x), cap);
+  s.stage_x = stage_x ? 1 : 0;
+  s.in_px = FastDiv(d.H * d.W);
+  s.out_px = FastDiv(d.dw.OH * d.dw.OW);
+  s.out_w = FastDiv(d.dw.OW);
+  s.per = FastDiv(s.L.per);
+  return s;
 }
 
 // Copies n floats from global src to shared dst (16-byte copies where both allow).
@@ -101,39 +143,23 @@ __device__ __forceinline__ void stage(float* dst, const float* src, int n, int t
 
 __device__ __forceinline__ float bias_at(const float* bias, int i) { return bias ? __ldg(bias + i) : 0.0f; }
 
-__global__ void __launch_bounds__(kMbconvThreads)
-    mbconv_kernel(const float* __restrict__ x, const float* __restrict__ residual, float* __restrict__ y,
-                  const __grid_constant__ MbconvDesc d, bool stage_x, FastDiv in_px, FastDiv out_px, FastDiv out_w,
-                  FastDiv per_rank) {
-  extern __shared__ __align__(16) float smem[];
-  constexpr int T = kMbconvThreads, kWarps = T / 32;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);  // the cluster spans z
-  const int n = static_cast<int>(blockIdx.x);
-  const MbconvLayout L = mbconv_layout(d, ranks, stage_x);
-  const int C = d.C, HD = d.hidden, S = d.squeeze, F = d.F;
-  const int P = d.H * d.W, OP = d.dw.OH * d.dw.OW, KH = d.dw.KH, KW = d.dw.KW, KK = KH * KW;
+// Copies this rank's share of the block's weights into shared memory (cp.async, not committed).
+__device__ void stage_weights(const MbconvStage& st, float* smem, int rank, int ranks) {
+  constexpr int T = kMbconvThreads;
+  const int tid = threadIdx.x;
+  const MbconvDesc& d = st.d;
+  const MbconvLayout& L = st.L;
+  const int C = d.C, HD = d.hidden, S = d.squeeze, F = d.F, KK = d.dw.KH * d.dw.KW;
   const int hc = L.share, c0 = min(HD, rank * hc), my = min(HD, c0 + hc) - c0;
-  float* wexp = smem + L.wexp;
-  float* bexp = smem + L.bexp;
-  float* wdw = smem + L.wdw;
-  float* bdw = smem + L.bdw;
-  float* wpj = smem + L.wpj;
-  float* e = smem + L.e;
-  float* dmap = smem + L.dmap;
-  const float* xs = smem + L.x;
-  float* red = smem + L.red;
-
-  // 0. The rank's weights (constants: before the prior grid's end).
   if (d.expand) {
-    stage(wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C, tid);
-    for (int i = tid; i < my; i += T) bexp[i] = bias_at(d.exp_epilogue.bias, c0 + i);
+    stage(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C, tid);
+    for (int i = tid; i < my; i += T) smem[L.bexp + i] = bias_at(d.exp_epilogue.bias, c0 + i);
   }
-  stage(wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK, tid);
-  for (int i = tid; i < my; i += T) bdw[i] = bias_at(d.dw_epilogue.bias, c0 + i);
+  stage(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK, tid);
+  for (int i = tid; i < my; i += T) smem[L.bdw + i] = bias_at(d.dw_epilogue.bias, c0 + i);
   for (int i = tid; i < F * my; i += T) {  // [F][hidden] -> [F][my]
     const int f = i / my, c = i - f * my;
-    cp_async_4(wpj + f * hc + c, d.w_pj + static_cast<int64_t>(f) * HD + c0 + c, true);
+    cp_async_4(smem + L.wpj + f * hc + c, d.w_pj + static_cast<int64_t>(f) * HD + c0 + c, true);
   }
   if (S > 0) {
     for (int i = tid; i < S * my; i += T) {  // [S][hidden] -> [S][my]
@@ -144,12 +170,36 @@ __global__ void __launch_bounds__(kMbconvThreads)
     for (int i = tid; i < S; i += T) smem[L.b1 + i] = bias_at(d.b_se1, i);
     for (int i = tid; i < my; i += T) smem[L.b2 + i] = bias_at(d.b_se2, c0 + i);
   }
-  cp_async_commit();
-  if (ranks > 1) {
-    chain_detail::wait_for_prior_grid_in_cluster(ranks);  // every rank has started before any rank reads another
-  } else {
-    wait_for_prior_grid();
-  }
+  (void)ranks;
+}
+
+// One block for image n, its weights already staged (or in flight). `next`: the block after it in a chain (its
+// weights are staged once this block's project sums are done), or null.
+__device__ void block_body(const MbconvStage& st, float* smem, const float* __restrict__ x,
+                           const float* __restrict__ residual, float* __restrict__ y, int n, int rank, int ranks,
+                           const MbconvStage* next) {
+  constexpr int T = kMbconvThreads, kWarps = T / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  // The description's scalars as locals (registers): in a chain `st` lives in shared memory, and the inner loops
+  // would otherwise read it there at every use.
+  const MbconvDesc& d = st.d;
+  const MbconvLayout L = st.L;
+  const bool stage_x = st.stage_x != 0;
+  const FastDiv in_px = st.in_px, out_px = st.out_px, out_w = st.out_w, per_rank = st.per;
+  const ConvGeometry g = d.dw;
+  const Epilogue exp_ep = d.exp_epilogue, dw_ep = d.dw_epilogue, ep = d.pj_epilogue;
+  const int C = d.C, HD = d.hidden, S = d.squeeze, F = d.F;
+  const int P = d.H * d.W, OP = d.dw.OH * d.dw.OW, KH = d.dw.KH, KW = d.dw.KW, KK = KH * KW;
+  const int hc = L.share, c0 = min(HD, rank * hc), my = min(HD, c0 + hc) - c0;
+  const float* wexp = smem + L.wexp;
+  const float* bexp = smem + L.bexp;
+  const float* wdw = smem + L.wdw;
+  const float* bdw = smem + L.bdw;
+  const float* wpj = smem + L.wpj;
+  float* e = smem + L.e;
+  float* dmap = smem + L.dmap;
+  const float* xs = smem + L.x;
+  float* red = smem + L.red;
 
   // 1. The input: every channel where the block expands, else this rank's.
   const float* xi = x + static_cast<int64_t>(n) * C * P;
@@ -183,8 +233,7 @@ __global__ void __launch_bounds__(kMbconvThreads)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         if (cb + j < my) {
-          e[(cb + j) * P + p] = param_activate(acc[j] + bexp[cb + j], d.exp_epilogue.param_act,
-                                               d.exp_epilogue.alpha, d.exp_epilogue.beta);
+          e[(cb + j) * P + p] = param_activate(acc[j] + bexp[cb + j], exp_ep.param_act, exp_ep.alpha, exp_ep.beta);
         }
       }
     }
@@ -192,7 +241,6 @@ __global__ void __launch_bounds__(kMbconvThreads)
   }
 
   // 3. Depthwise: a thread an output.
-  const ConvGeometry& g = d.dw;
   for (int item = tid; item < my * OP; item += T) {
     const int c = out_px.div(item), q = item - c * OP, oy = out_w.div(q), ox = q - oy * g.OW;
     const int iy0 = oy * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
@@ -207,7 +255,7 @@ __global__ void __launch_bounds__(kMbconvThreads)
         if (ix >= 0 && ix < g.W) acc = fmaf(wc[ky * KW + kx], ec[iy * g.W + ix], acc);
       }
     }
-    dmap[item] = param_activate(acc + bdw[c], d.dw_epilogue.param_act, d.dw_epilogue.alpha, d.dw_epilogue.beta);
+    dmap[item] = param_activate(acc + bdw[c], dw_ep.param_act, dw_ep.alpha, dw_ep.beta);
   }
   __syncthreads();
 
@@ -261,16 +309,61 @@ __global__ void __launch_bounds__(kMbconvThreads)
     const int owner = per_rank.div(item);
     store_in_rank(red, rank * per + (item - owner * per), acc, owner, ranks);
   }
-  rank_barrier(ranks);  // after it, no rank touches another's shared memory
+  if (next) {  // this block's weights are no longer read: the next block's go in their place
+    __syncthreads();
+    stage_weights(*next, smem, rank, ranks);
+    cp_async_commit();
+  }
+  rank_barrier(ranks);  // after it, no rank stores into another's shared memory until the next block
   const int total = F * OP, i0 = min(total, rank * per), i1 = min(total, i0 + per);
   const int64_t image = static_cast<int64_t>(n) * total;
-  const Epilogue& ep = d.pj_epilogue;
   for (int i = i0 + tid; i < i1; i += T) {
     float s = 0.0f;
     for (int r = 0; r < ranks; ++r) s += red[r * per + (i - i0)];
     float v = s + bias_at(ep.bias, out_px.div(i));
     if (residual) v += residual[image + i];
     y[image + i] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
+  }
+  if (next) rank_barrier(ranks);  // the outputs visible to every rank, and zall and red free, for the next block
+}
+
+__global__ void __launch_bounds__(kMbconvThreads)
+    mbconv_kernel(const float* __restrict__ x, const float* __restrict__ residual, float* __restrict__ y,
+                  const __grid_constant__ MbconvStage st) {
+  extern __shared__ __align__(16) float smem[];
+  const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);  // the cluster spans z
+  stage_weights(st, smem, rank, ranks);  // constants: before the prior grid's end
+  cp_async_commit();
+  if (ranks > 1) {
+    chain_detail::wait_for_prior_grid_in_cluster(ranks);  // every rank has started before any rank stores into another
+  } else {
+    wait_for_prior_grid();
+  }
+  block_body(st, smem, x, residual, y, static_cast<int>(blockIdx.x), rank, ranks, nullptr);
+}
+
+// Blocks in order, a cluster barrier between them; the stage records copied into shared memory first.
+__global__ void __launch_bounds__(kMbconvThreads)
+    mbconv_chain_kernel(const MbconvStage* __restrict__ stages, int n_blocks, const __grid_constant__ MbconvChainTensors t) {
+  extern __shared__ __align__(16) float smem[];
+  const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);
+  auto* table = reinterpret_cast<MbconvStage*>(smem);
+  const int table_words = n_blocks * static_cast<int>(sizeof(MbconvStage) / 4);
+  float* arena = smem + (table_words + 3) / 4 * 4;
+  for (int i = threadIdx.x; i < table_words; i += kMbconvThreads) {
+    reinterpret_cast<unsigned*>(smem)[i] = __ldg(reinterpret_cast<const unsigned*>(stages) + i);
+  }
+  __syncthreads();
+  stage_weights(table[0], arena, rank, ranks);
+  cp_async_commit();
+  if (ranks > 1) {
+    chain_detail::wait_for_prior_grid_in_cluster(ranks);
+  } else {
+    wait_for_prior_grid();
+  }
+  const int n = static_cast<int>(blockIdx.x);
+  for (int b = 0; b < n_blocks; ++b) {
+    block_body(table[b], arena, t.x[b], t.residual[b], t.y[b], n, rank, ranks, b + 1 < n_blocks ? &table[b + 1] : nullptr);
   }
 }
 
@@ -295,12 +388,33 @@ bool mbconv_supports(const MbconvDesc& d, std::string* why) {
   return true;
 }
 
+namespace {
+
+// The shared memory (bytes) of `v` running `d` (one block: no stage table).
+int64_t single_bytes(const MbconvDesc& d, int ranks, bool stage_x) {
+  const MbconvSizes own = mbconv_sizes(d, ranks, stage_x);
+  return int64_t(mbconv_place(d, ranks, own, own).floats) * 4;
+}
+
+MbconvSizes chain_sizes(const std::vector<MbconvDesc>& blocks, int ranks, bool stage_x) {
+  MbconvSizes cap;
+  for (const MbconvDesc& d : blocks) cap = max_sizes(cap, mbconv_sizes(d, ranks, stage_x));
+  return cap;
+}
+
+int64_t chain_table_floats(size_t n) { return (int64_t(n) * int64_t(sizeof(MbconvStage) / 4) + 3) / 4 * 4; }
+
+int64_t chain_bytes(const std::vector<MbconvDesc>& blocks, int ranks, bool stage_x) {
+  const MbconvSizes cap = chain_sizes(blocks, ranks, stage_x);
+  return (chain_table_floats(blocks.size()) + mbconv_place(blocks[0], ranks, cap, cap).floats) * 4;
+}
+
+}  // namespace
+
 std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_bytes, int arch) {
   std::vector<MbconvVariant> out;
   if (!mbconv_supports(d) || d.batch > kMbconvMaxBatch) return out;
-  auto fits = [&](int ranks, bool stage_x) {
-    return int64_t(mbconv_layout(d, ranks, stage_x).floats) * 4 <= smem_optin_bytes;
-  };
+  auto fits = [&](int ranks, bool stage_x) { return single_bytes(d, ranks, stage_x) <= smem_optin_bytes; };
   auto offer = [&](int ranks, std::string name) {
     if (fits(ranks, true)) {
       out.push_back({std::move(name), ranks, true});
@@ -325,15 +439,56 @@ std::vector<std::string> mbconv_variant_names() {
 
 void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                    int smem_optin_bytes, cudaStream_t stream) {
-  const MbconvLayout L = mbconv_layout(d, v.ranks, v.stage_x);
-  const int bytes = L.floats * static_cast<int>(sizeof(float));
+  const int bytes = static_cast<int>(single_bytes(d, v.ranks, v.stage_x));
   if (bytes > 48 * 1024) allow_dynamic_smem<mbconv_kernel>(smem_optin_bytes);
   if (v.ranks > 8) allow_large_clusters<mbconv_kernel>();
-  const int out_px = d.dw.OH * d.dw.OW;
+  const MbconvSizes own = mbconv_sizes(d, v.ranks, v.stage_x);
+  const MbconvStage st = make_stage(d, v.ranks, v.stage_x, own);
   launch_overlapped(mbconv_kernel, dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(v.ranks)),
                     dim3(kMbconvThreads), static_cast<size_t>(bytes), stream, static_cast<unsigned>(v.ranks), x,
-                    d.residual ? residual : nullptr, y, d, v.stage_x, FastDiv(d.H * d.W), FastDiv(out_px),
-                    FastDiv(d.dw.OW), FastDiv(L.per));
+                    d.residual ? residual : nullptr, y, st);
+}
+
+std::vector<MbconvVariant> mbconv_chain_variants(const std::vector<MbconvDesc>& blocks, int smem_optin_bytes, int arch) {
+  std::vector<MbconvVariant> out;
+  if (blocks.size() < 2 || blocks.size() > size_t(kMbconvChainMax)) return out;
+  for (const MbconvDesc& d : blocks) {
+    if (!mbconv_supports(d) || d.batch > kMbconvMaxBatch || d.batch != blocks[0].batch) return out;
+  }
+  auto offer = [&](int ranks, std::string name) {
+    for (const MbconvDesc& d : blocks) {
+      if (ranks > d.hidden) return;
+    }
+    if (chain_bytes(blocks, ranks, true) <= smem_optin_bytes) {
+      out.push_back({std::move(name), ranks, true});
+    } else if (chain_bytes(blocks, ranks, false) <= smem_optin_bytes) {
+      out.push_back({std::move(name), ranks, false});
+    }
+  };
+  if (arch >= 90) {
+    for (int ranks : {16, 8}) offer(ranks, fmt::format("mbchain_cl{}", ranks));
+  }
+  return out;
+}
+
+std::vector<std::string> mbconv_chain_variant_names() { return {"mbchain_cl16", "mbchain_cl8"}; }
+
+std::vector<unsigned char> mbconv_chain_table(const MbconvVariant& v, const std::vector<MbconvDesc>& blocks) {
+  const MbconvSizes cap = chain_sizes(blocks, v.ranks, v.stage_x);
+  std::vector<MbconvStage> stages;
+  for (const MbconvDesc& d : blocks) stages.push_back(make_stage(d, v.ranks, v.stage_x, cap));
+  const auto* bytes = reinterpret_cast<const unsigned char*>(stages.data());
+  return std::vector<unsigned char>(bytes, bytes + stages.size() * sizeof(MbconvStage));
+}
+
+void launch_mbconv_chain(const MbconvVariant& v, const std::vector<MbconvDesc>& blocks, const void* table,
+                         const MbconvChainTensors& t, int smem_optin_bytes, cudaStream_t stream) {
+  const int bytes = static_cast<int>(chain_bytes(blocks, v.ranks, v.stage_x));
+  if (bytes > 48 * 1024) allow_dynamic_smem<mbconv_chain_kernel>(smem_optin_bytes);
+  if (v.ranks > 8) allow_large_clusters<mbconv_chain_kernel>();
+  launch_overlapped(mbconv_chain_kernel, dim3(static_cast<unsigned>(blocks[0].batch), 1, static_cast<unsigned>(v.ranks)),
+                    dim3(kMbconvThreads), static_cast<size_t>(bytes), stream, static_cast<unsigned>(v.ranks),
+                    static_cast<const MbconvStage*>(table), static_cast<int>(blocks.size()), t);
 }
 
 }  // namespace cnnrt::kernels

@@ -82,4 +82,26 @@ std::vector<std::string> mbconv_variant_names();
 void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                    int smem_optin_bytes, cudaStream_t stream);
 
+// Consecutive blocks in one launch (a chain): the same clusters run each block in turn, a cluster barrier between
+// them (a block's outputs, in global memory, visible to every rank before the next reads them); each block's weights
+// are staged while the block before it adds up its outputs. The planner keeps a chain only where it measures faster
+// than the blocks' steps: at batch 1 it rarely does (programmatic dependent launch already hides most of a launch).
+constexpr int kMbconvChainMax = 16;  // blocks a chain
+
+struct MbconvChainTensors {  // per block: its input, residual (or null) and output
+  const float* x[kMbconvChainMax] = {};
+  const float* residual[kMbconvChainMax] = {};
+  float* y[kMbconvChainMax] = {};
+};
+
+// The variants that run `blocks` (2 to kMbconvChainMax, one batch) as a chain: clusters of 16 and 8 on compute
+// capability 9.0 where every block's regions fit shared memory together; in heuristic order.
+std::vector<MbconvVariant> mbconv_chain_variants(const std::vector<MbconvDesc>& blocks, int smem_optin_bytes, int arch);
+std::vector<std::string> mbconv_chain_variant_names();
+// The chain's table for `v` (bytes to upload once to device memory, 8-byte aligned): each block's layer and layout.
+std::vector<unsigned char> mbconv_chain_table(const MbconvVariant& v, const std::vector<MbconvDesc>& blocks);
+// Runs the chain: `table` the uploaded mbconv_chain_table; a block's output may be a later block's input or residual.
+void launch_mbconv_chain(const MbconvVariant& v, const std::vector<MbconvDesc>& blocks, const void* table,
+                         const MbconvChainTensors& t, int smem_optin_bytes, cudaStream_t stream);
+
 }  // namespace cnnrt::kernels

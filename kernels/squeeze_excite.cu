@@ -1,9 +1,9 @@
 // The squeeze-and-excitation gate in one launch (see squeeze_excite.cuh).
 #include "kernels/squeeze_excite.cuh"
 
-#include <cooperative_groups.h>
 #include <fmt/format.h>
 
+#include "kernels/cluster_ranks.cuh"
 #include "kernels/conv_chain_device.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
@@ -13,8 +13,6 @@
 namespace cnnrt::kernels {
 
 namespace {
-
-namespace cg = cooperative_groups;
 
 constexpr int kMaxSmemBytes = 48 * 1024;  // the default limit: no opt-in needed
 constexpr int kClusterRanks[] = {2, 4, 8, 16};
@@ -57,26 +55,7 @@ __device__ __forceinline__ float warp_dot(const float* w, const float* v, int n,
 
 // Stores v at offset i of `array` in every rank of the cluster (ranks > 1), else in this block's.
 __device__ __forceinline__ void store_everywhere(float* array, int i, float v, int ranks) {
-  if (ranks == 1) {
-    array[i] = v;
-    return;
-  }
-#if !CNNRT_ARCH_BELOW(900)
-  cg::cluster_group cluster = cg::this_cluster();
-  for (int r = 0; r < ranks; ++r) cluster.map_shared_rank(array, r)[i] = v;
-#endif
-}
-
-// A barrier over the cluster (ranks > 1: release and acquire, so that stores into other ranks are visible), else
-// over the block.
-__device__ __forceinline__ void cluster_barrier(int ranks) {
-#if !CNNRT_ARCH_BELOW(900)
-  if (ranks > 1) {
-    cg::this_cluster().sync();
-    return;
-  }
-#endif
-  __syncthreads();
+  for (int r = 0; r < ranks; ++r) store_in_rank(array, i, v, r, ranks);
 }
 
 // The sum of the S values at p: a thread's own loop (S <= 32), float4 reads where p is 16-byte aligned.
@@ -180,7 +159,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
     }
   }
   cp_async_wait<0>();
-  cluster_barrier(ranks);  // the means (and this block's staged weights) are in place
+  rank_barrier(ranks);  // the means (and this block's staged weights) are in place
 
   // 2. This block's share of the hidden layer, a warp an output (lanes over the channels), into every rank.
   for (int j = h0 + warp; j < h1; j += kWarps) {
@@ -190,7 +169,7 @@ __global__ void __launch_bounds__(kSqueezeExciteThreads)
       store_everywhere(hidden, j, param_activate(acc + b, d.act, d.act_alpha, d.act_beta), ranks);
     }
   }
-  cluster_barrier(ranks);  // after it, no rank touches another's shared memory
+  rank_barrier(ranks);  // after it, no rank touches another's shared memory
 
   // 3. The gate of this block's channels, a warp a channel (lanes over the hidden outputs).
   for (int c = c0 + warp; c < c1; c += kWarps) {

@@ -3,6 +3,7 @@
 // order); and the planner's choice between it and the block's steps on the zoo's MobileNets and EfficientNet.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,6 +138,49 @@ int check_mbconv(const BlockCase& bc, uint32_t seed) {
   return ran;
 }
 
+
+// A block of random weights (biases on every layer) over [batch, C, map, map], for the chain test.
+struct RandomBlock {
+  kernels::MbconvDesc d;
+  std::vector<DeviceBuffer> weights;
+
+  RandomBlock(int batch, int C, int hidden, int F, int map, int k, int stride, int squeeze, bool expand, bool residual,
+              uint32_t seed) {
+    const int HD = expand ? hidden : C, pad = k / 2, out = (map + 2 * pad - k) / stride + 1;
+    auto upload = [&](std::vector<int64_t> shape, float lo, float hi) {
+      weights.emplace_back(random_tensor(shape, seed++, lo, hi).float_values());
+      return weights.back().get();
+    };
+    weights.reserve(12);
+    d.batch = batch;
+    d.C = C;
+    d.H = d.W = map;
+    d.hidden = HD;
+    d.expand = expand;
+    d.dw = kernels::ConvGeometry{batch, HD, map, map, HD, k, k, out, out, stride, stride, pad, pad, pad, pad, 1, 1, HD};
+    d.w_exp = upload({HD, C}, -0.5f, 0.5f);
+    d.exp_epilogue.bias = upload({HD}, -0.3f, 0.3f);
+    set_test_activation(d.exp_epilogue, ParamAct::Swish);
+    d.w_dw = upload({HD, k * k}, -0.5f, 0.5f);
+    d.dw_epilogue.bias = upload({HD}, -0.3f, 0.3f);
+    set_test_activation(d.dw_epilogue, ParamAct::Clip);
+    d.squeeze = squeeze;
+    if (squeeze > 0) {
+      d.w_se1 = upload({squeeze, HD}, -0.5f, 0.5f);
+      d.b_se1 = upload({squeeze}, -0.3f, 0.3f);
+      d.se_act = ParamAct::Relu;
+      d.w_se2 = upload({HD, squeeze}, -0.5f, 0.5f);
+      d.b_se2 = upload({HD}, -0.3f, 0.3f);
+      d.se_gate = ParamAct::Sigmoid;
+    }
+    d.F = F;
+    d.w_pj = upload({F, HD}, -0.5f, 0.5f);
+    d.pj_epilogue.bias = upload({F}, -0.3f, 0.3f);
+    d.residual = residual;
+  }
+  int64_t out_floats() const { return int64_t(d.batch) * d.F * d.dw.OH * d.dw.OW; }
+};
+
 }  // namespace
 
 // The zoo's blocks: mobilenet_v2's (ReLU6, a residual, stride 1 and 2), mobilenet_v3_small's (ReLU or HardSwish, 5x5,
@@ -185,6 +229,56 @@ TEST_CASE("inverted residual block: odd sizes, strides, dilation, activations, w
   CHECK(ran >= 5);
 }
 
+// Three blocks as one chain (expand, stride 2 and a gate; the input as residual; no expand, 5x5 and a gate) at batches
+// 1, 3 and 16: every chain variant's outputs, each block's included, equal bit for bit those of the blocks launched one
+// by one with the same cluster size (which the cases above check against the CPU backend).
+TEST_CASE("inverted residual block: chains of blocks equal the blocks launched one by one") {
+  const int arch = gpu::current_device().arch();
+  const int optin = static_cast<int>(gpu::current_device().smem_per_block_optin);
+  int ran = 0;
+  for (int batch : {1, 3, 16}) {
+    std::vector<RandomBlock> blocks;
+    blocks.emplace_back(batch, 16, 96, 24, 12, 3, 2, 8, true, false, 500u + batch);
+    blocks.emplace_back(batch, 24, 144, 24, 6, 3, 1, 0, true, true, 600u + batch);
+    blocks.emplace_back(batch, 24, 24, 32, 6, 5, 1, 8, false, false, 700u + batch);
+    std::vector<kernels::MbconvDesc> descs;
+    for (const RandomBlock& b : blocks) descs.push_back(b.d);
+    const DeviceBuffer x(random_tensor({batch, 16, 12, 12}, 800u + batch).float_values());
+    for (const kernels::MbconvVariant& v : kernels::mbconv_chain_variants(descs, optin, arch)) {
+      if (v.ranks > max_cluster_size()) continue;
+      note_check_point(v.name + " batch " + std::to_string(batch));
+      std::vector<DeviceBuffer> one_by_one, chained;
+      kernels::MbconvChainTensors t;
+      const float* in = x.get();
+      const float* chained_in = x.get();
+      for (size_t b = 0; b < blocks.size(); ++b) {
+        one_by_one.emplace_back(static_cast<size_t>(blocks[b].out_floats()));
+        chained.emplace_back(static_cast<size_t>(blocks[b].out_floats()));
+        kernels::MbconvVariant single{"", v.ranks, v.stage_x};
+        kernels::launch_mbconv(single, in, blocks[b].d.residual ? in : nullptr, one_by_one.back().get(), descs[b],
+                               optin, nullptr);
+        finish_launch();
+        t.x[b] = chained_in;
+        t.residual[b] = blocks[b].d.residual ? chained_in : nullptr;
+        t.y[b] = chained.back().get();
+        in = one_by_one.back().get();
+        chained_in = chained.back().get();
+      }
+      const std::vector<unsigned char> table = kernels::mbconv_chain_table(v, descs);
+      std::vector<float> words(table.size() / sizeof(float));
+      std::memcpy(words.data(), table.data(), words.size() * sizeof(float));
+      const DeviceBuffer dtable(words);
+      kernels::launch_mbconv_chain(v, descs, dtable.get(), t, optin, nullptr);
+      finish_launch();
+      for (size_t b = 0; b < blocks.size(); ++b) {
+        CHECK_MESSAGE(chained[b].download() == one_by_one[b].download(), v.name << " block " << b << " batch " << batch);
+      }
+      ++ran;
+    }
+  }
+  if (arch >= 90 && max_cluster_size() >= 16) CHECK(ran == 6);
+}
+
 // The zoo's blocks through the planner: forced to the kernel, each block is one step (mobilenet_v2's sixteen with an
 // expand layer and its first without; mobilenet_v3_small's eleven; efficientnet_b0_small's ten) and the networks
 // match the CPU backend; forced to their steps, none is. (Every block fits a rank's shared memory in clusters of 16.)
@@ -196,6 +290,33 @@ TEST_CASE("inverted residual block: the planner runs zoo models' blocks as one s
   check_fused_plans({"mobilenet_v2", 96, "mbconv", "inverted residual block", 17, {1, 5, 16}});
   check_fused_plans({"mobilenet_v3_small", 128, "mbconv", "inverted residual block", 11, {1, 5, 16}});
   check_fused_plans({"efficientnet_b0_small", 128, "mbconv", "inverted residual block", 10, {1, 5, 16}});
+}
+
+// Forced to chains, the zoo's consecutive block steps run as chains of blocks in one launch, and the networks still
+// match the CPU backend.
+TEST_CASE("inverted residual block: the planner runs consecutive blocks as one chain, forced") {
+  if (gpu::current_device().arch() < 90 || max_cluster_size() < 16) {
+    skip_test_case("chains of blocks run in clusters (compute capability 9.0)");
+    return;
+  }
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  for (const std::string& name : {std::string("mobilenet_v2"), std::string("mobilenet_v3_small")}) {
+    const std::string path = repo_path("models/zoo/" + name + "/model.onnx");
+    const int64_t size = name == "mobilenet_v2" ? 96 : 128;
+    const Model cpu_model = Model::load(path, cpu_options);
+    set_log_level(LogLevel::Off);
+    const Model model = Model::load(path, forced_gpu_options("mbchain"));
+    for (int64_t batch : {1, 3}) {
+      const std::string what = name + " batch " + std::to_string(batch);
+      const std::string plan = model.describe_plan(batch);
+      CHECK_MESSAGE(plan.find("one launch, mbchain_cl") != std::string::npos, what << ":\n" << plan);
+      const Tensor x{{batch, 3, size, size}, random_floats(static_cast<size_t>(batch * 3 * size * size), 41u)};
+      CHECK_MESSAGE(relative_error(Context(model).run({x})[0].data, Context(cpu_model).run({x})[0].data) < kTolerance,
+                    what);
+    }
+    set_log_level(LogLevel::Warn);
+  }
 }
 
 }  // namespace cnnrt::testing

@@ -580,7 +580,7 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
 
 
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,
-                                          LowerContext& lc) {
+                                          LowerContext& lc, std::vector<BlockStep>& chosen_blocks) {
   const ir::Graph& g = lc.graph;
   const ir::Node& first = g.nodes[static_cast<size_t>(m.expand >= 0 ? m.expand : m.dw)];
   const ir::Node& dw = g.nodes[static_cast<size_t>(m.dw)];
@@ -678,10 +678,147 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
     return steps;
   }
   Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, in_slots, out_slot, what, lc);
+  chosen_blocks.push_back({d, signature, in_slots[0], d.residual ? in_slots[residual_in] : -1, out_slot});
   double weights = double(d.hidden) * (d.dw.KH * d.dw.KW + d.F + 2.0 * d.squeeze);
   if (d.expand) weights += double(d.hidden) * d.C;
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weights + double(shapes.output_floats) * (d.residual ? 2.0 : 1.0));
   return {std::move(step)};
+}
+
+void offer_block_chains(const std::vector<BlockStep>& blocks, LowerContext& lc, GpuPlan& plan) {
+  std::map<int, const BlockStep*> by_output;
+  for (const BlockStep& b : blocks) by_output[b.out_slot] = &b;
+  auto block_of = [&](const Step& s) -> const BlockStep* {
+    if (s.op != "InvertedResidual" || s.outputs.size() != 1) return nullptr;
+    const auto at = by_output.find(s.outputs[0]);
+    return at == by_output.end() ? nullptr : at->second;
+  };
+  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  std::vector<Step> kept;  // the plan's new steps
+  for (size_t i = 0; i < plan.steps.size();) {
+    // The run of block steps from i (at most a chain's worth), of one batch.
+    size_t j = i;
+    std::vector<const BlockStep*> run;
+    while (j < plan.steps.size() && run.size() < size_t(kernels::kMbconvChainMax)) {
+      const BlockStep* b = block_of(plan.steps[j]);
+      if (!b || (!run.empty() && b->desc.batch != run[0]->desc.batch)) break;
+      run.push_back(b);
+      ++j;
+    }
+    std::vector<kernels::MbconvDesc> descs;
+    for (const BlockStep* b : run) descs.push_back(b->desc);
+    const std::vector<kernels::MbconvVariant> variants =
+        run.size() >= 2 ? kernels::mbconv_chain_variants(descs, optin, lc.context.device.arch())
+                        : std::vector<kernels::MbconvVariant>{};
+    if (variants.empty()) {
+      for (size_t k = i; k < std::max(j, i + 1); ++k) kept.push_back(std::move(plan.steps[k]));
+      i = std::max(j, i + 1);
+      continue;
+    }
+    // The chain's inputs: what its blocks read that no block of it writes; its output: the last block's (the other
+    // blocks' outputs are the step's outputs too, so that the arena holds them).
+    std::vector<int> in_slots, outputs;
+    for (const BlockStep* b : run) {
+      for (int s : {b->x_slot, b->residual_slot}) {
+        if (s < 0 || std::find(outputs.begin(), outputs.end(), s) != outputs.end() ||
+            std::find(in_slots.begin(), in_slots.end(), s) != in_slots.end()) {
+          continue;
+        }
+        in_slots.push_back(s);
+      }
+      outputs.push_back(b->out_slot);
+    }
+    const int out_slot = outputs.back();
+    const std::vector<Step> steps(std::make_move_iterator(plan.steps.begin() + static_cast<std::ptrdiff_t>(i)),
+                                  std::make_move_iterator(plan.steps.begin() + static_cast<std::ptrdiff_t>(j)));
+    auto layout = std::make_shared<TuningLayout>(in_slots, out_slot, nullptr, lc);
+    std::vector<KernelCandidate> candidates(1);
+    candidates[0].name = "separate_steps";
+    candidates[0].config = fmt::format("{} steps", steps.size());
+    candidates[0].reference = true;
+    candidates[0].contender = true;
+    candidates[0].launch = replay_launch(steps, *layout);
+    std::vector<const void*> tables;
+    for (const kernels::MbconvVariant& v : variants) {
+      const std::vector<unsigned char> table = kernels::mbconv_chain_table(v, descs);
+      const void* dtable = lc.context.weights.upload_bytes(table.data(), table.size(), "mbconv_chain");
+      tables.push_back(dtable);
+      std::vector<TuningLayout::Ref> refs;  // per block: x, residual (or its own x), y
+      for (const BlockStep* b : run) {
+        refs.push_back(layout->ref(b->x_slot));
+        refs.push_back(layout->ref(b->residual_slot >= 0 ? b->residual_slot : b->x_slot));
+        refs.push_back(layout->ref(b->out_slot));
+      }
+      const size_t n_in = layout->inputs();
+      KernelCandidate c;
+      c.name = v.name;
+      c.config = fmt::format("{} blocks, a cluster of {} blocks an image", run.size(), v.ranks);
+      c.launch = [v, descs, dtable, refs, n_in, optin](const float* const* in, float* const* out, Stream s) {
+        kernels::MbconvChainTensors t;
+        for (size_t b = 0; b < descs.size(); ++b) {
+          t.x[b] = TuningLayout::resolve(refs[3 * b], in, n_in, out);
+          t.residual[b] = descs[b].residual ? TuningLayout::resolve(refs[3 * b + 1], in, n_in, out) : nullptr;
+          t.y[b] = TuningLayout::resolve(refs[3 * b + 2], in, n_in, out);
+        }
+        kernels::launch_mbconv_chain(v, descs, dtable, t, optin, static_cast<cudaStream_t>(s));
+      };
+      candidates.push_back(std::move(c));
+    }
+    for (KernelCandidate& c : candidates) c.workspace_floats = layout->workspace_floats();
+    TuneShapes shapes;
+    for (int s : in_slots) shapes.input_floats.push_back(lc.slot_info(s).bytes / static_cast<int64_t>(sizeof(float)));
+    shapes.output_floats = lc.slot_info(out_slot).bytes / static_cast<int64_t>(sizeof(float));
+    std::string signature = fmt::format("mbconv chain {}", run.size());
+    for (const BlockStep* b : run) signature += " {" + b->signature + "}";
+    const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+    const std::string what = fmt::format("inverted residual chain {} .. {}", steps.front().nodes.front(),
+                                         steps.back().nodes.back());
+    if (choice.index == 0) {
+      lc.note(fmt::format("{}: {} steps ({})", what, steps.size(), timing_text(choice)));
+      for (const Step& st : steps) kept.push_back(st);
+      i = j;
+      continue;
+    }
+    const kernels::MbconvVariant v = variants[choice.index - 1];
+    const void* dtable = tables[choice.index - 1];
+    // Per block: where its x, residual and y are among the step's inputs (>= 0) or outputs (-1 - index).
+    std::vector<int> where;
+    auto place = [&](int slot) {
+      const auto o = std::find(outputs.begin(), outputs.end(), slot);
+      if (o != outputs.end()) return -1 - static_cast<int>(o - outputs.begin());
+      return static_cast<int>(std::find(in_slots.begin(), in_slots.end(), slot) - in_slots.begin());
+    };
+    for (const BlockStep* b : run) {
+      where.push_back(place(b->x_slot));
+      where.push_back(b->residual_slot >= 0 ? place(b->residual_slot) : 0);
+      where.push_back(place(b->out_slot));
+    }
+    ir::Node covered;
+    covered.op = "InvertedResidualChain";
+    for (const Step& st : steps) covered.covers.insert(covered.covers.end(), st.nodes.begin(), st.nodes.end());
+    const KernelCandidate& winner = candidates[choice.index];
+    Step step = lc.make_step(covered, winner.name, winner.config + ", " + choice.how, in_slots, outputs,
+                             [v, descs, dtable, where, optin](const float* const* in, float* const* out, Stream s) {
+                               auto at = [&](int w) { return w >= 0 ? const_cast<float*>(in[w]) : out[-1 - w]; };
+                               kernels::MbconvChainTensors t;
+                               for (size_t b = 0; b < descs.size(); ++b) {
+                                 t.x[b] = at(where[3 * b]);
+                                 t.residual[b] = descs[b].residual ? at(where[3 * b + 1]) : nullptr;
+                                 t.y[b] = at(where[3 * b + 2]);
+                               }
+                               kernels::launch_mbconv_chain(v, descs, dtable, t, optin, static_cast<cudaStream_t>(s));
+                             });
+    step.output_shape = steps.back().output_shape;
+    step.candidates = choice.timings;
+    for (const Step& st : steps) {
+      step.flops += st.flops;
+      step.min_bytes += st.min_bytes;
+    }
+    lc.note(fmt::format("{}: one launch, {} for {} steps ({})", what, winner.name, steps.size(), timing_text(choice)));
+    kept.push_back(std::move(step));
+    i = j;
+  }
+  plan.steps = std::move(kept);
 }
 
 }  // namespace cnnrt::plan

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/mbconv.cuh"
 #include "passes/chain_match.hpp"
 #include "plan/gpu/planner.hpp"
 #include "plan/gpu/tuner.hpp"
@@ -36,11 +37,22 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, 
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
 
+// An inverted residual block the plan runs as one step of the block kernel: what a chain of them is made of.
+struct BlockStep {
+  kernels::MbconvDesc desc;
+  std::string signature;
+  int x_slot = -1, residual_slot = -1, out_slot = -1;  // residual_slot -1: none
+};
+
 // The steps the plan gets for an inverted residual block `match` (its nodes lowered in `steps`, with whatever
 // fusions the pair and gate kernels won inside it): one launch of the block kernel where a variant of it measures
-// faster than those steps, else `steps`.
+// faster than those steps, else `steps`. Where the kernel wins, the block is added to `chosen`.
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& match, std::vector<Step> steps,
-                                          LowerContext& lc);
+                                          LowerContext& lc, std::vector<BlockStep>& chosen);
+
+// Consecutive steps of the block kernel in `plan` (those in `blocks`), offered as chains of blocks in one launch
+// (kernels/mbconv.cuh) against those steps replayed; each run of them becomes one step where that measures faster.
+void offer_block_chains(const std::vector<BlockStep>& blocks, LowerContext& lc, GpuPlan& plan);
 
 // What the fused kernels' lowerings (here and lower_net.cpp) share.
 

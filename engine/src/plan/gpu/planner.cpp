@@ -327,6 +327,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   };
   std::vector<bool> lowered(g.nodes.size(), false);
+  std::vector<BlockStep> block_steps;  // the inverted residual blocks that run on the block kernel
   // For the network kernel, offered the nodes from some node on once all are lowered: where each node's steps
   // start, and whether a node lowered before its turn (fused with an earlier one) lies at or after it.
   NetOffer net;
@@ -381,7 +382,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
         }
       });
       try {
-        lower.append_steps(lower_inverted_residual(*block, std::move(inner), lower));
+        lower.append_steps(lower_inverted_residual(*block, std::move(inner), lower, block_steps));
       } catch (const Error& e) {
         rethrow_with_prefix(e, ir::node_label(node));
       }
@@ -434,6 +435,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
   }
   offer_net_kernel(net, lower, *plan);
+  offer_block_chains(block_steps, lower, *plan);
   for (const OutputCopy& copy : output_copies) {
     ir::Node node;
     node.op = "Copy";

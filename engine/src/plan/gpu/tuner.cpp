@@ -43,13 +43,14 @@ namespace {
 
 // The kernels offered outside the convolution registry, against the steps they replace: the chain kernel's
 // variants as built, the dense chain kernel's, the squeeze-excitation kernel's, the depthwise + pointwise
-// kernel's, the inverted residual block kernel's and the network kernel's.
+// kernel's, the inverted residual block kernel's (one block or a chain of them) and the network kernel's.
 std::vector<std::string> fusion_kernel_names() {
   std::vector<std::string> names = kernels::conv_chain_variant_names();
   for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::squeeze_excite_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::dw_pw_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_variant_names()) names.push_back(std::move(n));
+  for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::net_variant_names()) names.push_back(n + "_cut*");  // the cut: which node it starts at
   return names;
 }
@@ -92,7 +93,7 @@ void check_forced_kernel(const std::string& name) {
   }
   fail(ErrorCode::Usage,
        "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
-       "'squeeze_excite', 'dw_pw', 'mbconv', 'net', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
+       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'net', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }
 
