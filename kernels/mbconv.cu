@@ -134,7 +134,7 @@ MbconvStage make_stage(const MbconvDesc& d, int ranks, bool stage_x, const Mbcon
 // Copies n floats from global src to shared dst (16-byte copies where both allow).
 __device__ __forceinline__ void stage(float* dst, const float* src, int n, int tid) {
   constexpr int T = kMbconvThreads;
-  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     for (int i = tid; i < n / 4; i += T) cp_async_16(dst + 4 * i, src + 4 * i, true);
   } else {
     for (int i = tid; i < n; i += T) cp_async_4(dst + i, src + i, true);
@@ -367,6 +367,207 @@ __global__ void __launch_bounds__(kMbconvThreads)
   }
 }
 
+// The pixel split (`_px` variants), for blocks of large maps and few channels: rank r owns a band of output rows,
+// every channel of it, and computes the expanded map of the input rows its band reads (the halo rows computed by both
+// ranks next to it), the depthwise outputs and the project outputs of its band; the gate's means are the one thing
+// shared (each rank's sums of each channel stored into every rank, one cluster barrier, added in rank order). Every
+// rank stages every weight: for early blocks, whose weights are small.
+struct MbconvPxLayout {
+  int band = 0;     // output rows a rank
+  int rows_in = 0;  // input rows a band reads at most
+  int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0, w1 = 0, b1 = 0, w2 = 0, b2 = 0;
+  int msum = 0, z = 0, gate = 0, x = 0, e = 0, dmap = 0, floats = 0;
+};
+
+__host__ __device__ inline MbconvPxLayout mbconv_px_layout(const MbconvDesc& d, int ranks) {
+  MbconvPxLayout L;
+  const ConvGeometry& g = d.dw;
+  const int HD = d.hidden, HD4 = round4(HD), S = d.squeeze, KK = g.KH * g.KW;
+  L.band = (g.OH + ranks - 1) / ranks;
+  L.rows_in = min(d.H, (L.band - 1) * g.stride_h + (g.KH - 1) * g.dil_h + 1);
+  int at = 0;
+  auto take = [&at](int floats) {
+    const int here = at;
+    at += round4(floats);
+    return here;
+  };
+  L.wexp = take(d.expand ? HD4 * d.C : 0);
+  L.bexp = take(d.expand ? HD4 : 0);
+  L.wdw = take(HD * KK);
+  L.bdw = take(HD);
+  L.wpj = take(d.F * HD);
+  L.w1 = take(S * HD);
+  L.b1 = take(S);
+  L.w2 = take(HD * S);
+  L.b2 = take(S > 0 ? HD : 0);
+  L.msum = take(S > 0 ? ranks * HD : 0);
+  L.z = take(S);
+  L.gate = take(S > 0 ? HD : 0);
+  L.x = take(d.expand ? d.C * L.rows_in * d.W : 0);
+  L.e = take(HD * L.rows_in * d.W);
+  L.dmap = take(HD * L.band * g.OW);
+  L.floats = at;
+  return L;
+}
+
+__global__ void __launch_bounds__(kMbconvThreads)
+    mbconv_px_kernel(const float* __restrict__ x, const float* __restrict__ residual, float* __restrict__ y,
+                     const __grid_constant__ MbconvDesc d, FastDiv in_stride, FastDiv out_stride, FastDiv out_w) {
+  extern __shared__ __align__(16) float smem[];
+  constexpr int T = kMbconvThreads, kWarps = T / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);
+  const int n = static_cast<int>(blockIdx.x);
+  const MbconvPxLayout L = mbconv_px_layout(d, ranks);
+  const ConvGeometry& g = d.dw;
+  const int C = d.C, HD = d.hidden, S = d.squeeze, F = d.F, W = d.W, P = d.H * d.W, OP = g.OH * g.OW;
+  const int KH = g.KH, KW = g.KW, KK = KH * KW;
+  // This rank's output rows and the input rows they read (clamped to the image).
+  const int oy0 = min(g.OH, rank * L.band), oy1 = min(g.OH, oy0 + L.band);
+  const int iy_lo = max(0, oy0 * g.stride_h - g.pad_top);
+  const int iy_hi = oy1 > oy0 ? min(d.H, (oy1 - 1) * g.stride_h - g.pad_top + (KH - 1) * g.dil_h + 1) : iy_lo;
+  const int rows = max(0, iy_hi - iy_lo), band_in = rows * W, band_out = (oy1 - oy0) * g.OW;
+  // Maps of the band a channel apart by the largest band's size (BI, BO: fixed divisors); a rank's own band may be
+  // shorter (the last), its items past band_in or band_out skipped.
+  const int BI = L.rows_in * W, BO = L.band * g.OW;
+
+  // 0. Every weight (constants: before the prior grid's end).
+  if (d.expand) {
+    stage(smem + L.wexp, d.w_exp, HD * C, tid);
+    for (int i = tid; i < HD; i += T) smem[L.bexp + i] = bias_at(d.exp_epilogue.bias, i);
+  }
+  stage(smem + L.wdw, d.w_dw, HD * KK, tid);
+  for (int i = tid; i < HD; i += T) smem[L.bdw + i] = bias_at(d.dw_epilogue.bias, i);
+  stage(smem + L.wpj, d.w_pj, F * HD, tid);
+  if (S > 0) {
+    stage(smem + L.w1, d.w_se1, S * HD, tid);
+    stage(smem + L.w2, d.w_se2, HD * S, tid);
+    for (int i = tid; i < S; i += T) smem[L.b1 + i] = bias_at(d.b_se1, i);
+    for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_at(d.b_se2, i);
+  }
+  cp_async_commit();
+  if (ranks > 1) {
+    chain_detail::wait_for_prior_grid_in_cluster(ranks);
+  } else {
+    wait_for_prior_grid();
+  }
+
+  // 1. The input rows of the band, every channel (into x where the block expands, else straight into e).
+  const float* xi = x + static_cast<int64_t>(n) * C * P + iy_lo * W;
+  float* dst = d.expand ? smem + L.x : smem + L.e;
+  for (int c = 0; c < C; ++c) stage(dst + c * BI, xi + static_cast<int64_t>(c) * P, band_in, tid);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  float* e = smem + L.e;
+  // 2. Expand: a thread 4 channels of one pixel of the band.
+  if (d.expand) {
+    const float* xs = smem + L.x;
+    const float* wexp = smem + L.wexp;
+    const int chunks = (HD + 3) / 4;
+    for (int item = tid; item < chunks * BI; item += T) {
+      const int q = in_stride.div(item), p = item - q * BI, cb = 4 * q;
+      if (p >= band_in) continue;
+      const float* w0 = wexp + cb * C;
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+      for (int k = 0; k < C; ++k) {
+        const float v = xs[k * BI + p];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[j] = fmaf(w0[j * C + k], v, acc[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (cb + j < HD) {
+          e[(cb + j) * BI + p] = param_activate(acc[j] + smem[L.bexp + cb + j], d.exp_epilogue.param_act,
+                                                     d.exp_epilogue.alpha, d.exp_epilogue.beta);
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+  // 3. Depthwise: a thread an output of the band.
+  float* dmap = smem + L.dmap;
+  const float* wdw = smem + L.wdw;
+  for (int item = tid; item < HD * BO; item += T) {
+    const int c = out_stride.div(item), q = item - c * BO;
+    if (q >= band_out) continue;
+    const int ly = out_w.div(q), ox = q - ly * g.OW;
+    const int iy0 = (oy0 + ly) * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
+    const float* ec = e + c * BI;
+    const float* wc = wdw + c * KK;
+    float acc = 0.0f;
+    for (int ky = 0; ky < KH; ++ky) {
+      const int iy = iy0 + ky * g.dil_h;
+      if (iy < 0 || iy >= d.H) continue;
+      for (int kx = 0; kx < KW; ++kx) {
+        const int ix = ix0 + kx * g.dil_w;
+        if (ix >= 0 && ix < W) acc = fmaf(wc[ky * KW + kx], ec[(iy - iy_lo) * W + ix], acc);
+      }
+    }
+    dmap[item] = param_activate(acc + smem[L.bdw + c], d.dw_epilogue.param_act, d.dw_epilogue.alpha,
+                                d.dw_epilogue.beta);
+  }
+  __syncthreads();
+
+  // 4. The gate: each rank's sums of each channel over its band into every rank, then the means in rank order.
+  if (S > 0) {
+    float* msum = smem + L.msum;
+    float* z = smem + L.z;
+    float* gate = smem + L.gate;
+    for (int c = warp; c < HD; c += kWarps) {
+      float sum = 0.0f;
+      for (int q = lane; q < band_out; q += 32) sum += dmap[c * BO + q];
+      sum = warp_allreduce(sum, [](float u, float v) { return u + v; });
+      if (lane < ranks) store_in_rank(msum, rank * HD + c, sum, lane, ranks);
+    }
+    rank_barrier(ranks);
+    const float inv = 1.0f / static_cast<float>(OP);
+    float* mean = gate;  // the means, then (after the squeeze layer) the gate in their place
+    for (int c = tid; c < HD; c += T) {
+      float sum = 0.0f;
+      for (int r = 0; r < ranks; ++r) sum += msum[r * HD + c];
+      mean[c] = sum * inv;
+    }
+    __syncthreads();
+    for (int j = tid; j < S; j += T) {
+      const float* w1 = smem + L.w1 + j * HD;
+      float acc = 0.0f;
+      for (int c = 0; c < HD; ++c) acc = fmaf(w1[c], mean[c], acc);
+      z[j] = param_activate(acc + smem[L.b1 + j], d.se_act, d.se_alpha, d.se_beta);
+    }
+    __syncthreads();
+    for (int c = tid; c < HD; c += T) {
+      const float* w2 = smem + L.w2 + c * S;
+      float acc = 0.0f;
+      for (int j = 0; j < S; ++j) acc = fmaf(w2[j], z[j], acc);
+      gate[c] = param_activate(acc + smem[L.b2 + c], d.se_gate, d.gate_alpha, d.gate_beta);
+    }
+    __syncthreads();
+    for (int item = tid; item < HD * BO; item += T) dmap[item] *= gate[out_stride.div(item)];
+    __syncthreads();
+  }
+
+  // 5. Project: a thread an output of the band, the epilogue, stored to NCHW.
+  const float* wpj = smem + L.wpj;
+  const int64_t image = static_cast<int64_t>(n) * F * OP + oy0 * g.OW;
+  const Epilogue& ep = d.pj_epilogue;
+  for (int item = tid; item < F * BO; item += T) {
+    const int f = out_stride.div(item), q = item - f * BO;
+    if (q >= band_out) continue;
+    const float* wf = wpj + f * HD;
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int c = 0; c < HD; ++c) acc = fmaf(wf[c], dmap[c * BO + q], acc);
+    const int64_t at = image + static_cast<int64_t>(f) * OP + q;
+    float v = acc + bias_at(ep.bias, f);
+    if (residual) v += residual[at];
+    y[at] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
+  }
+}
+
 }  // namespace
 
 bool mbconv_supports(const MbconvDesc& d, std::string* why) {
@@ -428,17 +629,36 @@ std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_b
     }
   }
   offer(1, "mbconv");
+  if (arch >= 90) {
+    for (int ranks : kClusterRanks) {
+      if (ranks <= d.dw.OH && int64_t(mbconv_px_layout(d, ranks).floats) * 4 <= smem_optin_bytes) {
+        out.push_back({fmt::format("mbconv_px_cl{}", ranks), ranks, true, true});
+      }
+    }
+  }
   return out;
 }
 
 std::vector<std::string> mbconv_variant_names() {
   std::vector<std::string> names = {"mbconv"};
   for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_cl{}", ranks));
+  for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_px_cl{}", ranks));
   return names;
 }
 
 void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                    int smem_optin_bytes, cudaStream_t stream) {
+  if (v.pixel_split) {
+    const MbconvPxLayout L = mbconv_px_layout(d, v.ranks);
+    const int bytes = L.floats * static_cast<int>(sizeof(float));
+    if (bytes > 48 * 1024) allow_dynamic_smem<mbconv_px_kernel>(smem_optin_bytes);
+    if (v.ranks > 8) allow_large_clusters<mbconv_px_kernel>();
+    launch_overlapped(mbconv_px_kernel, dim3(static_cast<unsigned>(d.batch), 1, static_cast<unsigned>(v.ranks)),
+                      dim3(kMbconvThreads), static_cast<size_t>(bytes), stream, static_cast<unsigned>(v.ranks), x,
+                      d.residual ? residual : nullptr, y, d, FastDiv(L.rows_in * d.W), FastDiv(L.band * d.dw.OW),
+                      FastDiv(d.dw.OW));
+    return;
+  }
   const int bytes = static_cast<int>(single_bytes(d, v.ranks, v.stage_x));
   if (bytes > 48 * 1024) allow_dynamic_smem<mbconv_kernel>(smem_optin_bytes);
   if (v.ranks > 8) allow_large_clusters<mbconv_kernel>();

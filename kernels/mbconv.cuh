@@ -25,6 +25,9 @@
 //      that output (distributed shared memory), a cluster barrier, then each rank its share of the outputs, the
 //      ranks' partials added in rank order (results are the same run to run), the epilogue, stored to NCHW.
 // Ranks only store into each other (never load), so no rank waits for another after the last barrier.
+// The `_px` variants split the other way, for the first blocks of a network (large maps, few channels, small
+// weights): each rank a band of output rows and every channel of it (the expanded rows its band reads computed by
+// it, halo included), every weight staged in every rank; only the gate's channel sums cross ranks.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -68,6 +71,7 @@ struct MbconvVariant {
   std::string name;  // "mbconv_cl16"
   int ranks = 1;     // blocks an image (a cluster above 1: compute capability 9.0)
   bool stage_x = true;  // the expand layer's input copied into shared memory (false: read from L2, where it does not fit)
+  bool pixel_split = false;  // `_px`: ranks split the output rows instead of the hidden channels
 };
 
 // Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
