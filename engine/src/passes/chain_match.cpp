@@ -224,39 +224,6 @@ bool is_plain_conv2d(const ir::Graph& g, const ir::Node& n) {
   return !n.outputs.empty() && n.outputs[0] >= 0 && g.values[n.outputs[0]].shape.has_value();
 }
 
-}  // namespace
-
-std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
-  const ir::Node& dw = g.nodes.at(static_cast<size_t>(first));
-  if (!is_plain_conv2d(g, dw) || (dw.op == ir::fused::kFusedConv && dw.has_input(ir::fused::kResidualInput))) {
-    return std::nullopt;
-  }
-  const int64_t C = g.shape_of(dw.input(0))[1];
-  const ir::Shape& wd = g.constant_of(dw.input(1))->shape();
-  if (dw.attrs.get_int("group", 1) != C || wd[0] != C || wd[1] != 1) return std::nullopt;
-  const Readers readers = value_readers(g);
-  DwPwMatch m;
-  m.dw = first;
-  m.pw = sole_reader(g, readers, dw.outputs[0]);
-  if (m.pw < 0) return std::nullopt;
-  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
-  if (!is_plain_conv2d(g, pw) || pw.input(0) != dw.outputs[0] || pw.attrs.get_int("group", 1) != 1) return std::nullopt;
-  // The pair runs where the depthwise layer is: a residual must be ready by then.
-  if (pw.op == ir::fused::kFusedConv && pw.has_input(ir::fused::kResidualInput)) {
-    const ir::Node* r = producer_of(g, pw.input(ir::fused::kResidualInput));
-    if (r && r - g.nodes.data() > first) return std::nullopt;
-  }
-  const ir::Shape& wp = g.constant_of(pw.input(1))->shape();
-  if (wp[1] != C || wp[2] != 1 || wp[3] != 1) return std::nullopt;
-  const ir::Shape& mid = g.shape_of(dw.outputs[0]);
-  const ir::Shape& out = g.shape_of(pw.outputs[0]);
-  if (out.size() != 4 || out[0] != mid[0] || out[1] != wp[0] || out[2] != mid[2] || out[3] != mid[3]) return std::nullopt;
-  return m;
-}
-
-
-namespace {
-
 // A 1x1 convolution over [N, C, H, W] of one group, stride 1 and no padding, reading `value`, with weights
 // [F, C, 1, 1], its output [N, F, H, W]; no pool (is_plain_conv2d) and, unless `residual_ok`, no residual.
 bool is_pointwise_conv(const ir::Graph& g, const ir::Node& n, int value, bool residual_ok) {
@@ -278,7 +245,28 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n, int value) {
   return n.attrs.get_int("group", 1) == C && w[0] == C && w[1] == 1 && g.shape_of(n.outputs[0])[1] == C;
 }
 
+// Whether the residual operand of `n` (if any) is ready where node `first` runs (a fused step runs there).
+bool residual_ready(const ir::Graph& g, const ir::Node& n, int first) {
+  if (n.op != ir::fused::kFusedConv || !n.has_input(ir::fused::kResidualInput)) return true;
+  const ir::Node* r = producer_of(g, n.input(ir::fused::kResidualInput));
+  return !r || r - g.nodes.data() <= first;
+}
+
 }  // namespace
+
+std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
+  const ir::Node& dw = g.nodes.at(static_cast<size_t>(first));
+  if (!dw.has_input(0) || !is_depthwise_conv(g, dw, dw.input(0))) return std::nullopt;
+  const Readers readers = value_readers(g);
+  DwPwMatch m;
+  m.dw = first;
+  m.pw = sole_reader(g, readers, dw.outputs[0]);
+  if (m.pw < 0) return std::nullopt;
+  // The pair runs where the depthwise layer is: a residual must be ready by then.
+  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
+  if (!is_pointwise_conv(g, pw, dw.outputs[0], true) || !residual_ready(g, pw, first)) return std::nullopt;
+  return m;
+}
 
 std::vector<int> InvertedResidualMatch::nodes() const {
   std::vector<int> out;
@@ -321,13 +309,9 @@ std::optional<InvertedResidualMatch> match_inverted_residual(const ir::Graph& g,
     m.project = sole_reader(g, readers, value);
     if (m.project < 0) return std::nullopt;
   }
-  const ir::Node& pj = g.nodes[static_cast<size_t>(m.project)];
-  if (!is_pointwise_conv(g, pj, value, true)) return std::nullopt;
   // The block runs where its first node is: a residual must be ready by then.
-  if (pj.op == ir::fused::kFusedConv && pj.has_input(ir::fused::kResidualInput)) {
-    const ir::Node* r = producer_of(g, pj.input(ir::fused::kResidualInput));
-    if (r && r - g.nodes.data() > first) return std::nullopt;
-  }
+  const ir::Node& pj = g.nodes[static_cast<size_t>(m.project)];
+  if (!is_pointwise_conv(g, pj, value, true) || !residual_ready(g, pj, first)) return std::nullopt;
   return m;
 }
 
