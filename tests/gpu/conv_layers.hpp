@@ -406,11 +406,82 @@ inline std::vector<Layer> wg_layers(bool halo) {
   return out;
 }
 
+// stem (at most 16 input channels, filters to 11x11 or 128 taps in 1-D, strides to 4): RGB and single-channel
+// stems at odd sizes (1, 7, 31, 33, 1000) and paddings, strides 1 to 4 (unequal too), 7x7 and 11x11 filters,
+// non-square filters, fused max and average pooling (overlapping, ceil mode, padded windows), residuals, every
+// kind of activation, filter counts that leave a block's last filters partial, 1-D layers up to 80 taps.
+inline std::vector<Layer> stem_layers() {
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  for (int size : {1, 7, 31, 33}) {
+    out.push_back(tc_layer(1, 3, size, size, 64, 3, 3, 2, 1, 1, 1, 1, ParamAct::Relu));
+    out.push_back(tc_layer(2, 3, size, size + 2, 33, 3, 3, 1, 1, 1, 1, 1, ParamAct::LeakyRelu, true));
+    out.push_back(tc_layer(1, 1, size, size, 17, 5, 5, 1, 2, 2, 2, 2, ParamAct::None));
+  }
+  out.push_back(tc_layer(2, 3, 33, 31, 64, 7, 7, 2, 3, 3, 3, 3, ParamAct::Relu));        // a 7x7 stride-2 stem
+  out.push_back(tc_layer(2, 3, 67, 67, 48, 11, 11, 4, 2, 2, 2, 2, ParamAct::Relu));      // 11x11 stride 4
+  out.push_back(tc_layer(1, 1, 31, 1000, 40, 7, 7, 1, 3, 3, 3, 3, ParamAct::Tanh));     // one channel, 7x7
+  out.push_back(tc_layer(1, 4, 33, 33, 24, 5, 3, 3, 2, 1, 0, 1, ParamAct::Sigmoid, true));  // 5x3, stride 3
+  out.push_back(tc_layer(2, 16, 15, 17, 20, 3, 3, 2, 1, 1, 1, 1, ParamAct::Swish));
+  out.push_back(tc_layer(2, 1, 49, 10, 28, 10, 4, 2, 4, 1, 5, 2, ParamAct::Relu));       // keyword spotting
+  out.back().stride_w = 1;
+  out.push_back(tc_layer(1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, ParamAct::HardSwish, true, true));
+  out.push_back(tc_layer(1, 2, 9, 9, 8, 4, 4, 4, 0, 0, 0, 0, ParamAct::Gelu));
+  // Fused pooling: SqueezeNet's 3x3 stride-2 stem + 3x3/2 max pool, ResNet's 7x7/2 + 3x3/2 padded max pool, an
+  // average pool in ceil mode, and a one-channel 5x5 layer with 2x2 pooling.
+  for (int size : {7, 31, 63}) {
+    Layer L = tc_layer(2, 3, size, size + 1, 64, 3, 3, 2, 0, 0, 0, 0, ParamAct::Relu);
+    L.pool = FusedPool::Max;
+    L.pool_k = 3;
+    L.pool_s = 2;
+    out.push_back(L);
+    L.act = ParamAct::Clip;
+    L.F = 40;
+    out.push_back(L);
+  }
+  {
+    Layer L = tc_layer(1, 3, 61, 59, 64, 7, 7, 2, 3, 3, 3, 3, ParamAct::Relu);
+    L.pool = FusedPool::Max;
+    L.pool_k = 3;
+    L.pool_s = 2;
+    L.pool_pad = 1;
+    out.push_back(L);
+    L = tc_layer(2, 3, 33, 33, 33, 3, 3, 1, 1, 1, 1, 1, ParamAct::LeakyRelu);
+    L.pool = FusedPool::Avg;
+    L.pool_k = 3;
+    L.pool_s = 2;
+    L.pool_ceil = true;
+    out.push_back(L);
+    L = tc_layer(1, 1, 32, 32, 20, 5, 5, 1, 0, 0, 0, 0, ParamAct::Relu);
+    L.pool = FusedPool::Max;
+    out.push_back(L);
+    L = tc_layer(1, 3, 1, 1, 8, 3, 3, 2, 1, 1, 1, 1, ParamAct::Relu);  // a 1x1 image, pooled 1x1 with padding
+    L.pool = FusedPool::Max;
+    L.pool_k = 3;
+    L.pool_s = 2;
+    L.pool_pad = 1;
+    out.push_back(L);
+  }
+  // 1-D: a time-series stem (9 channels, 7 taps) and raw audio (80 taps, stride 4), 1000 samples.
+  out.push_back(tc_layer(2, 9, 1, 128, 32, 1, 7, 1, 0, 3, 0, 3, ParamAct::Relu));
+  out.push_back(tc_layer(1, 1, 1, 1000, 40, 1, 80, 4, 0, 0, 0, 0, ParamAct::Relu));
+  out.push_back(tc_layer(3, 9, 1, 33, 64, 1, 5, 2, 0, 2, 0, 2, ParamAct::Clip, true));
+  {
+    Layer L = tc_layer(2, 9, 1, 128, 48, 1, 5, 1, 0, 2, 0, 2, ParamAct::Relu);
+    L.pool = FusedPool::Max;
+    L.pool_k = 1;  // 1-D pooling with stride 2 (this description's pool windows are square)
+    out.push_back(L);
+  }
+  return out;
+}
+
 // The list of a family's GPU test ("" for a family no list covers).
 inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "c1") return c1_layers();
   if (family == "c1stream") return c1stream_layers();
   if (family == "small") return small_layers();
+  if (family == "stem") return stem_layers();
   if (family == "dw") return dw_layers();
   if (family == "tc") return tc_layers();
   if (family == "igemm") return tc_layers();  // the same geometries: any stride, dilation, groups, 1-D
