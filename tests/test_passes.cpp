@@ -1059,6 +1059,42 @@ TEST_CASE("the GPU planner's depthwise + pointwise matcher: a depthwise conv rea
   CHECK_FALSE(passes::match_dw_pw(late, 0).has_value());
 }
 
+TEST_CASE("the GPU planner's sibling-convolution matcher: convolutions of one input joined by one channel Concat") {
+  // x -> Relu -> t; a = 3x3 conv(t), b = 3x3 conv(t) [, c = 3x3 conv(t) read by another node too]; y = Concat(b, a).
+  struct Variant {
+    int64_t axis = 1;
+    bool other_reader = false, other_input = false;
+  };
+  auto model = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {-1, 4, 6, 6}).output("y");
+    m.node("Relu", {"x"}, {"t"}, "t");
+    conv(m, "t", "a", "a", 4, 3);
+    conv(m, v.other_input ? "x" : "t", "b", "b", 4, v.axis == 1 ? 5 : 3);  // (along H: equal channels)
+    ModelBuilder::attr_int(m.node("Concat", {"b", "a"}, {"y"}, "cat"), "axis", v.axis);
+    if (v.other_reader) {
+      m.output("z");
+      m.node("Relu", {"a"}, {"z"}, "z");
+    }
+    return m;
+  };
+  const Passed p = check_unchanged(model(Variant{}), {{2, 4, 6, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Relu", "Conv", "Conv", "Concat"});
+  const auto m = passes::match_sibling_convs(p.graph, 1);
+  REQUIRE(m.has_value());
+  CHECK(m->convs == std::vector<int>{2, 1});  // the Concat's order
+  CHECK(m->concat == 3);
+  CHECK_FALSE(passes::match_sibling_convs(p.graph, 2).has_value());  // not the first of them in graph order
+  CHECK_FALSE(passes::match_sibling_convs(p.graph, 0).has_value());  // not a convolution
+  Variant other_axis, read_twice, two_inputs;
+  other_axis.axis = 2;
+  read_twice.other_reader = true;
+  two_inputs.other_input = true;
+  CHECK_FALSE(passes::match_sibling_convs(prepare(model(other_axis), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
+  CHECK_FALSE(passes::match_sibling_convs(prepare(model(read_twice), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
+  CHECK_FALSE(passes::match_sibling_convs(prepare(model(two_inputs), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.

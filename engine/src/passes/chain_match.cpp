@@ -268,6 +268,34 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
   return m;
 }
 
+std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& g, int first) {
+  const ir::Node& head = g.nodes.at(static_cast<size_t>(first));
+  if (!is_plain_conv2d(g, head) || head.attrs.get_int("group", 1) != 1) return std::nullopt;
+  const Readers readers = value_readers(g);
+  SiblingConvsMatch m;
+  m.concat = sole_reader(g, readers, head.outputs[0]);
+  if (m.concat < 0) return std::nullopt;
+  const ir::Node& cat = g.nodes[static_cast<size_t>(m.concat)];
+  if (cat.op != "Concat" || cat.inputs.size() < 2 || cat.outputs.empty() || cat.outputs[0] < 0) return std::nullopt;
+  int64_t axis = cat.attrs.get_int("axis", 0);
+  if (axis < 0) axis += 4;
+  if (axis != 1) return std::nullopt;
+  for (int v : cat.inputs) {
+    const ir::Node* producer = v >= 0 ? producer_of(g, v) : nullptr;
+    if (!producer) return std::nullopt;
+    const int n = static_cast<int>(producer - g.nodes.data());
+    const ir::Node& c = *producer;
+    if (n < first || !is_plain_conv2d(g, c) || c.input(0) != head.input(0) || c.attrs.get_int("group", 1) != 1 ||
+        (c.op == ir::fused::kFusedConv && c.has_input(ir::fused::kResidualInput)) ||
+        sole_reader(g, readers, c.outputs[0]) != m.concat ||
+        std::find(m.convs.begin(), m.convs.end(), n) != m.convs.end()) {
+      return std::nullopt;
+    }
+    m.convs.push_back(n);
+  }
+  return m;
+}
+
 std::vector<int> InvertedResidualMatch::nodes() const {
   std::vector<int> out;
   if (expand >= 0) out.push_back(expand);

@@ -68,6 +68,19 @@ struct InvertedResidualMatch {
   std::vector<int> nodes() const;  // every node of the block, in graph order
 };
 
+// Convolutions of one input whose outputs are concatenated along the channels, for one convolution of all their
+// filters (SqueezeNet's expand layers: a 1x1 and a 3x3 "same" layer): two or more Conv|FusedConv of one group,
+// constant weights and biases, no residual or pool, each read only by one Concat (axis 1 of 4-D tensors) and not
+// a graph output, the Concat's inputs being exactly their outputs. Whether their filters line up (equal strides,
+// dilation 1, a smaller filter centred in the largest by the paddings, one activation) is the lowering's test.
+struct SiblingConvsMatch {
+  std::vector<int> convs;  // node indices, in the Concat's input order
+  int concat = -1;
+};
+
+// The siblings whose first node in graph order is `first`, or nullopt.
+std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& graph, int first);
+
 // The block starting at node `first` (the expand layer, or the depthwise layer), or nullopt.
 std::optional<InvertedResidualMatch> match_inverted_residual(const ir::Graph& graph, int first);
 

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/conv_registry.hpp"
 #include "ir/fused.hpp"
 #include "kernels/layer.hpp"
 #include "plan/gpu/planner.hpp"
+#include "plan/gpu/tuner.hpp"
 
 namespace cnnrt::plan {
 
@@ -36,6 +38,13 @@ struct PoolWindow {
   kernels::PoolGeometry pool;  // kind, window, padding, output extents (PH, PW)
 };
 PoolWindow describe_pool(const ir::Node& node, LowerContext& lc);
+
+// Every registry variant that runs `L` (weights [F][C / groups][KH][KW] on the host and the device, the bias on the
+// host or null) as planner candidates: input 0 x, then the residual, then the variant's workspace; a pooled layer's
+// convolutions also without the pool, followed by the pooling launch. Families that decline append why to `rejected`.
+std::vector<KernelCandidate> conv_kernel_candidates(const kernels::ConvLayer& L, const float* w_host,
+                                                   const float* bias_host, const float* w_device, LowerContext& lc,
+                                                   std::vector<std::string>* rejected = nullptr);
 
 // What the kernel families may use on the plan's device.
 kernels::DeviceCaps device_caps(const gpu::DeviceInfo& device);

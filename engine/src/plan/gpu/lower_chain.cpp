@@ -579,6 +579,126 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
 }
 
 
+constexpr double kMergedConvMaxExtraFlops = 1e8;
+
+std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::vector<Step> steps, bool concat_in_place,
+                                      LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& cat = g.nodes[static_cast<size_t>(m.concat)];
+  const std::string what = fmt::format("convolutions concatenated by {}", ir::node_short_name(cat));
+  std::vector<ConvStep> convs;
+  for (int n : m.convs) convs.push_back(describe_conv(g.nodes[static_cast<size_t>(n)], lc));
+  // The largest filter, and every other centred in it by the paddings: the merged layer's outputs are then each
+  // layer's outputs, in the Concat's order.
+  const kernels::ConvGeometry* big = &convs[0].layer.g;
+  for (const ConvStep& c : convs) {
+    if (c.layer.g.KH >= big->KH && c.layer.g.KW >= big->KW) big = &c.layer.g;
+  }
+  std::string why;
+  std::vector<std::pair<int, int>> origin;  // each layer's filter within the merged one (row, column)
+  int F = 0;
+  for (const ConvStep& c : convs) {
+    const kernels::ConvGeometry& a = c.layer.g;
+    const kernels::Epilogue& e = c.layer.e;
+    const kernels::Epilogue& e0 = convs[0].layer.e;
+    const int oy = big->pad_top - a.pad_top, ox = big->pad_left - a.pad_left;
+    if (a.stride_h != big->stride_h || a.stride_w != big->stride_w || a.dil_h != 1 || a.dil_w != 1 ||
+        big->dil_h != 1 || big->dil_w != 1) {
+      why = "strides or dilations differ";
+    } else if (oy < 0 || ox < 0 || oy + a.KH > big->KH || ox + a.KW > big->KW ||
+               big->KH - a.KH - oy != big->pad_bottom - a.pad_bottom ||
+               big->KW - a.KW - ox != big->pad_right - a.pad_right || a.OH != big->OH || a.OW != big->OW) {
+      why = "a filter is not centred in the largest by the paddings";
+    } else if (e.param_act != e0.param_act || e.alpha != e0.alpha || e.beta != e0.beta) {
+      why = "different activations";
+    }
+    if (!why.empty()) break;
+    origin.push_back({oy, ox});
+    F += a.F;
+  }
+  if (!why.empty()) {
+    lc.note(fmt::format("{}: separate steps ({})", what, why));
+    return steps;
+  }
+  // The merged weights [F][C][KH][KW] and bias [F] (zeros where a layer has none).
+  kernels::ConvLayer L;
+  L.g = *big;
+  L.g.F = F;
+  L.e = convs[0].layer.e;
+  const int C = L.g.C, KH = L.g.KH, KW = L.g.KW;
+  std::vector<float> w(static_cast<size_t>(F) * C * KH * KW, 0.0f), bias(static_cast<size_t>(F), 0.0f);
+  bool any_bias = false;
+  std::string signature = "merged";
+  for (size_t i = 0, f0 = 0; i < convs.size(); ++i) {
+    const ir::Node& node = g.nodes[static_cast<size_t>(m.convs[i])];
+    const kernels::ConvGeometry& a = convs[i].layer.g;
+    const float* src = g.constant_of(node.input(1))->f32();
+    for (int f = 0; f < a.F; ++f) {
+      for (int c = 0; c < C; ++c) {
+        for (int y = 0; y < a.KH; ++y) {
+          for (int x = 0; x < a.KW; ++x) {
+            w[(((f0 + f) * C + c) * KH + origin[i].first + y) * KW + origin[i].second + x] =
+                src[((static_cast<size_t>(f) * C + c) * a.KH + y) * a.KW + x];
+          }
+        }
+      }
+    }
+    if (node.has_input(2)) {
+      const float* b = g.constant_of(node.input(2))->f32();
+      std::copy(b, b + a.F, bias.begin() + static_cast<std::ptrdiff_t>(f0));
+      any_bias = true;
+    }
+    f0 += static_cast<size_t>(a.F);
+    signature += " [" + convs[i].signature + "]";
+  }
+  // The zero taps cost multiply-adds: offered only where they take less than a step's fixed cost (~2 us at the FP32
+  // peak, about 100 MFLOP), so that large batches do not spend their tuning on a layer that cannot win.
+  double useful = 0.0;
+  for (const ConvStep& c : convs) useful += c.layer.flops();
+  const double extra = L.flops() - useful;
+  if (extra > kMergedConvMaxExtraFlops) {
+    lc.note(fmt::format("{}: separate steps (merged, the zero taps would add {:.0f} MFLOP)", what, extra / 1e6));
+    return steps;
+  }
+  const float* w_device = lc.context.weights.upload(w, "merged_conv_fckk");
+  L.e.bias = any_bias ? lc.context.weights.upload(bias, "merged_conv_bias") : nullptr;
+  std::vector<KernelCandidate> candidates =
+      conv_kernel_candidates(L, w.data(), any_bias ? bias.data() : nullptr, w_device, lc);
+  if (candidates.empty()) {
+    lc.note(fmt::format("{}: separate steps (no kernel runs the merged layer)", what));
+    return steps;
+  }
+  const std::vector<int> in_slots = {lc.slot(g.nodes[static_cast<size_t>(m.convs[0])].input(0))};
+  const int out_slot = lc.slot(cat.outputs.at(0));
+  // In place, each layer's output is its block of the Concat's output: so in the replay too.
+  SlotAliases aliases;
+  if (concat_in_place) {
+    int64_t at = 0;
+    for (size_t i = 0; i < convs.size(); ++i) {
+      aliases[lc.slot(g.nodes[static_cast<size_t>(m.convs[i])].outputs.at(0))] = {out_slot, at};
+      at += convs[i].layer.out_floats() * static_cast<int64_t>(sizeof(float));
+    }
+  }
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, concat_in_place ? &aliases : nullptr));
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(g.shape_of(g.nodes[static_cast<size_t>(m.convs[0])].input(0)))};
+  shapes.output_floats = L.out_floats();
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  std::vector<int> inputs = in_slots;
+  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
+  std::vector<int> nodes = m.convs;
+  nodes.push_back(m.concat);
+  Step step = replacing_step("MergedConv", nodes, cat, chosen, choice, steps, inputs, out_slot, what, lc);
+  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(w.size()) + double(L.out_floats()));
+  return {std::move(step)};
+}
+
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,
                                           LowerContext& lc, std::vector<BlockStep>& chosen_blocks) {
   const ir::Graph& g = lc.graph;

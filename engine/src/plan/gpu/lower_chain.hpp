@@ -37,6 +37,15 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, 
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
 
+// The steps the plan gets for convolutions of one input concatenated along the channels (`match`): `steps` are
+// the convolutions lowered one by one, then the Concat's step unless it runs in place (its inputs written into
+// their blocks of its output, at batch 1: no step). Where the filters line up (SiblingConvsMatch), one convolution of
+// all of them (the smaller filters zero-padded to the largest, centred as their paddings say) is offered with every
+// registry kernel against those steps replayed, and the faster wins; not where the zero taps add more than 100 MFLOP
+// (about 2 us of a GPU's FP32 peak: a step's fixed cost).
+std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& match, std::vector<Step> steps,
+                                      bool concat_in_place, LowerContext& lc);
+
 // An inverted residual block the plan runs as one step of the block kernel: what a chain of them is made of.
 struct BlockStep {
   kernels::MbconvDesc desc;

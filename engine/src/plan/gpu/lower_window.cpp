@@ -139,6 +139,32 @@ KernelCandidate unfused_pool_candidate(kernels::ConvVariant v, const kernels::Co
   return c;
 }
 
+}  // namespace
+
+std::vector<KernelCandidate> conv_kernel_candidates(const kernels::ConvLayer& L, const float* w_host,
+                                                   const float* bias_host, const float* w_device, LowerContext& lc,
+                                                   std::vector<std::string>* rejected) {
+  std::vector<KernelCandidate> candidates;
+  const kernels::DeviceCaps dev = device_caps(lc.context.device);
+  const kernels::UploadFn upload = [&](const std::vector<float>& data, const std::string& layout) {
+    return lc.context.weights.upload(data, layout);
+  };
+  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, dev, w_host, bias_host, w_device, upload)) {
+    if (!fc.rejected.empty() && rejected) rejected->push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
+    for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
+  }
+  if (L.pooled()) {
+    kernels::ConvLayer unpooled = L;
+    unpooled.e.pool = kernels::PoolGeometry{};
+    for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(unpooled, dev, w_host, bias_host, w_device, upload)) {
+      for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(unfused_pool_candidate(v, L));
+    }
+  }
+  return candidates;
+}
+
+namespace {
+
 void lower_conv(const ir::Node& node, LowerContext& lc) {
   const ConvStep cs = describe_conv(node, lc);
   const kernels::ConvLayer& L = cs.layer;
@@ -147,25 +173,9 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   const ir::HostTensor* bias = node.has_input(2) ? lc.graph.constant_of(node.input(2)) : nullptr;
   CNNRT_CHECK(!node.has_input(2) || bias != nullptr, ErrorCode::Unsupported, "convolution bias computed at run time");
 
-  std::vector<KernelCandidate> candidates;
   std::vector<std::string> rejected;
-  const kernels::DeviceCaps dev = device_caps(lc.context.device);
-  const kernels::UploadFn upload = [&](const std::vector<float>& data, const std::string& layout) {
-    return lc.context.weights.upload(data, layout);
-  };
-  const float* bias_host = bias ? bias->f32() : nullptr;
-  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, dev, w.f32(), bias_host, w_device, upload)) {
-    if (!fc.rejected.empty()) rejected.push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
-    for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
-  }
-  if (L.pooled()) {
-    kernels::ConvLayer unpooled = L;
-    unpooled.e.pool = kernels::PoolGeometry{};
-    for (const kernels::FamilyCandidates& fc :
-         kernels::conv_candidates(unpooled, dev, w.f32(), bias_host, w_device, upload)) {
-      for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(unfused_pool_candidate(v, L));
-    }
-  }
+  std::vector<KernelCandidate> candidates =
+      conv_kernel_candidates(L, w.f32(), bias ? bias->f32() : nullptr, w_device, lc, &rejected);
   candidates.push_back(reference_candidate(L, w_device));
 
   TuneShapes shapes;

@@ -314,8 +314,9 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // node apart from the plan, and offered with those steps to the one-launch chain kernel: the plan gets
   // whichever measures faster; a dense head (two or three Gemms in a row, or a global average pool and Gemms)
   // likewise to the dense chain kernel, a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel, a
-  // depthwise convolution with the pointwise one after it to the pair kernel, and an inverted residual block (expand,
-  // depthwise, gate, project) to the block kernel, against its steps with the gate's and pair's fusions inside.
+  // depthwise convolution with the pointwise one after it to the pair kernel, an inverted residual block (expand,
+  // depthwise, gate, project) to the block kernel, against its steps with the gate's and pair's fusions inside, and
+  // convolutions of one input whose outputs are concatenated (SqueezeNet's expand layers) to one merged convolution.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -396,6 +397,18 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     if (const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, static_cast<int>(i))) {
       lower_fused(node, {pair->dw, pair->pw},
                   [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
+      continue;
+    }
+    const std::optional<passes::SiblingConvsMatch> siblings = passes::match_sibling_convs(g, static_cast<int>(i));
+    if (siblings && std::none_of(siblings->convs.begin(), siblings->convs.end(),
+                                 [&](int n) { return lowered[static_cast<size_t>(n)]; })) {
+      const bool in_place_concat = in_place.no_step[static_cast<size_t>(siblings->concat)];
+      std::vector<int> nodes = siblings->convs;
+      if (!in_place_concat) nodes.push_back(siblings->concat);
+      lower_fused(node, nodes, [&](std::vector<Step> steps) {
+        return lower_sibling_convs(*siblings, std::move(steps), in_place_concat, lower);
+      });
+      mark_lowered(siblings->concat);
       continue;
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
