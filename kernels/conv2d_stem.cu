@@ -8,6 +8,7 @@
 #include "kernels/conv2d_stem.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/conv_registry.hpp"
+#include "kernels/conv_tile.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
@@ -171,15 +172,7 @@ __global__ void __launch_bounds__(256)
           const float* ip = rowp + ph * p.phase_w;
           for (int kx = ph; kx < g.KW; kx += sw, ++ip) {
             float w[FT];
-            const float4* w4 = reinterpret_cast<const float4*>(wrow + kx * p.fb);
-#pragma unroll
-            for (int v = 0; v < FT / 4; ++v) {
-              const float4 q4 = w4[v];
-              w[4 * v + 0] = q4.x;
-              w[4 * v + 1] = q4.y;
-              w[4 * v + 2] = q4.z;
-              w[4 * v + 3] = q4.w;
-            }
+            load_window_row(w, wrow + kx * p.fb);  // FT filters of the tap: float4 broadcasts
 #pragma unroll
             for (int k = 0; k < RP; ++k) {
               const float in = ip[off[k]];
