@@ -1090,9 +1090,12 @@ TEST_CASE("the GPU planner's sibling-convolution matcher: convolutions of one in
   other_axis.axis = 2;
   read_twice.other_reader = true;
   two_inputs.other_input = true;
-  CHECK_FALSE(passes::match_sibling_convs(prepare(model(other_axis), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
-  CHECK_FALSE(passes::match_sibling_convs(prepare(model(read_twice), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
-  CHECK_FALSE(passes::match_sibling_convs(prepare(model(two_inputs), {{2, 4, 6, 6}}, {}).graph, 1).has_value());
+  for (const Variant& v : {other_axis, read_twice, two_inputs}) {
+    const Passed q = prepare(model(v), {{2, 4, 6, 6}}, {});
+    REQUIRE(q.graph.nodes.size() >= 3);
+    REQUIRE(q.graph.nodes[1].op == "Conv");  // the first convolution, as in the graph above
+    CHECK_FALSE(passes::match_sibling_convs(q.graph, 1).has_value());
+  }
 }
 
 namespace {

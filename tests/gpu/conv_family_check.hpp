@@ -63,7 +63,9 @@ inline std::string describe(const Layer& L) {
          " s" + std::to_string(L.stride) + "x" + std::to_string(L.SW()) + " d" + std::to_string(L.dil) + " pads " + std::to_string(L.pad_top) + "," + std::to_string(L.pad_left) +
          "," + std::to_string(L.pad_bottom) + "," + std::to_string(L.pad_right) + " g" + std::to_string(L.groups) +
          " act" + std::to_string(static_cast<int>(L.act)) + (L.residual ? " residual" : "") +
-         (L.pool != kernels::FusedPool::None ? " pool" + std::to_string(L.pool_k) + "/" + std::to_string(L.pool_s) : "");
+         (L.pool != kernels::FusedPool::None ? " pool" + std::to_string(L.pool_k) + "x" + std::to_string(L.PKW()) + "/" +
+                                                    std::to_string(L.pool_s) + "x" + std::to_string(L.PSW())
+                                              : "");
 }
 
 class FamilyCheck {

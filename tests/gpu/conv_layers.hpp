@@ -23,13 +23,16 @@ struct Layer {
   kernels::ParamAct act = kernels::ParamAct::None;
   bool residual = false;
   kernels::FusedPool pool = kernels::FusedPool::None;
-  int pool_k = 2, pool_s = 2, pool_pad = 0;
+  int pool_k = 2, pool_s = 2, pool_pad = 0;  // the pool's window and stride (of both axes unless pool_kw/pool_sw set)
   bool pool_ceil = false;
   int kw = 0;
   bool positive = false;
   int stride_w = 0;
   int dil = 1;
+  int pool_kw = 0, pool_sw = 0;              // the pool's window and stride along W, when not pool_k and pool_s
   int KW() const { return kw > 0 ? kw : K; }
+  int PKW() const { return pool_kw > 0 ? pool_kw : pool_k; }
+  int PSW() const { return pool_sw > 0 ? pool_sw : pool_s; }
   int SW() const { return stride_w > 0 ? stride_w : stride; }
 };
 
@@ -63,8 +66,8 @@ inline void set_test_activation(kernels::Epilogue& e, kernels::ParamAct act) {
 // The pooling of a test layer as the CPU reference's MaxPool/AveragePool attributes.
 inline ir::Attributes pool_attributes(const Layer& L) {
   ir::Attributes a;
-  a.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.pool_k});
-  a.set("strides", std::vector<int64_t>{L.pool_s, L.pool_s});
+  a.set("kernel_shape", std::vector<int64_t>{L.pool_k, L.PKW()});
+  a.set("strides", std::vector<int64_t>{L.pool_s, L.PSW()});
   a.set("dilations", std::vector<int64_t>{1, 1});
   a.set("pads", std::vector<int64_t>{L.pool_pad, L.pool_pad, L.pool_pad, L.pool_pad});
   a.set("ceil_mode", int64_t(L.pool_ceil));
@@ -83,8 +86,10 @@ inline kernels::ConvLayer describe_layer(const Layer& L) {
     const auto paxes = ir::resolve_window(pool_attributes(L), {layer.g.OH, layer.g.OW}, {}, true);
     kernels::PoolGeometry& p = layer.e.pool;
     p.kind = L.pool;
-    p.kh = p.kw = L.pool_k;
-    p.sh = p.sw = L.pool_s;
+    p.kh = L.pool_k;
+    p.kw = L.PKW();
+    p.sh = L.pool_s;
+    p.sw = L.PSW();
     p.pad_top = p.pad_left = static_cast<int>(paxes[0].pad_begin);
     p.pad_bottom = static_cast<int>(paxes[0].pad_end);
     p.pad_right = static_cast<int>(paxes[1].pad_end);
@@ -467,10 +472,19 @@ inline std::vector<Layer> stem_layers() {
   out.push_back(tc_layer(2, 9, 1, 128, 32, 1, 7, 1, 0, 3, 0, 3, ParamAct::Relu));
   out.push_back(tc_layer(1, 1, 1, 1000, 40, 1, 80, 4, 0, 0, 0, 0, ParamAct::Relu));
   out.push_back(tc_layer(3, 9, 1, 33, 64, 1, 5, 2, 0, 2, 0, 2, ParamAct::Clip, true));
+  // 1-D pools: overlapping 1x3 max windows of stride 2, and 1x2 average windows in ceil mode (the last one partial).
   {
     Layer L = tc_layer(2, 9, 1, 128, 48, 1, 5, 1, 0, 2, 0, 2, ParamAct::Relu);
     L.pool = FusedPool::Max;
-    L.pool_k = 1;  // 1-D pooling with stride 2 (this description's pool windows are square)
+    L.pool_k = L.pool_s = 1;
+    L.pool_kw = 3;
+    L.pool_sw = 2;
+    out.push_back(L);
+    L = tc_layer(1, 9, 1, 33, 20, 1, 5, 1, 0, 2, 0, 2, ParamAct::Tanh);
+    L.pool = FusedPool::Avg;
+    L.pool_k = L.pool_s = 1;
+    L.pool_kw = L.pool_sw = 2;
+    L.pool_ceil = true;
     out.push_back(L);
   }
   return out;
