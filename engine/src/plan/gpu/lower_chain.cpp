@@ -620,11 +620,20 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
     lc.note(fmt::format("{}: separate steps ({})", what, why));
     return steps;
   }
-  // The merged weights [F][C][KH][KW] and bias [F] (zeros where a layer has none).
   kernels::ConvLayer L;
   L.g = *big;
   L.g.F = F;
   L.e = convs[0].layer.e;
+  // The zero taps cost multiply-adds: offered only where they take less than a step's fixed cost (~2 us at the FP32
+  // peak, about 100 MFLOP), so that large batches do not spend their tuning on a layer that cannot win.
+  double useful = 0.0;
+  for (const ConvStep& c : convs) useful += c.layer.flops();
+  const double extra = L.flops() - useful;
+  if (extra > kMergedConvMaxExtraFlops) {
+    lc.note(fmt::format("{}: separate steps (merged, the zero taps would add {:.0f} MFLOP)", what, extra / 1e6));
+    return steps;
+  }
+  // The merged weights [F][C][KH][KW] and bias [F] (zeros where a layer has none).
   const int C = L.g.C, KH = L.g.KH, KW = L.g.KW;
   std::vector<float> w(static_cast<size_t>(F) * C * KH * KW, 0.0f), bias(static_cast<size_t>(F), 0.0f);
   bool any_bias = false;
@@ -650,15 +659,6 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
     }
     f0 += static_cast<size_t>(a.F);
     signature += " [" + convs[i].signature + "]";
-  }
-  // The zero taps cost multiply-adds: offered only where they take less than a step's fixed cost (~2 us at the FP32
-  // peak, about 100 MFLOP), so that large batches do not spend their tuning on a layer that cannot win.
-  double useful = 0.0;
-  for (const ConvStep& c : convs) useful += c.layer.flops();
-  const double extra = L.flops() - useful;
-  if (extra > kMergedConvMaxExtraFlops) {
-    lc.note(fmt::format("{}: separate steps (merged, the zero taps would add {:.0f} MFLOP)", what, extra / 1e6));
-    return steps;
   }
   const float* w_device = lc.context.weights.upload(w, "merged_conv_fckk");
   L.e.bias = any_bias ? lc.context.weights.upload(bias, "merged_conv_bias") : nullptr;
