@@ -74,11 +74,13 @@ StemShape stem_shape(const ConvGeometry& g, const Epilogue& e, const StemConfig&
   return s;
 }
 
+constexpr int kMaxThreads = 256;
+
 // Threads a block: every pass over the items full (items 308 on at most 256 threads: two passes of 160, not one of
 // 256 and one of 52).
-int stem_threads(int items, int most) {
-  const int passes = (items + most - 1) / most;
-  return std::min(most, (items + passes - 1) / passes + 31) / 32 * 32;
+int stem_threads(int items) {
+  const int passes = (items + kMaxThreads - 1) / kMaxThreads;
+  return std::min(kMaxThreads, (items + passes - 1) / passes + 31) / 32 * 32;
 }
 
 // The kernel's view of the shape.
@@ -88,7 +90,7 @@ struct Params {
 };
 
 template <int FT, int RP, Act ACT, bool POOL>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kMaxThreads)
     conv2d_stem_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wt,
                        const ConvGeometry g, const Epilogue e, const Params p) {
   extern __shared__ float4 smem4[];
@@ -225,20 +227,9 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// The device's opt-in shared memory a block (queried once a process: every GPU of a machine is one kind).
-int smem_optin_bytes() {
-  static const int bytes = [] {
-    int dev = 0, v = 48 * 1024;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    return v;
-  }();
-  return bytes;
-}
-
 template <int FT, int RP, Act ACT, bool POOL>
 void launch_stem(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
-                 const StemConfig& c, cudaStream_t stream) {
+                 const StemConfig& c, int smem_optin, cudaStream_t stream) {
   const StemShape s = stem_shape(g, e, c);
   Params p;
   p.tiles_x = FastDiv(s.tiles_x);
@@ -261,8 +252,10 @@ void launch_stem(const float* x, float* y, const float* w, const ConvGeometry& g
   p.ptw = s.ptw;
   p.per_filter = FastDiv(std::max(1, s.pth * s.ptw));
   p.ptw_div = FastDiv(std::max(1, s.ptw));
-  allow_dynamic_smem<conv2d_stem_kernel<FT, RP, ACT, POOL>>(smem_optin_bytes());
-  const int threads = stem_threads(s.items, c.threads);
+  // The device's whole opt-in (DeviceCaps::smem_optin): a layer's tile sets what a launch asks for, and the
+  // attribute is set once a kernel and device.
+  allow_dynamic_smem<conv2d_stem_kernel<FT, RP, ACT, POOL>>(smem_optin);
+  const int threads = stem_threads(s.items);
   const dim3 grid(static_cast<unsigned>(g.N * s.tiles_x * s.tiles_y), static_cast<unsigned>((g.F + c.fb - 1) / c.fb));
   launch_overlapped(conv2d_stem_kernel<FT, RP, ACT, POOL>, grid, dim3(threads), s.smem_bytes, stream, 1u, x, y, w, g,
                     e, p);
@@ -316,7 +309,7 @@ class StemFamily final : public ConvFamily {
     if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
     if (layer.pooled() && layer.residual) return "pooling with residual";
     if (layer.pooled() && (layer.e.pool.PH < 1 || layer.e.pool.PW < 1)) return "empty pooled output";
-    const StemConfig smallest{4, 4, 16, 1, 8, 256};
+    const StemConfig smallest{4, 4, 16, 1, 8};
     if (stem_shape(g, layer.e, smallest).smem_bytes > static_cast<size_t>(dev.smem_optin))
       return "the staged filters and input do not fit in shared memory";
     return "";
@@ -337,12 +330,12 @@ class StemFamily final : public ConvFamily {
         if (fb > 16 && fb / 2 >= g.F) continue;  // half the block's filters would be padding
         std::vector<std::pair<ConvVariant, double>> tiles;
         auto offer = [&](int th, int tw) {
-          const StemConfig c{en.ft, en.rp, fb, th, tw, 256};
+          const StemConfig c{en.ft, en.rp, fb, th, tw};
           const StemShape s = stem_shape(g, layer.e, c);
           if (s.smem_bytes > static_cast<size_t>(dev.smem_optin)) return;
           // Estimate: fixed cost (launch, staging round trip, barriers) plus each thread's serial chain, issue
           // bound once a scheduler has more than ~4 warps; in waves of resident blocks.
-          const int threads = stem_threads(s.items, 256);
+          const int threads = stem_threads(s.items);
           const double blocks = double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb);
           const int resident =
               std::max(1, std::min(2048 / threads, static_cast<int>(std::max<size_t>(1, 228 * 1024 / s.smem_bytes))));
@@ -359,7 +352,7 @@ class StemFamily final : public ConvFamily {
           for (const auto& [v, sc] : tiles) {
             if (v.name == name) return;  // the same tile after clipping to the map
           }
-          tiles.push_back({{name, "", bind_launch(en.launch, layer, w.packed, c)}, score});
+          tiles.push_back({{name, "", bind_launch(en.launch, layer, w.packed, c, dev.smem_optin)}, score});
         };
         if (one_d) {
           for (const auto& t : kTiles1d) offer(t[0], t[1]);

@@ -29,7 +29,6 @@ struct StemConfig {
   int fb = 32;         // filters a block holds (a multiple of ft)
   int tile_h = 16;     // outputs a block covers, rows x columns (pooled outputs when the pool is fused)
   int tile_w = 16;
-  int threads = 256;
 };
 
 // Registry entry "stem": groups == 1, at most 16 input channels, filters up to 11 x 11 (1-D: 128 taps), strides 1 to 4, dilation
