@@ -51,11 +51,11 @@ __device__ __forceinline__ void depthwise_rows(const float* tile, const float* _
 }
 
 // grid: x = tiles_x * N * C (tile, channel, image), y = tiles_y. Each block computes every multiplier
-// filter of its channel for one tile.
+// filter of its channel for one tile, reading the channel's plane through the prologue `in`.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_depthwise_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
-                            const ConvGeometry g, const Epilogue e, int tiles_x) {
+                            const ConvGeometry g, const Epilogue e, const InputPrologue in, int tiles_x) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   constexpr int S = Cfg::S;
   __shared__ __align__(16) float tile[Cfg::IN_H * Cfg::PITCH];
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
   const int c = t % g.C;
   const int n = t / g.C;
   const int r0 = blockIdx.y * Cfg::TH, c0 = tile_x * Cfg::TW;
-  stage_plane_tile(tile, Cfg::PITCH, Cfg::IN_H, x + (static_cast<int64_t>(n) * g.C + c) * g.H * g.W, g.H, g.W,
+  stage_plane_tile(tile, Cfg::PITCH, Cfg::IN_H, x + (static_cast<int64_t>(n) * g.C + in.channel(c, g.C)) * g.H * g.W, g.H, g.W,
                    r0 * S - g.pad_top, c0 * S - g.pad_left, Cfg::BLOCK);
   __syncthreads();
 
@@ -76,10 +76,10 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
 
 template <class Cfg>
 void launch_depthwise(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
-                      cudaStream_t stream) {
+                      InputPrologue in, cudaStream_t stream) {
   const int tiles_x = (g.OW + Cfg::TW - 1) / Cfg::TW;
   const dim3 grid(static_cast<unsigned>(tiles_x * g.C * g.N), static_cast<unsigned>((g.OH + Cfg::TH - 1) / Cfg::TH));
-  launch_overlapped(conv2d_depthwise_kernel<Cfg>, grid, dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e, tiles_x);
+  launch_overlapped(conv2d_depthwise_kernel<Cfg>, grid, dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e, in, tiles_x);
 }
 
 // Small maps: a block stages the whole input planes (with padding) of CPB channels of one image, and each
@@ -104,7 +104,7 @@ struct DwPlanesCfg {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK)
     conv2d_depthwise_planes_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
-                                   const ConvGeometry g, const Epilogue e) {
+                                   const ConvGeometry g, const Epilogue e, const InputPrologue in) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   __shared__ __align__(16) float planes[Cfg::CPB * Cfg::PLANE];
   const int channel_blocks = (g.C + Cfg::CPB - 1) / Cfg::CPB;
@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
     const int r = at / Cfg::PITCH, col = at - r * Cfg::PITCH;
     const int iy = r - g.pad_top, ix = col - g.pad_left, c = c0 + slot;
     const bool inside = c < g.C && iy >= 0 && iy < g.H && ix >= 0 && ix < g.W;
-    cp_async_4(planes + i, inside ? x + ((static_cast<int64_t>(n) * g.C + c) * g.H + iy) * g.W + ix : x, inside);
+    cp_async_4(planes + i, inside ? x + ((static_cast<int64_t>(n) * g.C + in.channel(c, g.C)) * g.H + iy) * g.W + ix : x,
+               inside);
   }
   cp_async_commit();
   cp_async_wait<0>();
@@ -133,16 +134,16 @@ __global__ void __launch_bounds__(Cfg::BLOCK)
 
 template <class Cfg>
 void launch_depthwise_planes(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
-                             cudaStream_t stream) {
+                             InputPrologue in, cudaStream_t stream) {
   const int channel_blocks = (g.C + Cfg::CPB - 1) / Cfg::CPB;
   launch_overlapped(conv2d_depthwise_planes_kernel<Cfg>, dim3(static_cast<unsigned>(g.N * channel_blocks)),
-                    dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e);
+                    dim3(Cfg::BLOCK), 0, stream, 1, x, y, w, g, e, in);
 }
 
 struct DwEntry {
   int k, s, tw, th, rows, cpb;  // cpb 0: the tiled kernel (any map); else whole planes of at most tw x th
   Act act;
-  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, cudaStream_t);
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, InputPrologue, cudaStream_t);
 };
 
 // Two tiles: 32 wide (maps up to 56: MobileNet-class) and 64 wide; both 32 rows, 128 threads. Whole planes
@@ -179,8 +180,8 @@ class DepthwiseFamily final : public ConvFamily {
   DepthwiseFamily()
       : ConvFamily("dw",
                    "depthwise (groups = C): an input plane tile with its halo in shared memory (or, for small maps, "
-                   "the whole planes of c channels), each thread slides a register window down 4 columns x r rows of "
-                   "one output plane",
+                   "the whole planes of c channels; either through a channel shuffle), each thread slides a register "
+                   "window down 4 columns x r rows of one output plane",
                    {}, pack_nothing) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
@@ -202,7 +203,7 @@ class DepthwiseFamily final : public ConvFamily {
     for (const DwEntry& en : kDwEntries) {
       if (en.k != g.KH || en.s != g.stride_h || en.act != wanted) continue;
       if (en.cpb > 0 && (g.OW > en.tw || g.OH > en.th)) continue;
-      (en.cpb > 0 ? planes : out).push_back({variant_name(en), "", bind_launch(en.launch, layer, w.filters)});
+      (en.cpb > 0 ? planes : out).push_back({variant_name(en), "", bind_launch(en.launch, layer, w.filters, layer.in)});
     }
     // Narrow maps first for narrow images; whole planes first where they fit (the smallest first).
     if (g.OW <= 32 && out.size() > 1 && out[0].name.find("_t64") != std::string::npos) std::swap(out[0], out[1]);
@@ -211,6 +212,9 @@ class DepthwiseFamily final : public ConvFamily {
   }
 
   std::vector<std::string> variant_names() const override { return entry_names(kDwEntries, variant_name); }
+
+  // A channel shuffle only changes which plane a block stages.
+  bool reads_prologue(const InputPrologue& prologue) const override { return prologue.scale == nullptr; }
 };
 
 }  // namespace

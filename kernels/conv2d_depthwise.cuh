@@ -9,6 +9,7 @@
 namespace cnnrt::kernels {
 
 // Registry entry "dw": groups == C, F a multiple of C, square 3x3 or 5x5, stride 1 or 2, dilation 1, no
-// pooling. Weights as ONNX stores them: [F][1][K][K].
+// pooling; the input read as is or through a channel shuffle (InputPrologue). Weights as ONNX stores them:
+// [F][1][K][K].
 
 }  // namespace cnnrt::kernels

@@ -102,6 +102,10 @@ std::vector<FamilyCandidates> conv_candidates(const ConvLayer& layer, const Devi
     FamilyCandidates fc;
     fc.family = family;
     fc.rejected = device_lacks(dev, family->needs());
+    if (fc.rejected.empty() && !family->reads_prologue(layer.in)) {
+      fc.rejected = std::string("does not read its input through ") +
+                    (layer.in.shuffle != 1 ? "a channel shuffle" : "a per-channel affine and activation");
+    }
     if (fc.rejected.empty()) fc.rejected = family->reject(layer, dev);
     if (fc.rejected.empty()) {
       PackedWeights p = family->pack(layer, filters_host, bias_host);

@@ -105,6 +105,9 @@ class ConvFamily {
   const Needs& needs() const { return needs_; }
   // "" when the family runs `layer` on a device that has its Needs; else the first reason it does not.
   virtual std::string reject(const ConvLayer& layer, const DeviceCaps& dev) const = 0;
+  // Whether its kernels read their input through `prologue` (ConvLayer::in); a family that does not is never
+  // offered a layer with one.
+  virtual bool reads_prologue(const InputPrologue& prologue) const { return !prologue.any(); }
   // The weights in the family's layout (PackFn).
   PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const {
     return pack_(layer, filters, bias);

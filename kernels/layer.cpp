@@ -1,5 +1,6 @@
 #include "kernels/layer.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,24 @@ ConvGeometry conv_geometry(int64_t N, int64_t C, int64_t F, int64_t groups, cons
   g.pad_left = checked_int(cols.pad_begin, "pad");
   g.pad_right = checked_int(cols.pad_end, "pad");
   return g;
+}
+
+std::vector<float> apply_input_prologue(const ConvLayer& layer, const float* x, const float* scale, const float* shift) {
+  const ConvGeometry& g = layer.g;
+  const InputPrologue& in = layer.in;
+  if (in.scale && (!scale || !shift)) throw std::invalid_argument("apply_input_prologue: the affine's host copies");
+  const size_t plane = static_cast<size_t>(g.H) * g.W;
+  std::vector<float> out(static_cast<size_t>(g.N) * g.C * plane);
+  for (int n = 0; n < g.N; ++n) {
+    for (int c = 0; c < g.C; ++c) {
+      const float* from = x + (static_cast<size_t>(n) * g.C + in.channel(c, g.C)) * plane;
+      float* to = out.data() + (static_cast<size_t>(n) * g.C + c) * plane;
+      for (size_t i = 0; i < plane; ++i) {
+        to[i] = in.scale ? apply_activation<float>(in.act, from[i] * scale[c] + shift[c], in.alpha, in.beta) : from[i];
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace cnnrt::kernels

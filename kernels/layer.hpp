@@ -8,6 +8,7 @@
 #ifndef __CUDACC_RTC__  // (NVRTC compiles the chain kernel at plan time: it has no <cmath>)
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #endif
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -87,11 +88,33 @@ struct Epilogue {
   PoolGeometry pool;
 };
 
+// How a kernel reads its input: producers fused in front of the sum. `shuffle` > 1: through ShuffleNet's channel
+// shuffle of that many groups (a Reshape of [N, C, H, W] to [N, shuffle, C / shuffle, H, W], a Transpose of axes 1
+// and 2, a Reshape back): channel c of the layer's input is channel (c % shuffle) * (C / shuffle) + c / shuffle of
+// the tensor in memory. `scale` set: each value v of channel c (after the shuffle) becomes act(v * scale[c] +
+// shift[c]) (a BatchNormalization and its activation in front of the convolution, DenseNet's pre-activation), the
+// padding staying zero. Families that do not read a prologue are not offered a layer that has one
+// (conv_candidates).
+struct InputPrologue {
+  int shuffle = 1;
+  const float* scale = nullptr;  // device [C], or null: no affine
+  const float* shift = nullptr;  // device [C]
+  ParamAct act = ParamAct::None;
+  float alpha = 0.0f, beta = 0.0f;  // the activation's parameters (Epilogue::alpha, beta)
+
+  CNNRT_HOST_DEVICE bool any() const { return shuffle != 1 || scale != nullptr; }
+  // The channel in memory of the layer's input channel c (of C).
+  CNNRT_HOST_DEVICE int channel(int c, int C) const {
+    return shuffle == 1 ? c : (c % shuffle) * (C / shuffle) + c / shuffle;
+  }
+};
+
 // One convolution layer with its fused epilogue: what eligibility checks, packing and launches read.
 struct ConvLayer {
   ConvGeometry g;
   Epilogue e;             // e.residual stays null here: each launch binds its own
   bool residual = false;  // whether launches add a residual operand
+  InputPrologue in;       // how the input is read (as is, by default)
 
   bool pooled() const { return e.pool.kind != FusedPool::None; }
   // Elements of the conv output before pooling, and of the step's output.
@@ -119,6 +142,11 @@ T apply_activation(ParamAct act, T v, float alpha, float beta) {
     default: return v;
   }
 }
+
+// The layer's input [N, C, H, W] as the convolution sees it: `x` (in memory) read through the layer's prologue;
+// `scale` and `shift`: host copies of the prologue's (needed when it has them).
+std::vector<float> apply_input_prologue(const ConvLayer& layer, const float* x, const float* scale = nullptr,
+                                        const float* shift = nullptr);
 
 // The geometry of a convolution whose spatial axes are `rows` and `cols` (a 1-D one: rows at its defaults).
 ConvGeometry conv_geometry(int64_t N, int64_t C, int64_t F, int64_t groups, const SlidingAxis& rows,

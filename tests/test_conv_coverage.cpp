@@ -34,6 +34,12 @@ TEST_CASE("every registry kernel is offered for a layer of its family's GPU test
       // variants() alone: reject() may ask the driver (wgh's tensor maps), which this machine may lack; the GPU
       // test requires the family to accept each of these layers.
       for (const kernels::ConvVariant& v : family->variants(testing::describe_layer(L), h100, weights)) offered.insert(v.name);
+      // Read through an input affine (the `pre` variants), where the family reads one (its GPU test does too).
+      kernels::ConvLayer with_affine = testing::describe_layer(L);
+      with_affine.in.scale = with_affine.in.shift = &stand_in;
+      if (family->reads_prologue(with_affine.in)) {
+        for (const kernels::ConvVariant& v : family->variants(with_affine, h100, weights)) offered.insert(v.name);
+      }
     }
     int missing = 0;
     for (const std::string& name : family->variant_names()) {

@@ -1059,6 +1059,83 @@ TEST_CASE("the GPU planner's depthwise + pointwise matcher: a depthwise conv rea
   CHECK_FALSE(passes::match_dw_pw(late, 0).has_value());
 }
 
+TEST_CASE("the GPU planner's shuffle matcher: a channel shuffle read only by a depthwise convolution") {
+  // x [2, 6, 5, 5] -> Relu -> t -> Reshape [2, 3, 2, 5, 5] (or [2, 3, 2, 25]) -> Transpose -> Reshape [2, 6, 5, 5]
+  // -> depthwise 3x3 conv -> y.
+  struct Variant {
+    bool rank4 = false, other_perm = false, grouped_conv = false, other_reader = false;
+  };
+  auto model = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {2, 6, 5, 5}).output("y");
+    m.node("Relu", {"x"}, {"t"}, "t");
+    m.int_initializer("split", {v.rank4 ? 4 : 5},
+                      v.rank4 ? std::vector<int64_t>{2, 3, 2, 25} : std::vector<int64_t>{2, 3, 2, 5, 5});
+    m.int_initializer("joined", {4}, {2, 6, 5, 5});
+    m.node("Reshape", {"t", "split"}, {"s"}, "split");
+    std::vector<int64_t> perm = v.rank4 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 1, 3, 4};
+    if (v.other_perm) perm = {0, 2, 1, 4, 3};
+    ModelBuilder::attr_ints(m.node("Transpose", {"s"}, {"p"}, "shuffle"), "perm", perm);
+    m.node("Reshape", {"p", "joined"}, {"u"}, "join");
+    const int64_t group = v.grouped_conv ? 3 : 6;
+    random_initializer(m, "dw.w", {6, 6 / group, 3, 3});
+    auto& dw = m.node("Conv", {"u", "dw.w"}, {"y"}, "dw");
+    ModelBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+    ModelBuilder::attr_int(dw, "group", group);
+    if (v.other_reader) {
+      m.output("z");
+      m.node("Relu", {"p"}, {"z"}, "z");
+    }
+    return m;
+  };
+  for (bool rank4 : {false, true}) {
+    Variant v;
+    v.rank4 = rank4;
+    const Passed p = check_unchanged(model(v), {{2, 6, 5, 5}});
+    REQUIRE(ops_of(p.graph) == std::vector<std::string>{"Relu", "Reshape", "Transpose", "Reshape", "Conv"});
+    const auto m = passes::match_shuffled_depthwise(p.graph, 2);
+    REQUIRE(m.has_value());
+    CHECK(m->transpose == 2);
+    CHECK(m->dw == 4);
+    CHECK(m->views == std::vector<int>{3});
+    CHECK(m->groups == 3);
+    CHECK_FALSE(passes::match_shuffled_depthwise(p.graph, 4).has_value());  // not a Transpose
+  }
+  Variant other_perm, grouped, read_twice;
+  other_perm.other_perm = true;
+  grouped.grouped_conv = true;
+  read_twice.other_reader = true;
+  for (const Variant& v : {other_perm, grouped, read_twice}) {
+    const Passed q = prepare(model(v), {{2, 6, 5, 5}}, {});
+    REQUIRE(q.graph.nodes.size() >= 3);
+    REQUIRE(q.graph.nodes[2].op == "Transpose");
+    CHECK_FALSE(passes::match_shuffled_depthwise(q.graph, 2).has_value());
+  }
+}
+
+TEST_CASE("the GPU planner's pre-activation matcher: a BatchNormalization read only by a convolution") {
+  // x [2, 4, 6, 6] -> BatchNormalization -> Relu -> 3x3 conv -> y [, the activation also a graph output].
+  auto model = [](bool exposed) {
+    ModelBuilder m;
+    m.input("x", {2, 4, 6, 6}).output("y");
+    batch_norm(m, "x", "n", "bn", 4);
+    m.node("Relu", {"n"}, {"a"}, "relu");
+    conv(m, "a", "y", "conv", 4, 5);
+    if (exposed) m.output("a");
+    return m;
+  };
+  const Passed p = check_unchanged(model(false), {{2, 4, 6, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{ir::fused::kFusedBatchNorm, "Conv"});
+  const auto m = passes::match_affine_conv(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->affine == 0);
+  CHECK(m->conv == 1);
+  CHECK_FALSE(passes::match_affine_conv(p.graph, 1).has_value());  // not a BatchNormalization
+  const Passed q = prepare(model(true), {{2, 4, 6, 6}}, {});
+  REQUIRE(q.graph.nodes.size() == 2);
+  CHECK_FALSE(passes::match_affine_conv(q.graph, 0).has_value());  // its output is the graph's too
+}
+
 TEST_CASE("the GPU planner's sibling-convolution matcher: convolutions of one input joined by one channel Concat") {
   // x -> Relu -> t; a = 3x3 conv(t), b = 3x3 conv(t) [, c = 3x3 conv(t) read by another node too]; y = Concat(b, a).
   struct Variant {

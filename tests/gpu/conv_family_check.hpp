@@ -83,9 +83,30 @@ class FamilyCheck {
   }
 
   // Every variant of the family on L; the family must accept L.
-  void check(const Layer& L, uint32_t seed) { run(L, seed, true); }
+  void check(const Layer& L, uint32_t seed) { run(L, seed, true, {}); }
+  // The same with L's input read through a channel shuffle of `shuffle` groups (the input in memory arranged so
+  // that what the convolution sees is the reference's input).
+  void check_shuffled(const Layer& L, uint32_t seed, int shuffle) {
+    kernels::InputPrologue prologue;
+    prologue.shuffle = shuffle;
+    run(L, seed, true, prologue);
+  }
+  // The same with L's input read through a random per-channel affine (scales in [0.5, 1.5), shifts in [-0.5, 0.5))
+  // and `act` (the reference convolving the affine's output).
+  void check_affine(const Layer& L, uint32_t seed, kernels::ParamAct act, float alpha = 0.0f, float beta = 0.0f) {
+    const std::vector<float> scale = random_floats(static_cast<size_t>(L.C), seed + 7, 0.5f, 1.5f);
+    const std::vector<float> shift = random_floats(static_cast<size_t>(L.C), seed + 8, -0.5f, 0.5f);
+    DeviceBuffer dscale(scale), dshift(shift);
+    kernels::InputPrologue prologue;
+    prologue.scale = dscale.get();
+    prologue.shift = dshift.get();
+    prologue.act = act;
+    prologue.alpha = alpha;
+    prologue.beta = beta;
+    run(L, seed, true, prologue, scale.data(), shift.data());
+  }
   // The same where the family may decline L (a layer list shared with other families).
-  void check_if_eligible(const Layer& L, uint32_t seed) { run(L, seed, false); }
+  void check_if_eligible(const Layer& L, uint32_t seed) { run(L, seed, false, {}); }
 
   int checked() const { return checked_; }
 
@@ -113,12 +134,33 @@ class FamilyCheck {
   }
 
  private:
-  void run(const Layer& L, uint32_t seed, bool required) {
-    const std::string where = describe(L);
-    const LayerCase c = make_layer_case(L, seed);
-    DeviceBuffer dx(c.x.float_values()), dw(c.w.float_values()), db(c.b.float_values());
+  void run(const Layer& L, uint32_t seed, bool required, const kernels::InputPrologue& prologue,
+           const float* scale_host = nullptr, const float* shift_host = nullptr) {
+    const std::string where = describe(L) + (prologue.shuffle != 1 ? " shuffle " + std::to_string(prologue.shuffle) : "") +
+                              (prologue.scale ? " affine act" + std::to_string(static_cast<int>(prologue.act)) : "");
+    LayerCase c = make_layer_case(L, seed);
+    if (prologue.scale) {  // what the convolution sees: the affine's output (for the reference)
+      kernels::ConvLayer seen = c.layer;
+      seen.in = prologue;
+      seen.in.shuffle = 1;
+      ir::HostTensor x_seen = ir::HostTensor::floats(
+          c.x.shape(), kernels::apply_input_prologue(seen, c.x.f32(), scale_host, shift_host));
+      c.expected = reference(L, x_seen, c.w, c.b, L.residual ? &c.residual : nullptr).output;
+    }
+    // In memory, channel c of what the convolution sees lies at prologue.channel(c).
+    std::vector<float> x_memory = c.x.float_values();
+    const size_t plane = static_cast<size_t>(L.H) * L.W;
+    for (int n = 0; n < L.N; ++n) {
+      for (int ch = 0; ch < L.C; ++ch) {
+        const float* from = c.x.f32() + (static_cast<size_t>(n) * L.C + ch) * plane;
+        std::copy(from, from + plane, x_memory.begin() + static_cast<std::ptrdiff_t>(
+                                                            (static_cast<size_t>(n) * L.C + prologue.channel(ch, L.C)) * plane));
+      }
+    }
+    DeviceBuffer dx(x_memory), dw(c.w.float_values()), db(c.b.float_values());
     DeviceBuffer dres(L.residual ? c.residual.float_values() : std::vector<float>{0.0f});
     kernels::ConvLayer layer = c.layer;
+    layer.in = prologue;
     layer.e.bias = db.get();
     std::vector<DeviceBuffer> packed;
     const auto families = kernels::conv_candidates(layer, dev_, c.w.f32(), c.b.f32(), dw.get(),

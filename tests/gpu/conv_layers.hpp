@@ -376,6 +376,33 @@ inline std::vector<Layer> dot_layers() {
   for (auto act : {ParamAct::Sigmoid, ParamAct::Tanh, ParamAct::HardSwish, ParamAct::Swish, ParamAct::Gelu}) {
     out.push_back(tc_layer(1, 24, 7, 9, 13, 3, 3, 1, 1, 1, 1, 1, act));
   }
+  // A fused pool: max and average, 2x2/2, overlapping 3x3/2 with padding and ceil mode, 1-D (a 1x2/1x2 pool after a
+  // 7-tap Conv1d, as in a time-series net), odd maps, grouped and strided convolutions, activations.
+  using kernels::FusedPool;
+  for (FusedPool kind : {FusedPool::Max, FusedPool::Avg}) {
+    for (int size : {2, 7, 31}) {
+      Layer a = tc_layer(2, 20, size, size + 1, 9, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu);
+      a.pool = kind;
+      out.push_back(a);
+      Layer b = tc_layer(1, 33, size + 2, size + 2, 17, 1, 1, 1, 0, 0, 0, 0, ParamAct::Sigmoid);
+      b.pool = kind;
+      b.pool_k = 3;
+      b.pool_pad = 1;
+      b.pool_ceil = true;
+      out.push_back(b);
+    }
+    Layer c = tc_layer(3, 9, 1, 128, 32, 1, 7, 1, 0, 3, 0, 3, ParamAct::Relu);
+    c.pool = kind;
+    c.pool_k = 1;
+    c.pool_kw = 2;
+    out.push_back(c);
+    Layer d = tc_layer(1, 24, 15, 13, 30, 3, 3, 2, 1, 1, 1, 1, ParamAct::LeakyRelu);
+    d.groups = 3;
+    d.pool = kind;
+    d.pool_k = 3;
+    d.pool_s = 2;
+    out.push_back(d);
+  }
   return out;
 }
 

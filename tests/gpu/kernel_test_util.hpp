@@ -119,6 +119,13 @@ struct FusedPlanCheck {
   uint32_t seed = 31;
 };
 
+// How often `what` occurs in `text` (a plan's notes).
+inline size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline void check_fused_plans(const FusedPlanCheck& c) {
   Options cpu_options;
   cpu_options.device = Device::Cpu;
@@ -129,11 +136,7 @@ inline void check_fused_plans(const FusedPlanCheck& c) {
     const Model model = Model::load(path, forced_gpu_options(forced));
     for (int64_t batch : c.batches) {
       const std::string plan = model.describe_plan(batch);
-      auto count = [&plan](const std::string& text) {
-        size_t n = 0;
-        for (size_t at = plan.find(text); at != std::string::npos; at = plan.find(text, at + 1)) ++n;
-        return n;
-      };
+      auto count = [&plan](const std::string& text) { return occurrences(plan, text); };
       const std::string what = c.model + " " + forced + " batch " + std::to_string(batch);
       CHECK_MESSAGE(count("note: " + c.note) == c.count, what << ":\n" << plan);
       const size_t fused = forced == c.kernel && batch <= c.fused_up_to_batch ? c.count : 0u;

@@ -8,13 +8,13 @@
 using namespace cnnrt;
 using namespace cnnrt::testing;
 
-TEST_CASE("dot: declines fused pooling, fewer than 16 taps and layers with more than 2^19 outputs") {
+TEST_CASE("dot: declines fewer than 16 taps and layers with more than 2^19 outputs") {
   const kernels::ConvFamily* dot = kernels::find_conv_family("dot");
   REQUIRE(dot != nullptr);
   const kernels::DeviceCaps caps = test_device_caps();
   Layer pooled = tc_layer(1, 32, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1);
   pooled.pool = kernels::FusedPool::Max;
-  CHECK(dot->reject(describe_layer(pooled), caps) == "fused pooling");
+  CHECK(dot->reject(describe_layer(pooled), caps).empty());
   CHECK(dot->reject(describe_layer(tc_layer(1, 15, 8, 8, 8, 1, 1, 1, 0, 0, 0, 0)), caps).find("16 taps") !=
         std::string::npos);
   CHECK(dot->reject(describe_layer(tc_layer(1, 16, 8, 8, 8, 1, 1, 1, 0, 0, 0, 0)), caps).empty());
@@ -22,10 +22,42 @@ TEST_CASE("dot: declines fused pooling, fewer than 16 taps and layers with more 
         std::string::npos);
 }
 
-TEST_CASE("dot: every variant, odd sizes, strides, dilation, groups, 1-D, long reductions") {
+TEST_CASE("dot: every variant, odd sizes, strides, dilation, groups, 1-D, long reductions, pools; read through an affine") {
   FamilyCheck dot("dot");
   if (!dot.runs_here()) return;
   uint32_t seed = 4700;
   for (const Layer& L : family_layers("dot")) dot.check(L, seed++);
+  // The `pre` variants: the input read through a per-channel affine and activation (DenseNet's BatchNormalization +
+  // ReLU in front of a convolution; others), on the same layers: padded (the padding must stay zero, not the
+  // activation of the shift), strided, grouped, dilated, 1-D, with residuals.
+  const kernels::ParamAct acts[] = {kernels::ParamAct::Relu, kernels::ParamAct::None, kernels::ParamAct::Clip,
+                                    kernels::ParamAct::Sigmoid};
+  size_t i = 0;
+  for (const Layer& L : family_layers("dot")) {
+    const kernels::ParamAct act = acts[i++ % 4];
+    dot.check_affine(L, seed, act, act == kernels::ParamAct::Clip ? -0.25f : 0.0f, 0.75f);
+    seed += 10;
+  }
   dot.covered_all();
+}
+
+TEST_CASE("dot: the only family that reads its input through a per-channel affine") {
+  kernels::ConvLayer layer = describe_layer(tc_layer(1, 32, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1));  // padded
+  const float scale = 1.0f;
+  layer.in.scale = &scale;  // (never read: nothing is launched)
+  layer.in.shift = &scale;
+  const std::vector<float> w(32 * 16 * 9, 0.5f);
+  for (const kernels::FamilyCandidates& fc :
+       kernels::conv_candidates(layer, test_device_caps(), w.data(), nullptr, nullptr,
+                                [](const std::vector<float>&, const std::string&) { return nullptr; })) {
+    CAPTURE(std::string(fc.family->name()));
+    if (std::string(fc.family->name()) == "dot") {
+      CHECK(fc.rejected.empty());
+      continue;
+    }
+    CHECK(fc.variants.empty());
+    if (kernels::device_lacks(test_device_caps(), fc.family->needs()).empty()) {
+      CHECK(fc.rejected.find("per-channel affine") != std::string::npos);
+    }
+  }
 }

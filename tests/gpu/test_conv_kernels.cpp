@@ -114,6 +114,39 @@ TEST_CASE("dw: every variant, multipliers, strides, odd sizes") {
   dw.covered_all();
 }
 
+TEST_CASE("dw: every variant reads its input through a channel shuffle; no other family is offered one") {
+  FamilyCheck dw("dw");
+  if (!dw.runs_here()) return;
+  uint32_t seed = 1800;
+  for (const Layer& L : dw_layers()) {
+    // ShuffleNet's groups (3) where the channels allow, else 2, 5 or 11; prime channel counts have no shuffle.
+    int shuffle = 1;
+    for (int s : {3, 2, 5, 11}) {
+      if (L.C % s == 0 && L.C / s >= 2) {
+        shuffle = s;
+        break;
+      }
+    }
+    if (shuffle == 1) continue;
+    dw.check_shuffled(L, seed++, shuffle);
+  }
+  dw.covered_all();
+  // A shuffled pointwise layer: dw declines it (not depthwise), every other family naming the shuffle.
+  kernels::ConvLayer layer;
+  layer.g = kernels::conv_geometry(1, 12, 8, 1, {8, 8, 1}, {8, 8, 1});
+  layer.in.shuffle = 3;
+  const std::vector<float> w(12 * 8, 0.5f);
+  for (const kernels::FamilyCandidates& fc :
+       kernels::conv_candidates(layer, test_device_caps(), w.data(), nullptr, nullptr,
+                                [](const std::vector<float>&, const std::string&) { return nullptr; })) {
+    CAPTURE(std::string(fc.family->name()));
+    CHECK(fc.variants.empty());
+    if (std::string(fc.family->name()) != "dw" && kernels::device_lacks(test_device_caps(), fc.family->needs()).empty()) {
+      CHECK(fc.rejected.find("channel shuffle") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("pack_c1_filters refuses layers larger than its parameter block") {
   // It once wrote 64 biases into a 32-entry block on the caller's stack.
   kernels::C1Filters filters;

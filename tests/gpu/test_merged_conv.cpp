@@ -43,12 +43,6 @@ std::string siblings_model() {
   return m.bytes();
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST_CASE("merged convolutions: lined-up filters become one convolution, others stay apart, both match the CPU") {
   const std::string bytes = siblings_model();
   Options cpu_options;
@@ -62,8 +56,8 @@ TEST_CASE("merged convolutions: lined-up filters become one convolution, others 
       CAPTURE(batch);
       const std::string plan = model.describe_plan(batch);
       INFO(plan);
-      CHECK(count(plan, "note: convolutions concatenated by y_cat: one launch, tc") == (forced == "tc" ? 1u : 0u));
-      CHECK(count(plan, "note: convolutions concatenated by z_cat: separate steps (different activations)") == 1u);
+      CHECK(occurrences(plan, "note: convolutions concatenated by y_cat: one launch, tc") == (forced == "tc" ? 1u : 0u));
+      CHECK(occurrences(plan, "note: convolutions concatenated by z_cat: separate steps (different activations)") == 1u);
       CHECK((plan.find("concats in place (no copy): y_cat\n") != std::string::npos) == (batch == 1));
       const std::vector<Tensor> x = {{{batch, 8, 8, 8}, random_floats(static_cast<size_t>(batch * 8 * 64), 60)}};
       const std::vector<Tensor> gpu = Context(model).run(x);

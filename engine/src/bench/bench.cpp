@@ -226,8 +226,15 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const int64_t conv_floats = L.conv_floats();
   const int64_t out_floats = L.out_floats();
   const std::vector<float> x_host = random_values(static_cast<size_t>(in_floats), 7);
+  // The input as the convolution sees it (a step that reads through a prologue, a channel shuffle or an affine and
+  // activation, sees it rearranged or normalized): what the FP64 answer and cuDNN take.
+  const std::vector<float> scale = L.in.scale ? download(L.in.scale, L.g.C) : std::vector<float>{};
+  const std::vector<float> shift = L.in.shift ? download(L.in.shift, L.g.C) : std::vector<float>{};
+  const std::vector<float> x_seen =
+      L.in.any() ? kernels::apply_input_prologue(L, x_host.data(), scale.data(), shift.data()) : x_host;
   const std::vector<float> res_host = random_values(static_cast<size_t>(L.residual ? conv_floats : 1), 8);
   gpu::DeviceAllocation x = upload(x_host);
+  gpu::DeviceAllocation x_plain = upload(x_seen);
   gpu::DeviceAllocation res = upload(res_host);
   gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
   gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
@@ -245,7 +252,7 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   // Ours must be within 1e-5 of the exact answer (the numerics target of FP32 direct convolution);
   // cuDNN's error, below, is reported, not judged.
-  const SampledReference ref = step_reference(ci, x_host, L.residual ? res_host : std::vector<float>{});
+  const SampledReference ref = step_reference(ci, x_seen, L.residual ? res_host : std::vector<float>{});
   c->rel_error = relative_error(gather(download(ours.floats(), out_floats), ref.index), ref.value, &c->max_abs_error);
   c->mismatch = !(c->rel_error <= 1e-5);
   if (!why.empty()) {
@@ -257,8 +264,8 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const float* res_ptr = L.residual ? res.floats() : nullptr;
   try {
     // The search writes the convolution's own (unpooled) output: conv_tmp has that size, `theirs` may not.
-    runner = std::make_unique<cudnn::ConvRunner>(L, s.stream, x.floats(), ci.weights, conv_tmp.floats());
-    runner->run(x.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
+    runner = std::make_unique<cudnn::ConvRunner>(L, s.stream, x_plain.floats(), ci.weights, conv_tmp.floats());
+    runner->run(x_plain.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
     CNNRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   } catch (const Error& e) {
     // cuDNN failing on a layer is reported in its column; ours is still checked and timed.
@@ -271,7 +278,7 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const Timing t = measure_stable(
       [&](int runs, int samples) {
         return gpu::time_captured_runs(s.stream, runs, samples, [&] {
-          runner->run(x.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
+          runner->run(x_plain.floats(), ci.weights, L.e.bias, res_ptr, conv_tmp.floats(), theirs.floats());
         });
       },
       o);

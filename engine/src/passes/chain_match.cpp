@@ -268,6 +268,56 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
   return m;
 }
 
+std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& g, int first) {
+  const ir::Node& t = g.nodes.at(static_cast<size_t>(first));
+  if (t.op != "Transpose" || !t.domain.empty() || !t.has_input(0) || g.values[t.input(0)].is_constant() ||
+      !g.values[t.input(0)].shape || t.outputs.empty() || t.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  const ir::Shape& x = g.shape_of(t.input(0));
+  if (x.size() != 4 && x.size() != 5) return std::nullopt;
+  const std::vector<int64_t> perm = t.attrs.get_ints("perm", {});
+  if (perm.size() != x.size() || perm[0] != 0 || perm[1] != 2 || perm[2] != 1) return std::nullopt;
+  for (size_t d = 3; d < perm.size(); ++d) {
+    if (perm[d] != static_cast<int64_t>(d)) return std::nullopt;
+  }
+  const Readers readers = value_readers(g);
+  ShuffledDepthwiseMatch m;
+  m.transpose = first;
+  int value = t.outputs[0];
+  m.dw = reader_past_views(g, readers, value, m.views);
+  if (m.dw < 0 || !is_depthwise_conv(g, g.nodes[static_cast<size_t>(m.dw)], value)) return std::nullopt;
+  const ir::Shape& in = g.shape_of(value);
+  int64_t spatial = 1;
+  for (size_t d = 3; d < x.size(); ++d) spatial *= x[d];
+  if (in[0] != x[0] || in[1] != x[1] * x[2] || in[2] * in[3] != spatial || x[1] < 2 || x[2] < 2) return std::nullopt;
+  m.groups = static_cast<int>(x[1]);
+  return m;
+}
+
+std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& g, int first) {
+  const ir::Node& bn = g.nodes.at(static_cast<size_t>(first));
+  if (bn.op != "BatchNormalization" && bn.op != ir::fused::kFusedBatchNorm) return std::nullopt;
+  if (!bn.has_input(0) || g.values[bn.input(0)].is_constant() || !g.values[bn.input(0)].shape ||
+      g.shape_of(bn.input(0)).size() != 4 || bn.outputs.empty() || bn.outputs[0] < 0) {
+    return std::nullopt;
+  }
+  for (size_t k = 1; k <= 4; ++k) {
+    if (!bn.has_input(k) || !g.constant_of(bn.input(k))) return std::nullopt;
+  }
+  const Readers readers = value_readers(g);
+  AffineConvMatch m;
+  m.affine = first;
+  m.conv = sole_reader(g, readers, bn.outputs[0]);
+  if (m.conv < 0) return std::nullopt;
+  const ir::Node& c = g.nodes[static_cast<size_t>(m.conv)];
+  if (!is_conv(c) || c.input(0) != bn.outputs[0] || !residual_ready(g, c, first)) return std::nullopt;
+  const ir::HostTensor* w = g.constant_of(c.input(1));
+  if (!w || w->shape().size() != 4 || (c.has_input(2) && !g.constant_of(c.input(2)))) return std::nullopt;
+  if (c.outputs.empty() || c.outputs[0] < 0 || !g.values[c.outputs[0]].shape) return std::nullopt;
+  return m;
+}
+
 std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& g, int first) {
   const ir::Node& head = g.nodes.at(static_cast<size_t>(first));
   if (!is_plain_conv2d(g, head) || head.attrs.get_int("group", 1) != 1) return std::nullopt;

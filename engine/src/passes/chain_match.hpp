@@ -78,6 +78,33 @@ struct SiblingConvsMatch {
   int concat = -1;
 };
 
+// ShuffleNet's channel shuffle in front of a depthwise convolution, for depthwise kernels that read their input
+// through it (kernels::InputPrologue): a Transpose of axes 1 and 2 alone (perm 0 2 1 3 ...) of a non-constant
+// [N, G, C / G, spatial...] (rank 4 or 5), whose output reaches, through views alone, a depthwise Conv|FusedConv of
+// [N, C, H, W] (group C, weights [C, 1, KH, KW], no residual or pool) with H * W the spatial extent; each value
+// on the way read only by the next node and not a graph output.
+struct ShuffledDepthwiseMatch {
+  int transpose = -1, dw = -1;  // node indices
+  std::vector<int> views;       // between them, in order
+  int groups = 1;               // G
+};
+
+// The shuffle and depthwise convolution whose Transpose is node `first`, or nullopt.
+std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& graph, int first);
+
+// A BatchNormalization in front of a convolution, for kernels that read their input through its affine and
+// activation (kernels::InputPrologue; DenseNet's pre-activation BatchNormalization + ReLU, whose input, the block's
+// growing Concat, each layer normalizes differently): BatchNormalization|FusedBatchNormalization (constant
+// statistics, any fused activation) of a non-constant [N, C, H, W], its output read only by a Conv|FusedConv (as
+// its input, constant 4-D weights and bias) and not a graph output; the convolution's residual, if any, ready where
+// the BatchNormalization runs.
+struct AffineConvMatch {
+  int affine = -1, conv = -1;  // node indices
+};
+
+// The BatchNormalization `first` and the convolution after it, or nullopt.
+std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& graph, int first);
+
 // The siblings whose first node in graph order is `first`, or nullopt.
 std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& graph, int first);
 

@@ -699,6 +699,87 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   return {std::move(step)};
 }
 
+namespace {
+
+// The convolution `cv` as layer `L`, which reads its input (graph value `x`) through a prologue that replaces the
+// producer between them: every registry kernel that runs L measured against `steps` (the producer's and the
+// convolution's, replayed); one step covering `nodes` where a kernel wins, else `steps`.
+std::vector<Step> read_through_conv(const ir::Node& cv, const kernels::ConvLayer& L, int x, const std::string& signature,
+                                    const std::vector<int>& nodes, const char* op, const std::string& what,
+                                    std::vector<Step> steps, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::HostTensor& w = *g.constant_of(cv.input(1));
+  const float* w_device = lc.weight(cv.input(1));
+  const ir::HostTensor* bias = cv.has_input(2) ? g.constant_of(cv.input(2)) : nullptr;
+  std::vector<KernelCandidate> candidates =
+      conv_kernel_candidates(L, w.f32(), bias ? bias->f32() : nullptr, w_device, lc);
+  if (candidates.empty()) {
+    lc.note(fmt::format("{}: separate steps (no kernel reads through it)", what));
+    return steps;
+  }
+  std::vector<int> in_slots = {lc.slot(x)};
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(g.shape_of(x))};
+  if (L.residual) {
+    in_slots.push_back(lc.slot(cv.input(ir::fused::kResidualInput)));
+    shapes.input_floats.push_back(ir::numel(g.shape_of(cv.input(ir::fused::kResidualInput))));
+  }
+  shapes.output_floats = L.out_floats();
+  const int out_slot = lc.slot(cv.outputs.at(0));
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  std::vector<int> inputs = in_slots;
+  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
+  Step step = replacing_step(op, nodes, cv, chosen, choice, steps, inputs, out_slot, what, lc);
+  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(w.numel()) + double(L.out_floats()) +
+                          (L.residual ? double(L.conv_floats()) : 0.0));
+  return {std::move(step)};
+}
+
+}  // namespace
+
+std::vector<Step> lower_shuffled_depthwise(const passes::ShuffledDepthwiseMatch& m, std::vector<Step> steps,
+                                           LowerContext& lc) {
+  const ir::Node& tr = lc.graph.nodes[static_cast<size_t>(m.transpose)];
+  const ir::Node& dw = lc.graph.nodes[static_cast<size_t>(m.dw)];
+  const ConvStep cs = describe_conv(dw, lc);
+  kernels::ConvLayer L = cs.layer;
+  L.in.shuffle = m.groups;
+  std::vector<int> nodes = {m.transpose};
+  nodes.insert(nodes.end(), m.views.begin(), m.views.end());
+  nodes.push_back(m.dw);
+  return read_through_conv(
+      dw, L, tr.input(0), fmt::format("{} shuffle {}", cs.signature, m.groups), nodes, "ShuffledConv",
+      fmt::format("channel shuffle {} and depthwise {}", ir::node_short_name(tr), ir::node_short_name(dw)),
+      std::move(steps), lc);
+}
+
+std::vector<Step> lower_affine_conv(const passes::AffineConvMatch& m, std::vector<Step> steps, LowerContext& lc) {
+  const ir::Node& bn = lc.graph.nodes[static_cast<size_t>(m.affine)];
+  const ir::Node& cv = lc.graph.nodes[static_cast<size_t>(m.conv)];
+  const ConvStep cs = describe_conv(cv, lc);
+  kernels::ConvLayer L = cs.layer;
+  const ChannelAffine affine = batchnorm_affine(bn, lc);
+  const KernelActivation act = kernel_activation(bn);
+  L.in.scale = affine.scale;
+  L.in.shift = affine.shift;
+  L.in.act = act.act;
+  L.in.alpha = act.alpha;
+  L.in.beta = act.beta;
+  return read_through_conv(
+      cv, L, bn.input(0),
+      fmt::format("{} affine act={} {} {}", cs.signature, static_cast<int>(act.act), act.alpha, act.beta),
+      {m.affine, m.conv}, "AffineConv",
+      fmt::format("normalization {} read by convolution {}", ir::node_short_name(bn), ir::node_short_name(cv)),
+      std::move(steps), lc);
+}
+
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,
                                           LowerContext& lc, std::vector<BlockStep>& chosen_blocks) {
   const ir::Graph& g = lc.graph;

@@ -46,6 +46,19 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> 
 std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& match, std::vector<Step> steps,
                                       bool concat_in_place, LowerContext& lc);
 
+// The steps the plan gets for a channel shuffle and the depthwise convolution after it (`match`; `steps` are the
+// Transpose's copy and the convolution, lowered one by one): the convolution reading its input through the
+// shuffle (kernels::InputPrologue), with every registry kernel that does, where one measures faster than the two
+// steps replayed; else `steps`.
+std::vector<Step> lower_shuffled_depthwise(const passes::ShuffledDepthwiseMatch& match, std::vector<Step> steps,
+                                           LowerContext& lc);
+
+// The steps the plan gets for a BatchNormalization (and its activation) and the convolution after it (`match`;
+// `steps` are the two, lowered one by one): the convolution reading its input through the affine and activation
+// (kernels::InputPrologue), with every registry kernel that does, where one measures faster than the two steps
+// replayed; else `steps`.
+std::vector<Step> lower_affine_conv(const passes::AffineConvMatch& match, std::vector<Step> steps, LowerContext& lc);
+
 // An inverted residual block the plan runs as one step of the block kernel: what a chain of them is made of.
 struct BlockStep {
   kernels::MbconvDesc desc;

@@ -316,7 +316,9 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // likewise to the dense chain kernel, a squeeze-and-excitation gate (pool, two 1x1 convs, Mul) to its kernel, a
   // depthwise convolution with the pointwise one after it to the pair kernel, an inverted residual block (expand,
   // depthwise, gate, project) to the block kernel, against its steps with the gate's and pair's fusions inside, and
-  // convolutions of one input whose outputs are concatenated (SqueezeNet's expand layers) to one merged convolution.
+  // convolutions of one input whose outputs are concatenated (SqueezeNet's expand layers) to one merged convolution,
+  // and a channel shuffle or a BatchNormalization (DenseNet's pre-activation) to the convolution after it, read
+  // through the shuffle or the affine.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -397,6 +399,20 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     if (const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, static_cast<int>(i))) {
       lower_fused(node, {pair->dw, pair->pw},
                   [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
+      continue;
+    }
+    if (const std::optional<passes::ShuffledDepthwiseMatch> shuffled =
+            passes::match_shuffled_depthwise(g, static_cast<int>(i));
+        shuffled && !lowered[static_cast<size_t>(shuffled->dw)]) {
+      lower_fused(node, {shuffled->transpose, shuffled->dw}, [&](std::vector<Step> steps) {
+        return lower_shuffled_depthwise(*shuffled, std::move(steps), lower);
+      });
+      continue;
+    }
+    if (const std::optional<passes::AffineConvMatch> affine = passes::match_affine_conv(g, static_cast<int>(i));
+        affine && !lowered[static_cast<size_t>(affine->conv)]) {
+      lower_fused(node, {affine->affine, affine->conv},
+                  [&](std::vector<Step> steps) { return lower_affine_conv(*affine, std::move(steps), lower); });
       continue;
     }
     const std::optional<passes::SiblingConvsMatch> siblings = passes::match_sibling_convs(g, static_cast<int>(i));
