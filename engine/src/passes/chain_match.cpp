@@ -271,7 +271,7 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
 std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& g, int first) {
   const ir::Node& t = g.nodes.at(static_cast<size_t>(first));
   if (t.op != "Transpose" || !t.domain.empty() || !t.has_input(0) || g.values[t.input(0)].is_constant() ||
-      !g.values[t.input(0)].shape || t.outputs.empty() || t.outputs[0] < 0) {
+      !g.values[t.input(0)].shape || t.outputs.size() != 1 || t.outputs[0] < 0) {
     return std::nullopt;
   }
   const ir::Shape& x = g.shape_of(t.input(0));
@@ -299,7 +299,7 @@ std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& g, int first) 
   const ir::Node& bn = g.nodes.at(static_cast<size_t>(first));
   if (bn.op != "BatchNormalization" && bn.op != ir::fused::kFusedBatchNorm) return std::nullopt;
   if (!bn.has_input(0) || g.values[bn.input(0)].is_constant() || !g.values[bn.input(0)].shape ||
-      g.shape_of(bn.input(0)).size() != 4 || bn.outputs.empty() || bn.outputs[0] < 0) {
+      g.shape_of(bn.input(0)).size() != 4 || bn.outputs.size() != 1 || bn.outputs[0] < 0) {
     return std::nullopt;
   }
   for (size_t k = 1; k <= 4; ++k) {

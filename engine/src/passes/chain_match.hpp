@@ -95,9 +95,9 @@ std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& 
 // A BatchNormalization in front of a convolution, for kernels that read their input through its affine and
 // activation (kernels::InputPrologue; DenseNet's pre-activation BatchNormalization + ReLU, whose input, the block's
 // growing Concat, each layer normalizes differently): BatchNormalization|FusedBatchNormalization (constant
-// statistics, any fused activation) of a non-constant [N, C, H, W], its output read only by a Conv|FusedConv (as
-// its input, constant 4-D weights and bias) and not a graph output; the convolution's residual, if any, ready where
-// the BatchNormalization runs.
+// statistics, any fused activation, one output) of a non-constant [N, C, H, W], its output read only by a
+// Conv|FusedConv (as its input, constant 4-D weights and bias) and not a graph output; the convolution's residual,
+// if any, ready where the BatchNormalization runs.
 struct AffineConvMatch {
   int affine = -1, conv = -1;  // node indices
 };
