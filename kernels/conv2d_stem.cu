@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernels/conv2d_general.cuh"  // pack_general
 #include "kernels/conv2d_stem.cuh"
@@ -261,6 +262,255 @@ void launch_stem(const float* x, float* y, const float* w, const ConvGeometry& g
                     e, p);
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// The row kernel: square filters of K taps at stride S (both compile-time: 3x3 and 7x7 at stride 2, the zoo's
+// stems). A warp's 32 lanes are 32 adjacent output columns of one tile; each thread sums RP output rows of its
+// column (rows g*RP .. g*RP+RP-1 of the tile) for FT filters. The staged input has a compile-time row pitch, so
+// every tap's input and weight reads are a register plus an immediate offset: the C*K*K taps run unrolled, per
+// tap FT/4 broadcast vector loads of the weights, RP loads of the input (consecutive words across the warp in
+// the tap's stride phase: no bank conflicts) and FT*RP FMAs, with no index arithmetic. Weights are staged per
+// filter slot ([slot][C][K][K][FT]); pooled tiles are 32 conv columns wide at most (a warp), their conv tile kept
+// in shared memory and pooled as the general kernel does.
+constexpr int kRowsMaxThreads = 512;
+constexpr int kRowsTileLanes = 32;
+constexpr int kRowsCtilePitch = 33;  // conv-tile row pitch (pooling reads stride-2 columns)
+
+template <int K, int S>
+struct RowsDims {
+  static constexpr int iw = (kRowsTileLanes - 1) * S + K;    // staged input columns a row
+  static constexpr int phase_w = (iw + S - 1) / S;           // columns a stride phase
+  static constexpr int pitch = S * phase_w;                  // floats a staged row
+};
+
+struct RowsConfig {
+  int ft = 8, rp = 2;  // compile-time in the instantiation
+  int fb = 16;         // filters a block (a multiple of ft)
+  int th = 8;          // without a pool: conv rows a tile; with one: pooled rows a tile
+};
+
+struct RowsShape {
+  int tiles_y = 1, tiles_x = 1;
+  int pth = 0, ptw = 0;  // pooled outputs a tile (0 without a pool)
+  int th = 1, tw = 1;    // conv outputs a tile
+  int rg = 1;            // row groups (warps a filter slot): ceil(th / rp)
+  int ih = 1;            // staged input rows a channel: (rg * rp - 1) * S + K
+  int slots = 1, threads = 32;
+  int w_floats = 0, img_floats = 0, tile_floats = 0;
+  size_t smem_bytes = 0;
+};
+
+RowsShape rows_shape(const ConvGeometry& g, const Epilogue& e, const RowsConfig& c, int pitch) {
+  RowsShape s;
+  if (e.pool.kind != FusedPool::None) {
+    const int ext_w = (e.pool.kw - 1) * e.pool.dil_w + 1, ext_h = (e.pool.kh - 1) * e.pool.dil_h + 1;
+    s.ptw = std::max(1, std::min(e.pool.PW, (kRowsTileLanes - ext_w) / e.pool.sw + 1));
+    s.pth = std::min(c.th, e.pool.PH);
+    s.tiles_x = (e.pool.PW + s.ptw - 1) / s.ptw;
+    s.tiles_y = (e.pool.PH + s.pth - 1) / s.pth;
+    s.tw = (s.ptw - 1) * e.pool.sw + ext_w;
+    s.th = (s.pth - 1) * e.pool.sh + ext_h;
+  } else {
+    s.tw = std::min(kRowsTileLanes, g.OW);
+    s.th = std::min(c.th, g.OH);
+    s.tiles_x = (g.OW + kRowsTileLanes - 1) / kRowsTileLanes;
+    s.tiles_y = (g.OH + s.th - 1) / s.th;
+  }
+  s.rg = (s.th + c.rp - 1) / c.rp;
+  s.ih = (s.rg * c.rp - 1) * g.stride_h + g.KH;
+  s.slots = c.fb / c.ft;
+  s.threads = kRowsTileLanes * s.rg * s.slots;
+  s.w_floats = g.C * g.KH * g.KW * c.fb;
+  s.img_floats = (g.C * s.ih * pitch + 3) / 4 * 4;
+  s.tile_floats = e.pool.kind != FusedPool::None ? c.fb * s.th * kRowsCtilePitch : 0;
+  s.smem_bytes = sizeof(float) * (static_cast<size_t>(s.w_floats) + s.img_floats + s.tile_floats);
+  return s;
+}
+
+struct RowsParams {
+  FastDiv tiles_x, tiles_per_image;
+  int fb, f_pad, th, tw, rg, ih, w_floats, img_floats, pth, ptw;
+};
+
+template <int K, int S, int FT, int RP, Act ACT, bool POOL>
+__global__ void __launch_bounds__(kRowsMaxThreads)
+    conv2d_stem_rows_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wt,
+                            const ConvGeometry g, const Epilogue e, const RowsParams p) {
+  using D = RowsDims<K, S>;
+  extern __shared__ float4 smem4[];
+  float* wsm = reinterpret_cast<float*>(smem4);  // [slot][C][K][K][FT]
+  float* img = wsm + p.w_floats;                 // [C][IH][pitch], columns de-interleaved by stride phase
+  float* ctile = img + p.img_floats;             // [FB][TH][33]: the activated conv tile (pooling)
+  const int n = p.tiles_per_image.div(blockIdx.x);
+  const int t = blockIdx.x - n * static_cast<int>(p.tiles_per_image.d);
+  const int tile_y = p.tiles_x.div(t), tile_x = t - tile_y * static_cast<int>(p.tiles_x.d);
+  const int f0 = blockIdx.y * p.fb;
+  constexpr int kTaps = K * K;
+  const int taps = g.C * kTaps;
+
+  // The filters first, 16 bytes a copy, regrouped by slot (FT filters of a slot contiguous a tap): a warp a tap.
+  const int lane = threadIdx.x;
+  for (int tap = threadIdx.y; tap < taps; tap += blockDim.y) {
+    for (int fl = 4 * lane; fl < p.fb; fl += 4 * kRowsTileLanes) {
+      const int f = f0 + fl, slot = fl / FT, j = fl - slot * FT;
+      const bool ok = f < p.f_pad;
+      cp_async_16(wsm + (slot * taps + tap) * FT + j, ok ? wt + static_cast<int64_t>(tap) * p.f_pad + f : wt, ok);
+    }
+  }
+  wait_for_prior_grid();
+
+  int r0, c0;
+  if constexpr (POOL) {
+    r0 = tile_y * p.pth * e.pool.sh - e.pool.pad_top;
+    c0 = tile_x * p.ptw * e.pool.sw - e.pool.pad_left;
+  } else {
+    r0 = tile_y * p.th;
+    c0 = tile_x * kRowsTileLanes;
+  }
+  const int iy0 = r0 * S - g.pad_top, ix0 = c0 * S - g.pad_left;
+  const float* xn = x + static_cast<int64_t>(n) * g.C * g.H * g.W;
+  // A warp a staged row; whether each lane's columns lie inside the image is the same for every row.
+  bool col_inside[(D::iw + kRowsTileLanes - 1) / kRowsTileLanes];
+#pragma unroll
+  for (int q = 0; q < (D::iw + kRowsTileLanes - 1) / kRowsTileLanes; ++q) {
+    const int col = q * kRowsTileLanes + lane, ix = ix0 + col;
+    col_inside[q] = col < D::iw && ix >= 0 && ix < g.W;
+  }
+  for (int c = 0; c < g.C; ++c) {
+    for (int r = threadIdx.y; r < p.ih; r += blockDim.y) {
+      const int iy = iy0 + r;
+      const bool row_inside = iy >= 0 && iy < g.H;
+      const float* src = xn + (static_cast<int64_t>(c) * g.H + iy) * g.W + ix0;
+      float* dst = img + (c * p.ih + r) * D::pitch;
+#pragma unroll
+      for (int q = 0; q < (D::iw + kRowsTileLanes - 1) / kRowsTileLanes; ++q) {
+        const int col = q * kRowsTileLanes + lane;
+        if (col < D::iw) {
+          const bool ok = row_inside && col_inside[q];
+          cp_async_4(dst + (col % S) * D::phase_w + col / S, ok ? src + col : x, ok);
+        }
+      }
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  const int slot = threadIdx.y / p.rg, grp = threadIdx.y - slot * p.rg;
+  float acc[RP][FT];
+#pragma unroll
+  for (int k = 0; k < RP; ++k) {
+#pragma unroll
+    for (int f = 0; f < FT; ++f) acc[k][f] = 0.0f;
+  }
+  const float* ip = img + grp * RP * S * D::pitch + lane;
+  const float* wp = wsm + slot * taps * FT;
+  for (int c = 0; c < g.C; ++c, ip += p.ih * D::pitch, wp += kTaps * FT) {
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky) {
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        float w[FT];
+        load_window_row(w, wp + (ky * K + kx) * FT);
+#pragma unroll
+        for (int k = 0; k < RP; ++k) {
+          const float in = ip[(k * S + ky) * D::pitch + (kx % S) * D::phase_w + kx / S];
+#pragma unroll
+          for (int f = 0; f < FT; ++f) acc[k][f] = fmaf(in, w[f], acc[k][f]);
+        }
+      }
+    }
+  }
+
+  const int64_t out_plane = POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW;
+  float* yn = y + static_cast<int64_t>(n) * g.F * out_plane;
+#pragma unroll
+  for (int j = 0; j < FT; ++j) {
+    const int fl = slot * FT + j, f = f0 + fl;
+    if (f >= g.F) break;
+    const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < RP; ++k) {
+      const int r = grp * RP + k;
+      if (r >= p.th) break;
+      const float v = acc[k][j] + b;
+      if constexpr (POOL) {
+        ctile[(fl * p.th + r) * kRowsCtilePitch + lane] = activate<ACT>(v, e);
+      } else {
+        const int oy = r0 + r, ox = c0 + lane;
+        if (oy < g.OH && ox < g.OW) {
+          const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
+          float u = v;
+          if (e.residual) u += __ldg(e.residual + static_cast<int64_t>(n) * g.F * out_plane + idx);
+          yn[idx] = activate<ACT>(u, e);
+        }
+      }
+    }
+  }
+  if constexpr (POOL) {
+    __syncthreads();
+    const PoolGeometry& pl = e.pool;
+    const bool small_max = small_max_window(pl);
+    // A warp pools one filter's rows: two at a time where a row has at most 16 outputs (lanes 16-31 the second).
+    const int row_lanes = p.ptw <= 16 ? 16 : 32, rows_a_pass = kRowsTileLanes / row_lanes;
+    const int passes = (p.pth + rows_a_pass - 1) / rows_a_pass, filters = min(p.fb, g.F - f0);
+    const int ry0 = lane / row_lanes, cx = lane - ry0 * row_lanes;
+    for (int it = threadIdx.y; it < filters * passes; it += blockDim.y) {
+      const int fl = it / passes, ry = (it - fl * passes) * rows_a_pass + ry0;
+      const int py = tile_y * p.pth + ry, px = tile_x * p.ptw + cx;
+      if (ry >= p.pth || cx >= p.ptw || py >= pl.PH || px >= pl.PW) continue;
+      const float* map = ctile + fl * p.th * kRowsCtilePitch;
+      yn[(static_cast<int64_t>(f0 + fl) * pl.PH + py) * pl.PW + px] =
+          small_max ? max_window_3x3(map + (py * pl.sh - pl.pad_top - r0) * kRowsCtilePitch +
+                                         (px * pl.sw - pl.pad_left - c0),
+                                     kRowsCtilePitch, pl, py, px, g.OH, g.OW)
+                    : pool_from_smem(map, kRowsCtilePitch, r0, c0, py, px, pl, g.OH, g.OW);
+    }
+  }
+}
+
+template <int K, int S, int FT, int RP, Act ACT, bool POOL>
+void launch_stem_rows(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e,
+                      const RowsConfig& c, int smem_optin, cudaStream_t stream) {
+  const RowsShape s = rows_shape(g, e, c, RowsDims<K, S>::pitch);
+  RowsParams p;
+  p.tiles_x = FastDiv(s.tiles_x);
+  p.tiles_per_image = FastDiv(s.tiles_x * s.tiles_y);
+  p.fb = c.fb;
+  p.f_pad = (g.F + 3) & ~3;
+  p.th = s.th;
+  p.tw = s.tw;
+  p.rg = s.rg;
+  p.ih = s.ih;
+  p.w_floats = s.w_floats;
+  p.img_floats = s.img_floats;
+  p.pth = s.pth;
+  p.ptw = s.ptw;
+  allow_dynamic_smem<conv2d_stem_rows_kernel<K, S, FT, RP, ACT, POOL>>(smem_optin);
+  const dim3 grid(static_cast<unsigned>(g.N * s.tiles_x * s.tiles_y), static_cast<unsigned>((g.F + c.fb - 1) / c.fb));
+  launch_overlapped(conv2d_stem_rows_kernel<K, S, FT, RP, ACT, POOL>, grid,
+                    dim3(kRowsTileLanes, static_cast<unsigned>(s.rg * s.slots)), s.smem_bytes, stream, 1u, x, y, w, g,
+                    e, p);
+}
+
+struct RowsEntry {
+  int k, s, ft, rp;
+  Act act;
+  bool pool;
+  int pitch;
+  decltype(&launch_stem_rows<3, 2, 8, 2, Act::Relu, false>) launch;
+};
+
+#define ROWS_ENTRY(K, S, FT, RP, ACT, POOL) \
+  RowsEntry{K, S, FT, RP, ACT, POOL, RowsDims<K, S>::pitch, &launch_stem_rows<K, S, FT, RP, ACT, POOL>}
+#define ROWS_ACTS(K, S)                                                                                      \
+  ROWS_ENTRY(K, S, 8, 2, Act::Relu, false), ROWS_ENTRY(K, S, 8, 2, Act::Param, false),                       \
+      ROWS_ENTRY(K, S, 8, 4, Act::Relu, false), ROWS_ENTRY(K, S, 8, 4, Act::Param, false),                   \
+      ROWS_ENTRY(K, S, 8, 3, Act::Relu, true), ROWS_ENTRY(K, S, 8, 3, Act::Param, true)
+// 3x3 and 7x7 at stride 2: the RGB stems of MobileNet, ShuffleNet, SqueezeNet, EfficientNet and ResNet.
+const RowsEntry kRowsEntries[] = {ROWS_ACTS(3, 2), ROWS_ACTS(7, 2)};
+#undef ROWS_ACTS
+#undef ROWS_ENTRY
+
 struct Entry {
   int ft, rp;
   Act act;
@@ -289,6 +539,17 @@ constexpr int kTiles2d[][2] = {{4, 8}, {8, 8}, {8, 16}, {16, 16}, {16, 32}, {32,
 constexpr int kTiles1d[][2] = {{1, 64}, {1, 128}, {1, 256}, {1, 512}};
 // Tiles offered a layer per instantiation and block width: the best by the estimate (tuning time grows with each).
 constexpr size_t kTilesOffered = 1;
+
+constexpr int kRowsBlockFilters[] = {8, 16, 32, 64};
+constexpr int kRowsPooledMaxFilters = 32;  // a pooled block keeps its conv tile of every filter in shared memory
+constexpr int kRowsConvRows[] = {4, 8, 16};  // conv rows a tile (without a pool)
+constexpr int kRowsPooledRows[] = {4, 7};  // pooled rows a tile (3x3/2 pooling: 9 and 15 conv rows)
+
+std::string rows_variant_name(const RowsEntry& en, int fb, const std::string& tile) {
+  return "stem_k" + std::to_string(en.k) + "s" + std::to_string(en.s) + "_f" + std::to_string(fb) + "_rb" +
+         std::to_string(en.ft) + "x" + std::to_string(en.rp) + "_t" + tile + "_" + act_token(en.act) +
+         (en.pool ? "_pool" : "");
+}
 
 class StemFamily final : public ConvFamily {
  public:
@@ -365,6 +626,7 @@ class StemFamily final : public ConvFamily {
         for (auto& t : tiles) scored.push_back(std::move(t));
       }
     }
+    offer_rows(layer, dev, w, scored);
     return rank_by_score(std::move(scored));
   }
 
@@ -375,7 +637,56 @@ class StemFamily final : public ConvFamily {
         if (fb >= en.ft) names.push_back(variant_name(en, fb, "*"));
       }
     }
+    for (const RowsEntry& en : kRowsEntries) {
+      for (int fb : kRowsBlockFilters) {
+        if (!en.pool || fb <= kRowsPooledMaxFilters) names.push_back(rows_variant_name(en, fb, "*"));
+      }
+    }
     return names;
+  }
+
+ private:
+  // The row kernel's configurations for a layer of its filter size and stride: every block width and tile that
+  // fits (threads and shared memory), each measured.
+  static void offer_rows(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w,
+                         std::vector<std::pair<ConvVariant, double>>& scored) {
+    const ConvGeometry& g = layer.g;
+    const bool pool = layer.pooled();
+    if (g.KH != g.KW || g.stride_h != g.stride_w) return;
+    if (pool && (layer.e.pool.kw - 1) * layer.e.pool.dil_w + 1 > kRowsTileLanes) return;  // a window wider than a warp
+    const bool relu = layer.e.param_act == ParamAct::Relu;
+    const int sm_count = std::max(1, dev.sm_count);
+    for (const RowsEntry& en : kRowsEntries) {
+      if (en.k != g.KH || en.s != g.stride_h || en.pool != pool || (en.act == Act::Relu) != relu) continue;
+      for (int fb : kRowsBlockFilters) {
+        if (fb > 8 && fb / 2 >= g.F) continue;  // half the block's filters would be padding
+        if (pool && fb > kRowsPooledMaxFilters) continue;
+        const std::vector<int> rows = pool ? std::vector<int>(std::begin(kRowsPooledRows), std::end(kRowsPooledRows))
+                                           : std::vector<int>(std::begin(kRowsConvRows), std::end(kRowsConvRows));
+        for (int th : rows) {
+          const RowsConfig c{en.ft, en.rp, fb, th};
+          const RowsShape s = rows_shape(g, layer.e, c, en.pitch);
+          if (s.threads > kRowsMaxThreads || s.smem_bytes > static_cast<size_t>(dev.smem_optin)) continue;
+          const std::string name = rows_variant_name(
+              en, fb, std::to_string(pool ? s.ptw : s.tw) + "x" + std::to_string(pool ? s.pth : s.th));
+          bool seen = false;
+          for (const auto& [v, sc] : scored) seen = seen || v.name == name;
+          if (seen) continue;
+          // Estimate as for the general configurations: each thread's chain (FT/4 + RP loads and FT*RP FMAs a
+          // tap, no index arithmetic), issue bound once a scheduler holds more than ~4 warps, in waves.
+          const double blocks = double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb);
+          const int resident = std::max(
+              1, std::min(2048 / s.threads, static_cast<int>(std::max<size_t>(1, 228 * 1024 / s.smem_bytes))));
+          const double waves = std::ceil(blocks / (double(sm_count) * resident));
+          const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
+          const double warps_per_scheduler = per_sm * s.threads / 128.0;
+          const double chain = double(g.C) * g.KH * g.KW * (en.ft / 4.0 + en.rp + en.ft * en.rp);
+          const double staging = double(g.C * s.ih * en.pitch + s.w_floats / 4) / s.threads * 8.0;
+          const double score = waves * (3000.0 + staging + chain * std::max(4.0, warps_per_scheduler));
+          scored.push_back({{name, "", bind_launch(en.launch, layer, w.packed, c, dev.smem_optin)}, score});
+        }
+      }
+    }
   }
 };
 

@@ -452,6 +452,8 @@ inline std::vector<Layer> stem_layers() {
     out.push_back(tc_layer(1, 1, size, size, 17, 5, 5, 1, 2, 2, 2, 2, ParamAct::None));
   }
   out.push_back(tc_layer(2, 3, 33, 31, 64, 7, 7, 2, 3, 3, 3, 3, ParamAct::Relu));        // a 7x7 stride-2 stem
+  out.push_back(tc_layer(1, 3, 31, 70, 65, 7, 7, 2, 3, 3, 3, 3, ParamAct::LeakyRelu, true));  // two tiles wide
+  out.push_back(tc_layer(1, 3, 33, 35, 65, 3, 3, 2, 1, 1, 1, 1, ParamAct::HardSwish));
   out.push_back(tc_layer(2, 3, 67, 67, 48, 11, 11, 4, 2, 2, 2, 2, ParamAct::Relu));      // 11x11 stride 4
   out.push_back(tc_layer(1, 1, 31, 1000, 40, 7, 7, 1, 3, 3, 3, 3, ParamAct::Tanh));     // one channel, 7x7
   out.push_back(tc_layer(1, 4, 33, 33, 24, 5, 3, 3, 2, 1, 0, 1, ParamAct::Sigmoid, true));  // 5x3, stride 3
@@ -487,6 +489,12 @@ inline std::vector<Layer> stem_layers() {
     out.push_back(L);
     L = tc_layer(1, 1, 32, 32, 20, 5, 5, 1, 0, 0, 0, 0, ParamAct::Relu);
     L.pool = FusedPool::Max;
+    out.push_back(L);
+    L = tc_layer(2, 3, 45, 70, 33, 7, 7, 2, 3, 3, 3, 3, ParamAct::HardSwish);  // 7x7/2 + 3x3/2 pool, two tiles wide
+    L.pool = FusedPool::Max;
+    L.pool_k = 3;
+    L.pool_s = 2;
+    L.pool_pad = 1;
     out.push_back(L);
     L = tc_layer(1, 3, 1, 1, 8, 3, 3, 2, 1, 1, 1, 1, ParamAct::Relu);  // a 1x1 image, pooled 1x1 with padding
     L.pool = FusedPool::Max;

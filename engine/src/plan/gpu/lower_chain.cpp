@@ -579,6 +579,33 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
 }
 
 
+namespace {
+
+// Measures `candidates` (kernels of the fused layer `L`, and last the replay of `steps`) on `shapes`; where a kernel
+// wins, one step of kind `op` replacing `nodes` (the last of them `last`), reading `in_slots` and writing `out_slot`;
+// else `steps`, with a note saying why.
+std::vector<Step> choose_fused_conv(const kernels::ConvLayer& L, const float* w_device, double weight_floats,
+                                    const std::vector<KernelCandidate>& candidates, const TuneShapes& shapes,
+                                    const std::vector<int>& in_slots, int out_slot, const std::string& signature,
+                                    const char* op, const std::vector<int>& nodes, const ir::Node& last,
+                                    const std::string& what, std::vector<Step> steps, LowerContext& lc) {
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  std::vector<int> inputs = in_slots;
+  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
+  Step step = replacing_step(op, nodes, last, chosen, choice, steps, inputs, out_slot, what, lc);
+  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
+                          (L.residual ? double(L.conv_floats()) : 0.0));
+  return {std::move(step)};
+}
+
+}  // namespace
+
 constexpr double kMergedConvMaxExtraFlops = 1e8;
 
 std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::vector<Step> steps, bool concat_in_place,
@@ -683,20 +710,10 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(g.shape_of(g.nodes[static_cast<size_t>(m.convs[0])].input(0)))};
   shapes.output_floats = L.out_floats();
-  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  std::vector<int> inputs = in_slots;
-  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
   std::vector<int> nodes = m.convs;
   nodes.push_back(m.concat);
-  Step step = replacing_step("MergedConv", nodes, cat, chosen, choice, steps, inputs, out_slot, what, lc);
-  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(w.size()) + double(L.out_floats()));
-  return {std::move(step)};
+  return choose_fused_conv(L, w_device, double(w.size()), candidates, shapes, in_slots, out_slot, signature,
+                           "MergedConv", nodes, cat, what, std::move(steps), lc);
 }
 
 namespace {
@@ -727,19 +744,8 @@ std::vector<Step> read_through_conv(const ir::Node& cv, const kernels::ConvLayer
   shapes.output_floats = L.out_floats();
   const int out_slot = lc.slot(cv.outputs.at(0));
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
-  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  std::vector<int> inputs = in_slots;
-  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
-  Step step = replacing_step(op, nodes, cv, chosen, choice, steps, inputs, out_slot, what, lc);
-  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(w.numel()) + double(L.out_floats()) +
-                          (L.residual ? double(L.conv_floats()) : 0.0));
-  return {std::move(step)};
+  return choose_fused_conv(L, w_device, double(w.numel()), candidates, shapes, in_slots, out_slot, signature, op, nodes,
+                           cv, what, std::move(steps), lc);
 }
 
 }  // namespace
