@@ -16,6 +16,11 @@
 // ([tap][FB]) and FT * RP FMAs. Then bias, residual, activation, and either the store (lanes on
 // consecutive columns: coalesced) or the activated conv tile in shared memory, pooled by pool_tile.
 // Weights use pack_general_filters()' layout ([C][KH][KW][Fpad]).
+//
+// The row kernel, for the common stems (3x3 and 7x7 filters at stride 2), has the filter size, the stride and the
+// staged row pitch as compile-time constants: a warp's lanes own 32 adjacent output columns, each thread RP rows
+// of its column for FT filters, and every tap's loads are a register plus an immediate offset, so the unrolled
+// taps run no index arithmetic (the general kernel spent about four instructions of it per FMA).
 #pragma once
 
 #include "kernels/conv_common.cuh"
