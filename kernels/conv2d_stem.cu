@@ -90,6 +90,38 @@ struct Params {
   int fb, f_pad, th, pitch, phase_w, w_floats, img_floats, np, items, pth, ptw;
 };
 
+// The first conv output row and column of tile (tile_y, tile_x): of pth x ptw pooled outputs with a pool, of th x tw
+// conv outputs without.
+template <bool POOL>
+__device__ __forceinline__ void tile_origin(int tile_y, int tile_x, int pth, int ptw, int th, int tw, const PoolGeometry& pl,
+                                            int& r0, int& c0) {
+  if constexpr (POOL) {
+    r0 = tile_y * pth * pl.sh - pl.pad_top;
+    c0 = tile_x * ptw * pl.sw - pl.pad_left;
+  } else {
+    r0 = tile_y * th;
+    c0 = tile_x * tw;
+  }
+}
+
+// Conv output (f, oy, ox) of image n (`yn` its first output): + residual, activation, stored.
+template <Act ACT>
+__device__ __forceinline__ void store_conv_output(float* yn, float v, int n, int f, int oy, int ox, const ConvGeometry& g,
+                                                  const Epilogue& e) {
+  const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
+  if (e.residual) v += __ldg(e.residual + static_cast<int64_t>(n) * g.F * g.OH * g.OW + idx);
+  yn[idx] = activate<ACT>(v, e);
+}
+
+// Pooled output (py, px) from one filter's activated conv tile in shared memory (`map`: conv rows from r0, columns
+// from c0, `pitch` floats a row).
+__device__ __forceinline__ float pool_conv_tile(const float* map, int pitch, int r0, int c0, int py, int px,
+                                                const PoolGeometry& pl, bool small_max, int OH, int OW) {
+  return small_max ? max_window_3x3(map + (py * pl.sh - pl.pad_top - r0) * pitch + (px * pl.sw - pl.pad_left - c0),
+                                    pitch, pl, py, px, OH, OW)
+                   : pool_from_smem(map, pitch, r0, c0, py, px, pl, OH, OW);
+}
+
 template <int FT, int RP, Act ACT, bool POOL>
 __global__ void __launch_bounds__(kMaxThreads)
     conv2d_stem_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wt,
@@ -116,13 +148,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 
   // The tile's first conv output row and column, and the input region under it.
   int r0, c0;
-  if constexpr (POOL) {
-    r0 = tile_y * p.pth * e.pool.sh - e.pool.pad_top;
-    c0 = tile_x * p.ptw * e.pool.sw - e.pool.pad_left;
-  } else {
-    r0 = tile_y * p.th;
-    c0 = tile_x * static_cast<int>(p.tw.d);
-  }
+  tile_origin<POOL>(tile_y, tile_x, p.pth, p.ptw, p.th, static_cast<int>(p.tw.d), e.pool, r0, c0);
   const int iy0 = r0 * g.stride_h - g.pad_top, ix0 = c0 * g.stride_w - g.pad_left;
   const int ih = static_cast<int>(p.ih.d), iw = static_cast<int>(p.iw.d), sw = static_cast<int>(p.sw.d);
   const float* xn = x + static_cast<int64_t>(n) * g.C * g.H * g.W;
@@ -202,9 +228,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         if constexpr (POOL) {
           ctile[fl * p.np + pix] = activate<ACT>(v, e);
         } else if (oy < g.OH && ox < g.OW) {
-          const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
-          if (e.residual) v += __ldg(e.residual + static_cast<int64_t>(n) * g.F * out_plane + idx);
-          yn[idx] = activate<ACT>(v, e);
+          store_conv_output<ACT>(yn, v, n, f, oy, ox, g, e);
         }
       }
     }
@@ -221,9 +245,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (py >= pl.PH || px >= pl.PW) continue;
       const float* map = ctile + fl * p.np;
       yn[(static_cast<int64_t>(f0 + fl) * pl.PH + py) * pl.PW + px] =
-          small_max ? max_window_3x3(map + (py * pl.sh - pl.pad_top - r0) * tw + (px * pl.sw - pl.pad_left - c0), tw, pl,
-                                     py, px, g.OH, g.OW)
-                    : pool_from_smem(map, tw, r0, c0, py, px, pl, g.OH, g.OW);
+          pool_conv_tile(map, tw, r0, c0, py, px, pl, small_max, g.OH, g.OW);
     }
   }
 }
@@ -359,13 +381,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads)
   wait_for_prior_grid();
 
   int r0, c0;
-  if constexpr (POOL) {
-    r0 = tile_y * p.pth * e.pool.sh - e.pool.pad_top;
-    c0 = tile_x * p.ptw * e.pool.sw - e.pool.pad_left;
-  } else {
-    r0 = tile_y * p.th;
-    c0 = tile_x * kRowsTileLanes;
-  }
+  tile_origin<POOL>(tile_y, tile_x, p.pth, p.ptw, p.th, kRowsTileLanes, e.pool, r0, c0);
   const int iy0 = r0 * S - g.pad_top, ix0 = c0 * S - g.pad_left;
   const float* xn = x + static_cast<int64_t>(n) * g.C * g.H * g.W;
   // A warp a staged row; whether each lane's columns lie inside the image is the same for every row.
@@ -437,12 +453,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads)
         ctile[(fl * p.th + r) * kRowsCtilePitch + lane] = activate<ACT>(v, e);
       } else {
         const int oy = r0 + r, ox = c0 + lane;
-        if (oy < g.OH && ox < g.OW) {
-          const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
-          float u = v;
-          if (e.residual) u += __ldg(e.residual + static_cast<int64_t>(n) * g.F * out_plane + idx);
-          yn[idx] = activate<ACT>(u, e);
-        }
+        if (oy < g.OH && ox < g.OW) store_conv_output<ACT>(yn, v, n, f, oy, ox, g, e);
       }
     }
   }
@@ -460,10 +471,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads)
       if (ry >= p.pth || cx >= p.ptw || py >= pl.PH || px >= pl.PW) continue;
       const float* map = ctile + fl * p.th * kRowsCtilePitch;
       yn[(static_cast<int64_t>(f0 + fl) * pl.PH + py) * pl.PW + px] =
-          small_max ? max_window_3x3(map + (py * pl.sh - pl.pad_top - r0) * kRowsCtilePitch +
-                                         (px * pl.sw - pl.pad_left - c0),
-                                     kRowsCtilePitch, pl, py, px, g.OH, g.OW)
-                    : pool_from_smem(map, kRowsCtilePitch, r0, c0, py, px, pl, g.OH, g.OW);
+          pool_conv_tile(map, kRowsCtilePitch, r0, c0, py, px, pl, small_max, g.OH, g.OW);
     }
   }
 }
@@ -542,8 +550,8 @@ constexpr size_t kTilesOffered = 1;
 
 constexpr int kRowsBlockFilters[] = {8, 16, 32, 64};
 constexpr int kRowsPooledMaxFilters = 32;  // a pooled block keeps its conv tile of every filter in shared memory
-constexpr int kRowsConvRows[] = {4, 8, 16};  // conv rows a tile (without a pool)
-constexpr int kRowsPooledRows[] = {4, 7};  // pooled rows a tile (3x3/2 pooling: 9 and 15 conv rows)
+constexpr int kRowsConvRows[] = {2, 4, 8, 16};  // conv rows a tile (without a pool)
+constexpr int kRowsPooledRows[] = {2, 4, 7};  // pooled rows a tile (3x3/2 pooling: 5, 9 and 15 conv rows)
 
 std::string rows_variant_name(const RowsEntry& en, int fb, const std::string& tile) {
   return "stem_k" + std::to_string(en.k) + "s" + std::to_string(en.s) + "_f" + std::to_string(fb) + "_rb" +
