@@ -554,7 +554,7 @@ constexpr int kRowsConvRows[] = {2, 4, 8, 16};  // conv rows a tile (without a p
 constexpr int kRowsPooledRows[] = {2, 4, 7};  // pooled rows a tile (3x3/2 pooling: 5, 9 and 15 conv rows)
 
 std::string rows_variant_name(const RowsEntry& en, int fb, const std::string& tile) {
-  return "stem_k" + std::to_string(en.k) + "s" + std::to_string(en.s) + "_f" + std::to_string(fb) + "_rb" +
+  return "stem_k" + std::to_string(en.k) + "_s" + std::to_string(en.s) + "_f" + std::to_string(fb) + "_rb" +
          std::to_string(en.ft) + "x" + std::to_string(en.rp) + "_t" + tile + "_" + act_token(en.act) +
          (en.pool ? "_pool" : "");
 }
