@@ -350,7 +350,7 @@ RowsShape rows_shape(const ConvGeometry& g, const Epilogue& e, const RowsConfig&
 
 struct RowsParams {
   FastDiv tiles_x, tiles_per_image;
-  int fb, f_pad, th, tw, rg, ih, w_floats, img_floats, pth, ptw;
+  int fb, f_pad, th, rg, ih, w_floats, img_floats, pth, ptw;
 };
 
 template <int K, int S, int FT, int RP, Act ACT, bool POOL>
@@ -486,7 +486,6 @@ void launch_stem_rows(const float* x, float* y, const float* w, const ConvGeomet
   p.fb = c.fb;
   p.f_pad = (g.F + 3) & ~3;
   p.th = s.th;
-  p.tw = s.tw;
   p.rg = s.rg;
   p.ih = s.ih;
   p.w_floats = s.w_floats;
