@@ -547,6 +547,18 @@ constexpr int kTiles1d[][2] = {{1, 64}, {1, 128}, {1, 256}, {1, 512}};
 // Tiles offered a layer per instantiation and block width: the best by the estimate (tuning time grows with each).
 constexpr size_t kTilesOffered = 1;
 
+// The estimated cycles of a launch (lower is better; ranks configurations before they are measured): a fixed cost
+// (launch, staging round trip, barriers) plus `staging` and each thread's serial `chain` of instructions, issue bound
+// once a scheduler holds more than ~4 warps; in waves of the blocks resident at once.
+double estimate_cycles(double blocks, int threads, size_t smem_bytes, int sm_count, double chain, double staging) {
+  const int resident =
+      std::max(1, std::min(2048 / threads, static_cast<int>(std::max<size_t>(1, 228 * 1024 / smem_bytes))));
+  const double waves = std::ceil(blocks / (double(sm_count) * resident));
+  const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
+  const double warps_per_scheduler = per_sm * threads / 128.0;
+  return waves * (3000.0 + staging + chain * std::max(4.0, warps_per_scheduler));
+}
+
 constexpr int kRowsBlockFilters[] = {8, 16, 32, 64};
 constexpr int kRowsPooledMaxFilters = 32;  // a pooled block keeps its conv tile of every filter in shared memory
 constexpr int kRowsConvRows[] = {2, 4, 8, 16};  // conv rows a tile (without a pool)
@@ -601,19 +613,12 @@ class StemFamily final : public ConvFamily {
           const StemConfig c{en.ft, en.rp, fb, th, tw};
           const StemShape s = stem_shape(g, layer.e, c);
           if (s.smem_bytes > static_cast<size_t>(dev.smem_optin)) return;
-          // Estimate: fixed cost (launch, staging round trip, barriers) plus each thread's serial chain, issue
-          // bound once a scheduler has more than ~4 warps; in waves of resident blocks.
           const int threads = stem_threads(s.items);
-          const double blocks = double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb);
-          const int resident =
-              std::max(1, std::min(2048 / threads, static_cast<int>(std::max<size_t>(1, 228 * 1024 / s.smem_bytes))));
-          const double waves = std::ceil(blocks / (double(sm_count) * resident));
-          const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
-          const double warps_per_scheduler = per_sm * threads / 128.0;
-          const double per_tap = en.ft / 4.0 + en.rp + en.ft * en.rp + 1.0;
-          const double chain = std::ceil(double(s.items) / threads) * s.taps * per_tap;
-          const double staging = double(g.C * s.ih * s.iw + s.w_floats / 4) / threads * 8.0;
-          const double score = waves * (3000.0 + staging + chain * std::max(4.0, warps_per_scheduler));
+          const double per_tap = en.ft / 4.0 + en.rp + en.ft * en.rp + 1.0;  // loads, FMAs, index arithmetic
+          const double score = estimate_cycles(double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb), threads,
+                                               s.smem_bytes, sm_count,
+                                               std::ceil(double(s.items) / threads) * s.taps * per_tap,
+                                               double(g.C * s.ih * s.iw + s.w_floats / 4) / threads * 8.0);
           // The tile's width x height (in pooled outputs where the pool is fused), as every family names tiles.
           const std::string name = variant_name(
               en, fb, std::to_string(s.ptw ? s.ptw : s.tw) + "x" + std::to_string(s.pth ? s.pth : s.th));
@@ -679,17 +684,11 @@ class StemFamily final : public ConvFamily {
           bool seen = false;
           for (const auto& [v, sc] : scored) seen = seen || v.name == name;
           if (seen) continue;
-          // Estimate as for the general configurations: each thread's chain (FT/4 + RP loads and FT*RP FMAs a
-          // tap, no index arithmetic), issue bound once a scheduler holds more than ~4 warps, in waves.
-          const double blocks = double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb);
-          const int resident = std::max(
-              1, std::min(2048 / s.threads, static_cast<int>(std::max<size_t>(1, 228 * 1024 / s.smem_bytes))));
-          const double waves = std::ceil(blocks / (double(sm_count) * resident));
-          const double per_sm = std::min<double>(resident, std::ceil(blocks / sm_count));
-          const double warps_per_scheduler = per_sm * s.threads / 128.0;
-          const double chain = double(g.C) * g.KH * g.KW * (en.ft / 4.0 + en.rp + en.ft * en.rp);
-          const double staging = double(g.C * s.ih * en.pitch + s.w_floats / 4) / s.threads * 8.0;
-          const double score = waves * (3000.0 + staging + chain * std::max(4.0, warps_per_scheduler));
+          // Each thread's chain: FT/4 + RP loads and FT*RP FMAs a tap, no index arithmetic.
+          const double score = estimate_cycles(double(g.N) * s.tiles_x * s.tiles_y * ((g.F + fb - 1) / fb),
+                                               s.threads, s.smem_bytes, sm_count,
+                                               double(g.C) * g.KH * g.KW * (en.ft / 4.0 + en.rp + en.ft * en.rp),
+                                               double(g.C * s.ih * en.pitch + s.w_floats / 4) / s.threads * 8.0);
           scored.push_back({{name, "", bind_launch(en.launch, layer, w.packed, c, dev.smem_optin)}, score});
         }
       }
