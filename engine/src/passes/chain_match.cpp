@@ -14,6 +14,11 @@ namespace {
 
 bool is_conv(const ir::Node& n) { return n.op == "Conv" || n.op == ir::fused::kFusedConv; }
 
+// Whether `n`'s first input is an activation: a computed value (not a constant) of known shape.
+bool reads_activation(const ir::Graph& g, const ir::Node& n) {
+  return n.has_input(0) && !g.values[n.input(0)].is_constant() && g.values[n.input(0)].shape.has_value();
+}
+
 using Readers = std::vector<std::vector<int>>;
 
 // The reader of `value` past the views that follow it (appended to `views`; `value` becomes the last view's
@@ -121,7 +126,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   const Readers readers = value_readers(g);
   if (f.op == "GlobalAveragePool") {
     // [batch, C, spatial...] -> [batch, C, 1...] -> views -> [batch, C] -> Gemm (1-D or 2-D maps).
-    if (!f.has_input(0) || g.values[f.input(0)].is_constant() || !g.values[f.input(0)].shape) return std::nullopt;
+    if (!reads_activation(g, f)) return std::nullopt;
     const size_t rank = g.shape_of(f.input(0)).size();
     if (rank < 3 || rank > 4 || f.outputs.empty() || f.outputs[0] < 0) return std::nullopt;
     m.pool = first;
@@ -132,7 +137,7 @@ std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) 
   }
   const ir::Node& d = g.nodes.at(static_cast<size_t>(first));
   if (d.op != "Gemm" && d.op != ir::fused::kFusedGemm) return std::nullopt;
-  if (!d.has_input(0) || g.values[d.input(0)].is_constant() || !g.values[d.input(0)].shape) return std::nullopt;
+  if (!reads_activation(g, d)) return std::nullopt;
   const ir::Shape& a = g.shape_of(d.input(0));
   if (a.size() != 2 || !dense_problem(g, d, d.input(0), a[1]).empty()) return std::nullopt;
   if (m.pool >= 0 && a[1] != g.shape_of(f.input(0))[1]) return std::nullopt;
@@ -217,7 +222,7 @@ namespace {
 // Whether `n` is a 2-D convolution of a non-constant [N, C, H, W] with constant 4-D weights (and bias, if any) and
 // no pool fused; its output shape known.
 bool is_plain_conv2d(const ir::Graph& g, const ir::Node& n) {
-  if (!is_conv(n) || !n.has_input(0) || g.values[n.input(0)].is_constant() || !g.values[n.input(0)].shape) return false;
+  if (!is_conv(n) || !reads_activation(g, n)) return false;
   if (g.shape_of(n.input(0)).size() != 4 || (n.op == ir::fused::kFusedConv && ir::fused::has_pool(n))) return false;
   const ir::HostTensor* w = g.constant_of(n.input(1));
   if (!w || w->shape().size() != 4 || (n.has_input(2) && !g.constant_of(n.input(2)))) return false;
@@ -270,8 +275,8 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
 
 std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& g, int first) {
   const ir::Node& t = g.nodes.at(static_cast<size_t>(first));
-  if (t.op != "Transpose" || !t.domain.empty() || !t.has_input(0) || g.values[t.input(0)].is_constant() ||
-      !g.values[t.input(0)].shape || t.outputs.size() != 1 || t.outputs[0] < 0) {
+  if (t.op != "Transpose" || !t.domain.empty() || !reads_activation(g, t) || t.outputs.size() != 1 ||
+      t.outputs[0] < 0) {
     return std::nullopt;
   }
   const ir::Shape& x = g.shape_of(t.input(0));
@@ -298,8 +303,8 @@ std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& 
 std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& g, int first) {
   const ir::Node& bn = g.nodes.at(static_cast<size_t>(first));
   if (bn.op != "BatchNormalization" && bn.op != ir::fused::kFusedBatchNorm) return std::nullopt;
-  if (!bn.has_input(0) || g.values[bn.input(0)].is_constant() || !g.values[bn.input(0)].shape ||
-      g.shape_of(bn.input(0)).size() != 4 || bn.outputs.size() != 1 || bn.outputs[0] < 0) {
+  if (!reads_activation(g, bn) || g.shape_of(bn.input(0)).size() != 4 || bn.outputs.size() != 1 ||
+      bn.outputs[0] < 0) {
     return std::nullopt;
   }
   for (size_t k = 1; k <= 4; ++k) {
