@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (lane != i * P + p || wt.f0 + i >= q.fg || pix >= q.npix) continue;
       const int f = wt.group * q.fg + wt.f0 + i;
       const int n = q.by_ohw.div(pix), rem = pix - n * q.ohw;
-      const int64_t at = (static_cast<int64_t>(n) * g.F + f) * q.ohw + rem;
+      const int64_t at = static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + int64_t(f) * q.ohw + rem;
       float v = acc[i][p] + (e.bias ? __ldg(e.bias + f) : 0.0f);
       if (e.residual) v += __ldg(e.residual + at);
       y[at] = activate<ACT>(v, e);
@@ -225,7 +225,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int p = 0; p < P; ++p) {
       if (lane != i * P + p || wt.f0 + i >= q.fg || img[p] < 0) continue;
       const int f = wt.group * q.fg + wt.f0 + i;
-      const int64_t at = (static_cast<int64_t>(img[p]) * g.F + f) * q.ohw + py[p] * q.out_w + px[p];
+      const int64_t at = static_cast<int64_t>(img[p]) * e.out_image_stride(int64_t(g.F) * q.ohw) + int64_t(f) * q.ohw +
+                         py[p] * q.out_w + px[p];
       const int count = pool.count_include_pad ? padded_count[p] : inside_count[p];
       y[at] = max_pool ? out[i][p] : out[i][p] / static_cast<float>(max(count, 1));
     }
@@ -312,6 +313,7 @@ class DotFamily final : public ConvFamily {
                    "fused, a per-channel affine and activation)",
                    {}, pack_nothing) {}
 
+  bool writes_image_stride() const override { return true; }
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
     const int64_t K = int64_t(g.C / g.groups) * g.KH * g.KW;

@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(C::THREADS)
       const int p = p_tile + tx * C::TN + j;
       if (p >= q.npix) continue;
       const int n = p / q.ohw, rem = p - n * q.ohw;
-      const int64_t at = (static_cast<int64_t>(n) * g.F + gf) * q.ohw + rem;
+      const int64_t at = static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + int64_t(gf) * q.ohw + rem;
       float v = acc[i][j] + bias;
       if (e.residual) v += __ldg(e.residual + at);
       y[at] = activate<C::ACT>(v, e);
@@ -197,6 +197,7 @@ class IgemmFamily final : public ConvFamily {
                    "gathered input double-buffered in shared memory, a 4x4 register tile a thread",
                    {}, pack_nothing) {}
 
+  bool writes_image_stride() const override { return true; }
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
     if (layer.pooled()) return "fused pooling";

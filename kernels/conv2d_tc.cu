@@ -270,13 +270,14 @@ __global__ void conv2d_tc_sum_splits_kernel(float* __restrict__ y, const ConvGeo
                                             const float* __restrict__ partials, int splits, int npix, int ohw) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   const int64_t count = static_cast<int64_t>(g.F) * npix;
+  const int64_t image = e.out_image_stride(static_cast<int64_t>(g.F) * ohw);  // floats from one output image to the next
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const int f = static_cast<int>(i / npix), p = static_cast<int>(i - int64_t(f) * npix);
     float v = e.bias ? __ldg(e.bias + f) : 0.0f;
     for (int s = 0; s < splits; ++s) v += partials[s * count + i];
     const int n = p / ohw, rem = p - n * ohw;
-    const int64_t at = (static_cast<int64_t>(n) * g.F + f) * ohw + rem;
-    if (e.residual) v += __ldg(e.residual + at);
+    const int64_t at = static_cast<int64_t>(n) * image + static_cast<int64_t>(f) * ohw + rem;
+    if (e.residual) v += __ldg(e.residual + at);  // (dense: never with an image stride)
     y[at] = param_activate(v, e.param_act, e.alpha, e.beta);
   }
 }
@@ -403,6 +404,7 @@ class TcFamily final : public ConvFamily {
                    "pixels a block, the input gathered into shared memory by cp.async, three stages",
                    {kMmaTf32}, pack_tc) {}
 
+  bool writes_image_stride() const override { return true; }
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     const ConvGeometry& g = layer.g;
     if (layer.pooled()) return "fused pooling";

@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     const int oy = oy0 + my, ox = ox0 + mx;
     const bool real = my < t.tr && oy < g.OH && ox < g.OW;
     hoff[r] = (my < t.tr ? my * t.hc + mx : 0) * kPixBytes + tig * 8;
-    out[r] = real ? static_cast<int64_t>(n) * g.F * q.ohw + oy * g.OW + ox : -1;
+    out[r] = real ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + oy * g.OW + ox : -1;
   }
   // The tap and halo buffer of the next stage to multiply.
   int cbuf = 0, cky = 0, ckx = 0;
@@ -389,6 +389,7 @@ class WghFamily final : public ConvFamily {
                    "serves every filter tap; filters by TMA; partials of st stages",
                    {kCpAsync | kClusters | kTma | kWgmma}, pack_wg) {}
 
+  bool writes_image_stride() const override { return true; }
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override {
     std::string why = wg_reject(layer);
     if (!why.empty()) return why;

@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   for (int r = 0; r < 2; ++r) {
     const int p = p0 + row0 + 8 * r;
     const int n = p / q.ohw;
-    out[r] = p < q.npix ? static_cast<int64_t>(n) * g.F * q.ohw + (p - n * q.ohw) : -1;
+    out[r] = p < q.npix ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + (p - n * q.ohw) : -1;
   }
   wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_begin, c_end);
 #endif
@@ -347,6 +347,7 @@ class WgrFamily final : public ConvFamily {
                    "3xTF32 implicit GEMM on wgmma, output pixels as rows: the input copied unsplit two stages ahead and "
                    "split in registers; _split variants divide the reduction over a cluster",
                    {kCpAsync | kClusters | kWgmma}, pack_wg) {}
+  bool writes_image_stride() const override { return true; }
   std::string reject(const ConvLayer& layer, const DeviceCaps&) const override { return wg_reject(layer); }
 
   std::vector<ConvVariant> variants(const ConvLayer& layer, const DeviceCaps& dev, const LayerWeights& w) const override {

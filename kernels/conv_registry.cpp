@@ -106,6 +106,10 @@ std::vector<FamilyCandidates> conv_candidates(const ConvLayer& layer, const Devi
       fc.rejected = std::string("does not read its input through ") +
                     (layer.in.shuffle != 1 ? "a channel shuffle" : "a per-channel affine and activation");
     }
+    if (fc.rejected.empty() && layer.e.out_image_floats != 0) {
+      if (!family->writes_image_stride()) fc.rejected = "writes only dense outputs (no image stride)";
+      else if (layer.residual) fc.rejected = "an image stride with a residual";
+    }
     if (fc.rejected.empty()) fc.rejected = family->reject(layer, dev);
     if (fc.rejected.empty()) {
       PackedWeights p = family->pack(layer, filters_host, bias_host);

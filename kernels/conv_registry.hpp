@@ -108,6 +108,9 @@ class ConvFamily {
   // Whether its kernels read their input through `prologue` (ConvLayer::in); a family that does not is never
   // offered a layer with one.
   virtual bool reads_prologue(const InputPrologue& prologue) const { return !prologue.any(); }
+  // Whether its kernels write an output with an image stride (Epilogue::out_image_floats): a block of a channel
+  // Concat's output at batch > 1. A family that does not is never offered such a layer.
+  virtual bool writes_image_stride() const { return false; }
   // The weights in the family's layout (PackFn).
   PackedWeights pack(const ConvLayer& layer, const float* filters, const float* bias) const {
     return pack_(layer, filters, bias);

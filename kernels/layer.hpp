@@ -78,7 +78,8 @@ struct PoolGeometry {
 };
 
 // The fused epilogue, in order after the sum over C*KH*KW: + bias[f], + residual (the conv output's
-// shape), activation, then pooling over the activated map. A residual and a pool are never combined.
+// shape), activation, then pooling over the activated map, and where the result goes. A residual and a pool
+// are never combined.
 struct Epilogue {
   const float* bias = nullptr;          // device [F], or nullptr
   const float* residual = nullptr;      // device [N, F, OH, OW], or nullptr; bound per launch
@@ -86,6 +87,14 @@ struct Epilogue {
   float alpha = 0.01f;                  // LeakyRelu slope; Clip min
   float beta = 0.0f;                    // Clip max
   PoolGeometry pool;
+  // Floats from one image of the output to the next; 0: the output is one dense tensor (F times the output
+  // plane). More when the step writes its block of a channel Concat's output at batch > 1: image n's F planes
+  // then start at y + n * out_image_floats. Never with a residual (which stays dense); only families that say
+  // so (ConvFamily::writes_image_stride) are offered such a layer.
+  int64_t out_image_floats = 0;
+
+  // The floats from one output image to the next, for an image of `dense` floats (F times the output plane).
+  CNNRT_HOST_DEVICE int64_t out_image_stride(int64_t dense) const { return out_image_floats ? out_image_floats : dense; }
 };
 
 // How a kernel reads its input: producers fused in front of the sum. `shuffle` > 1: through ShuffleNet's channel
@@ -120,6 +129,12 @@ struct ConvLayer {
   // Elements of the conv output before pooling, and of the step's output.
   int64_t conv_floats() const { return int64_t(g.N) * g.F * g.OH * g.OW; }
   int64_t out_floats() const { return pooled() ? int64_t(g.N) * g.F * e.pool.PH * e.pool.PW : conv_floats(); }
+  // Floats of one image of the step's output, and the extent the step writes in: from its first output to past
+  // its last (out_floats() unless the output has an image stride, Epilogue::out_image_floats).
+  int64_t out_image_dense() const { return g.N > 0 ? out_floats() / g.N : 0; }
+  int64_t out_extent_floats() const {
+    return g.N > 0 ? int64_t(g.N - 1) * e.out_image_stride(out_image_dense()) + out_image_dense() : 0;
+  }
   // Useful floating-point operations (a multiply-add is two).
   double flops() const { return 2.0 * double(conv_floats()) * (double(g.C) / g.groups) * g.KH * g.KW; }
 };

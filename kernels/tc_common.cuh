@@ -60,16 +60,19 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
     }
   }
   const float* res = e.residual;
+  const int64_t image = e.out_image_stride(static_cast<int64_t>(g.F) * ohw);  // floats from one output image to the next
   // Pixel pairs (2*tig, 2*tig + 1) as float2 when they are in one image and 8-byte aligned: true for
-  // every pair when OH*OW is even (pairs start at even pixels) and the tensors are 8-byte aligned.
-  const bool pairs = (ohw % 2 == 0) && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) % 8 == 0);
+  // every pair when OH*OW (and the image stride) is even (pairs start at even pixels) and the tensors are 8-byte
+  // aligned.
+  const bool pairs = (ohw % 2 == 0) && (image % 2 == 0) &&
+                     ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) % 8 == 0);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int p = p_first + nt * 8 + 2 * tig;
     if (p >= npix || nt < nt_begin || nt >= nt_end) continue;
     if (pairs && p + 1 < npix) {
       const int n = p / ohw, rem = p - n * ohw;
-      const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
+      const int64_t base = static_cast<int64_t>(n) * image + rem;
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -93,7 +96,7 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MT][NT][4], in
         const int pv = p + v;
         if (pv >= npix) continue;
         const int n = pv / ohw, rem = pv - n * ohw;
-        const int64_t base = static_cast<int64_t>(n) * g.F * ohw + rem;
+        const int64_t base = static_cast<int64_t>(n) * image + rem;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gpu/conv_layers.hpp"
 #include "kernels/conv_registry.hpp"
@@ -59,6 +60,33 @@ TEST_CASE("every registry kernel is offered for a layer of its family's GPU test
       }
       CHECK_MESSAGE(listed, o << " is offered but not in variant_names()");
     }
+  }
+}
+TEST_CASE("a layer whose output has an image stride is offered only to the families that write one, never with a residual") {
+  kernels::DeviceCaps turing;  // (no family there asks the driver in reject())
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  turing.sm_count = 40;
+  turing.smem_optin = 64 * 1024;
+  const float stand_in[16 * 16 * 9] = {};
+  kernels::ConvLayer L = testing::describe_layer(testing::tc_layer(2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1));
+  L.e.out_image_floats = 3 * 16 * 8 * 8;  // the layer's 16 planes an image, of a Concat output of 48
+  const kernels::UploadFn upload = [&](const std::vector<float>&, const std::string&) { return stand_in; };
+  int offered = 0;
+  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, turing, stand_in, nullptr, stand_in, upload)) {
+    const std::string family = fc.family->name();
+    CAPTURE(family);
+    if (!kernels::device_lacks(turing, fc.family->needs()).empty()) continue;
+    if (fc.family->writes_image_stride()) {
+      if (fc.rejected.empty()) ++offered;
+    } else {
+      CHECK(fc.rejected == "writes only dense outputs (no image stride)");
+    }
+  }
+  CHECK(offered >= 2);  // igemm and dot run it on every GPU
+  L.residual = true;
+  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, turing, stand_in, nullptr, stand_in, upload)) {
+    CHECK(!fc.rejected.empty());
   }
 }
 #endif  // CNNRT_WITH_CUDA

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 #include <string>
@@ -93,7 +94,9 @@ class FamilyCheck {
   }
   // The same with L's input read through a random per-channel affine (scales in [0.5, 1.5), shifts in [-0.5, 0.5))
   // and `act` (the reference convolving the affine's output).
-  void check_affine(const Layer& L, uint32_t seed, kernels::ParamAct act, float alpha = 0.0f, float beta = 0.0f) {
+  // `image_gap` > 0: the output written with an image stride, as check_strided() does.
+  void check_affine(const Layer& L, uint32_t seed, kernels::ParamAct act, float alpha = 0.0f, float beta = 0.0f,
+                    int64_t image_gap = 0) {
     const std::vector<float> scale = random_floats(static_cast<size_t>(L.C), seed + 7, 0.5f, 1.5f);
     const std::vector<float> shift = random_floats(static_cast<size_t>(L.C), seed + 8, -0.5f, 0.5f);
     DeviceBuffer dscale(scale), dshift(shift);
@@ -103,10 +106,13 @@ class FamilyCheck {
     prologue.act = act;
     prologue.alpha = alpha;
     prologue.beta = beta;
-    run(L, seed, true, prologue, scale.data(), shift.data());
+    run(L, seed, true, prologue, scale.data(), shift.data(), image_gap);
   }
   // The same where the family may decline L (a layer list shared with other families).
   void check_if_eligible(const Layer& L, uint32_t seed) { run(L, seed, false, {}); }
+  // The same writing each image `gap` floats apart (Epilogue::out_image_floats: a block of a channel Concat's output
+  // at batch > 1); the gaps between the images must stay poisoned.
+  void check_strided(const Layer& L, uint32_t seed, int64_t gap) { run(L, seed, true, {}, nullptr, nullptr, gap); }
 
   int checked() const { return checked_; }
 
@@ -135,9 +141,10 @@ class FamilyCheck {
 
  private:
   void run(const Layer& L, uint32_t seed, bool required, const kernels::InputPrologue& prologue,
-           const float* scale_host = nullptr, const float* shift_host = nullptr) {
+           const float* scale_host = nullptr, const float* shift_host = nullptr, int64_t image_gap = 0) {
     const std::string where = describe(L) + (prologue.shuffle != 1 ? " shuffle " + std::to_string(prologue.shuffle) : "") +
-                              (prologue.scale ? " affine act" + std::to_string(static_cast<int>(prologue.act)) : "");
+                              (prologue.scale ? " affine act" + std::to_string(static_cast<int>(prologue.act)) : "") +
+                              (image_gap > 0 ? " image gap " + std::to_string(image_gap) : "");
     LayerCase c = make_layer_case(L, seed);
     if (prologue.scale) {  // what the convolution sees: the affine's output (for the reference)
       kernels::ConvLayer seen = c.layer;
@@ -162,6 +169,8 @@ class FamilyCheck {
     kernels::ConvLayer layer = c.layer;
     layer.in = prologue;
     layer.e.bias = db.get();
+    const int64_t image = c.expected.numel() / L.N;  // floats of one output image
+    if (image_gap > 0) layer.e.out_image_floats = image + image_gap;
     std::vector<DeviceBuffer> packed;
     const auto families = kernels::conv_candidates(layer, dev_, c.w.f32(), c.b.f32(), dw.get(),
                                                    [&](const std::vector<float>& data, const std::string&) {
@@ -177,7 +186,7 @@ class FamilyCheck {
       for (const kernels::ConvVariant& v : fc.variants) {
         INFO(v.name << " @ " << where);
         note_check_point(v.name + " @ " + where);
-        DeviceBuffer y(static_cast<size_t>(c.expected.numel()));  // poisoned (NaN) until written
+        DeviceBuffer y(static_cast<size_t>(layer.out_extent_floats()));  // poisoned (NaN) until written
         DeviceBuffer scratch(static_cast<size_t>(std::max<int64_t>(1, v.workspace_floats)));  // poisoned too
         kernels::ConvArgs args;
         args.x = dx.get();
@@ -186,7 +195,21 @@ class FamilyCheck {
         args.workspace = v.workspace_floats > 0 ? scratch.get() : nullptr;
         v.launch(args, nullptr);
         GPU_CHECK(cudaGetLastError());
-        const double err = relative_error(y.download(), c.expected.float_values());
+        std::vector<float> got = y.download();
+        if (image_gap > 0) {
+          // The images, each from its place; anything written between them is a store outside the block.
+          std::vector<float> dense(static_cast<size_t>(c.expected.numel()));
+          int64_t written_in_gaps = 0;
+          for (int64_t n = 0; n < L.N; ++n) {
+            const auto from = got.begin() + static_cast<std::ptrdiff_t>(n * layer.e.out_image_floats);
+            std::copy(from, from + image, dense.begin() + static_cast<std::ptrdiff_t>(n * image));
+            if (n + 1 == L.N) continue;
+            written_in_gaps += std::count_if(from + image, from + image + image_gap, [](float value) { return !std::isnan(value); });
+          }
+          CHECK_MESSAGE(written_in_gaps == 0, v.name << " @ " << where << ": " << written_in_gaps << " floats written between images");
+          got = std::move(dense);
+        }
+        const double err = relative_error(got, c.expected.float_values());
         CHECK_MESSAGE(err < kTolerance, v.name << " @ " << where << ": relative error " << err);
         ++checked_;
         ran_.insert(v.name);
