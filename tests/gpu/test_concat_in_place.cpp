@@ -1,7 +1,9 @@
 // Concats in place: at batch 1 a channel Concat's inputs are written straight into their blocks of its output
 // (nested, as DenseNet's), and the Concats that must copy still do: a graph input as a block, one value given
-// twice, a Concat that is the graph's output, a block that would start off the arena's alignment, and every
-// Concat at batch 2 (its blocks are strided there). Each against the CPU backend.
+// twice, a Concat that is the graph's output, a block that would start off the arena's alignment, and at batch 2
+// (where the blocks are strided) every Concat of a block that is not a convolution's output read by it alone.
+// At batch 2 and more, SqueezeNet's fire modules (convolutions of one input, concatenated) write their strided
+// blocks in place, on every family that writes an image stride. Each against the CPU backend.
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -81,6 +83,62 @@ TEST_CASE("a channel Concat at batch 1 runs in place, nested; the Concats that m
     for (size_t k = 0; k < outputs[0].size(); ++k) {
       CAPTURE(k);
       CHECK(max_rel_error(outputs[1][k], outputs[0][k]) < 1e-4);
+    }
+  }
+}
+
+// x [N, 8, 8, 8] -> s = Relu(Conv1x1(x)) (4 channels); fire = Concat(Relu(Conv1x1(s)) (6), Relu(Conv3x3(s)) (10));
+// apart = Concat(Conv1x1(fire) (4, no activation), Relu(Conv3x3(fire)) (12)): different activations, never merged;
+// y = Conv3x3(apart) (3). 8x8 maps: every block starts on a multiple of 256 bytes.
+std::string fire_model() {
+  ModelBuilder m;
+  m.input("x", {-1, 8, 8, 8}).output("y");
+  auto conv = [&m](const std::string& in, const std::string& out, int64_t c, int64_t f, int64_t k, bool relu,
+                   uint32_t seed) {
+    m.initializer("w_" + out, {f, c, k, k}, random_floats(static_cast<size_t>(f * c * k * k), seed));
+    m.initializer("b_" + out, {f}, random_floats(static_cast<size_t>(f), seed + 1));
+    const std::string conv_out = relu ? out + "_conv" : out;
+    const int64_t pad = k / 2;
+    ModelBuilder::attr_ints(m.node("Conv", {in, "w_" + out, "b_" + out}, {conv_out}, conv_out), "pads", {pad, pad, pad, pad});
+    if (relu) m.node("Relu", {conv_out}, {out}, out);
+  };
+  conv("x", "s", 8, 4, 1, true, 70);
+  conv("s", "e1", 4, 6, 1, true, 72);
+  conv("s", "e3", 4, 10, 3, true, 74);
+  concat(m, {"e1", "e3"}, "fire");
+  conv("fire", "a1", 16, 4, 1, false, 76);
+  conv("fire", "a3", 16, 12, 3, true, 78);
+  concat(m, {"a1", "a3"}, "apart");
+  conv("apart", "y", 16, 3, 3, false, 80);
+  return m.bytes();
+}
+
+TEST_CASE("at batch > 1 a channel Concat of convolutions read by it alone runs in place, its blocks strided") {
+  const std::string bytes = fire_model();
+  // Measured choices, then each family that writes an image stride forced, and the reference; `separate_steps`
+  // keeps the fire's convolutions apart (unmerged) so that they write their strided blocks.
+  for (const char* forced : {"separate_steps", "tc", "igemm", "dot", "direct_reference"}) {
+    for (int64_t batch : {1, 2, 3, 7}) {
+      CAPTURE(forced);
+      CAPTURE(batch);
+      const std::vector<Tensor> inputs = {{{batch, 8, 8, 8}, random_floats(static_cast<size_t>(batch * 8 * 64), 90)}};
+      std::vector<std::vector<Tensor>> outputs;
+      std::string plan;
+      for (Device device : {Device::Cpu, Device::Gpu}) {
+        Options options;
+        options.device = device;
+        options.batch_sizes = {batch};
+        options.tuning_cache = "none";
+        options.force_kernel = forced;
+        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "fire.onnx");
+        Context context(model);
+        outputs.push_back(context.run(inputs));
+        if (device == Device::Gpu) plan = model.describe_plan(batch);
+      }
+      INFO(plan);
+      CHECK(plan.find("concats in place (no copy): fire, apart\n") != std::string::npos);
+      REQUIRE(outputs[0].size() == 1);
+      CHECK(max_rel_error(outputs[1][0], outputs[0][0]) < 1e-4);
     }
   }
 }

@@ -198,6 +198,19 @@ SampledReference sampled_reference(const kernels::ConvLayer& L, const std::vecto
   return r;
 }
 
+// A step's output as one dense tensor [N, F, ...]: `written` as the step writes it (image by image at the layer's
+// image stride, where it has one).
+std::vector<float> dense_output(const kernels::ConvLayer& L, std::vector<float> written) {
+  if (L.e.out_image_floats == 0) return written;
+  const int64_t image = L.out_image_dense();
+  std::vector<float> dense(static_cast<size_t>(L.out_floats()));
+  for (int64_t n = 0; n < L.g.N; ++n) {
+    std::copy_n(written.begin() + static_cast<std::ptrdiff_t>(n * L.e.out_image_floats), image,
+                dense.begin() + static_cast<std::ptrdiff_t>(n * image));
+  }
+  return dense;
+}
+
 std::vector<float> gather(const std::vector<float>& all, const std::vector<int64_t>& index) {
   std::vector<float> out;
   out.reserve(index.size());
@@ -236,7 +249,8 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   gpu::DeviceAllocation x = upload(x_host);
   gpu::DeviceAllocation x_plain = upload(x_seen);
   gpu::DeviceAllocation res = upload(res_host);
-  gpu::DeviceAllocation ours(out_floats * sizeof(float)), theirs(out_floats * sizeof(float));
+  // Ours as the step writes it: a strided block of a Concat's output spans more than its own floats.
+  gpu::DeviceAllocation ours(L.out_extent_floats() * sizeof(float)), theirs(out_floats * sizeof(float));
   gpu::DeviceAllocation conv_tmp(conv_floats * sizeof(float));
   const int64_t workspace_floats = ci.workspace_floats;  // our step's own scratch, if its kernel needs one
   gpu::DeviceAllocation workspace(std::max<int64_t>(workspace_floats, 1) * sizeof(float));
@@ -253,7 +267,8 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   // Ours must be within 1e-5 of the exact answer (the numerics target of FP32 direct convolution);
   // cuDNN's error, below, is reported, not judged.
   const SampledReference ref = step_reference(ci, x_seen, L.residual ? res_host : std::vector<float>{});
-  c->rel_error = relative_error(gather(download(ours.floats(), out_floats), ref.index), ref.value, &c->max_abs_error);
+  c->rel_error = relative_error(gather(dense_output(L, download(ours.floats(), L.out_extent_floats())), ref.index),
+                                ref.value, &c->max_abs_error);
   c->mismatch = !(c->rel_error <= 1e-5);
   if (!why.empty()) {
     c->cudnn_algo = "n/a: " + why;

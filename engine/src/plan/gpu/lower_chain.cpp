@@ -651,6 +651,7 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   L.g = *big;
   L.g.F = F;
   L.e = convs[0].layer.e;
+  L.e.out_image_floats = 0;  // the merged layer writes the whole Concat output (its layers, its strided blocks)
   // The zero taps cost multiply-adds: offered only where they take less than a step's fixed cost (~2 us at the FP32
   // peak, about 100 MFLOP), so that large batches do not spend their tuning on a layer that cannot win.
   double useful = 0.0;
@@ -697,13 +698,14 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   }
   const std::vector<int> in_slots = {lc.slot(g.nodes[static_cast<size_t>(m.convs[0])].input(0))};
   const int out_slot = lc.slot(cat.outputs.at(0));
-  // In place, each layer's output is its block of the Concat's output: so in the replay too.
+  // In place, each layer's output is its block of the Concat's output (from its first image on): so in the replay
+  // too.
   SlotAliases aliases;
   if (concat_in_place) {
     int64_t at = 0;
     for (size_t i = 0; i < convs.size(); ++i) {
       aliases[lc.slot(g.nodes[static_cast<size_t>(m.convs[i])].outputs.at(0))] = {out_slot, at};
-      at += convs[i].layer.out_floats() * static_cast<int64_t>(sizeof(float));
+      at += convs[i].layer.out_image_dense() * static_cast<int64_t>(sizeof(float));
     }
   }
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, concat_in_place ? &aliases : nullptr));
@@ -741,7 +743,7 @@ std::vector<Step> read_through_conv(const ir::Node& cv, const kernels::ConvLayer
     in_slots.push_back(lc.slot(cv.input(ir::fused::kResidualInput)));
     shapes.input_floats.push_back(ir::numel(g.shape_of(cv.input(ir::fused::kResidualInput))));
   }
-  shapes.output_floats = L.out_floats();
+  shapes.output_floats = L.out_extent_floats();
   const int out_slot = lc.slot(cv.outputs.at(0));
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
   return choose_fused_conv(L, w_device, double(w.numel()), candidates, shapes, in_slots, out_slot, signature, op, nodes,

@@ -71,12 +71,14 @@ class Describer {
   }
 
  private:
-  // Floats an image of `value` (which must lead with the batch axis); 0 for a constant shared by every image.
+  // Floats from one image of `value` to the next (which must lead with the batch axis): its own, or the Concat
+  // output's where it is a strided block of one; 0 for a constant shared by every image.
   int image_floats(int value) {
     const ir::Shape& s = g_.shape_of(value);
     if (g_.values[static_cast<size_t>(value)].is_constant() && (s.empty() || s[0] != batch_)) return 0;
     CNNRT_CHECK(!s.empty() && s[0] == batch_, ErrorCode::Unsupported, "a tensor {} without the batch axis first",
                 ir::shape_str(s));
+    if (const int64_t strided = lc_.out_image_floats(value)) return to_int(strided, "tensor size");
     return to_int(ir::numel(s) / batch_, "tensor size");
   }
   void set_io(NetOp& o, const ir::Node& node) {

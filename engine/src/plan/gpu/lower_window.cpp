@@ -6,6 +6,8 @@
 // also offers the layer without it to every family, each variant followed by a separate pooling launch, so
 // the fusion stays only where a kernel that pools measures faster than one that does not. The tuner runs the
 // reference first and drops any candidate whose output disagrees with it.
+#include <cuda_runtime.h>
+
 #include <climits>
 #include <functional>
 #include <memory>
@@ -74,25 +76,35 @@ std::function<void(const float*, float*, Stream)> pool_launch(const kernels::Con
 }
 
 // The reference: the plain direct kernel, then residual, activation and pooling as separate launches
-// (pooling through a workspace holding the full-resolution conv output).
+// (pooling through a workspace holding the full-resolution conv output). An output with an image stride is
+// computed dense in the workspace, then copied image by image into its place.
 KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* weights) {
   KernelCandidate c;
   c.name = "direct_reference";
   c.reference = true;
   const bool pooled = L.pooled();
   const int64_t conv_floats = L.conv_floats();
-  c.workspace_floats = pooled ? conv_floats : 0;
+  const int64_t dense_floats = L.e.out_image_floats != 0 ? L.out_floats() : 0;  // the workspace's dense output
+  c.workspace_floats = (pooled ? conv_floats : 0) + dense_floats;
   const kernels::BroadcastDesc same = kernels::make_broadcast_desc(1, &conv_floats, 1, &conv_floats, 1, &conv_floats);
   const auto pool = pooled ? pool_launch(L) : nullptr;
-  c.config = pooled ? "direct conv, then pool" : "direct conv";
-  c.launch = [L, weights, same, pool, conv_floats](const float* const* in, float* const* out, Stream s) {
-    float* conv_out = L.pooled() ? const_cast<float*>(in[L.residual ? 2 : 1]) : out[0];
+  c.config = std::string(pooled ? "direct conv, then pool" : "direct conv") + (dense_floats ? ", then strided copy" : "");
+  c.launch = [L, weights, same, pool, conv_floats, dense_floats, scratch = c.workspace_floats > 0](
+                 const float* const* in, float* const* out, Stream s) {
+    float* workspace = scratch ? const_cast<float*>(in[L.residual ? 2 : 1]) : nullptr;
+    float* dense_out = dense_floats ? workspace + (L.pooled() ? conv_floats : 0) : out[0];
+    float* conv_out = L.pooled() ? workspace : dense_out;
     kernels::launch_conv2d_direct(in[0], weights, L.e.bias, conv_out, L.g, s);
     if (L.residual) kernels::launch_binary(kernels::BinaryOp::Add, conv_out, in[1], conv_out, same, s);
     if (L.e.param_act != kernels::ParamAct::None) {
       kernels::launch_activation(L.e.param_act, L.e.alpha, L.e.beta, conv_out, conv_out, conv_floats, s);
     }
-    if (pool) pool(conv_out, out[0], s);
+    if (pool) pool(conv_out, dense_out, s);
+    if (dense_floats) {
+      const size_t image = static_cast<size_t>(L.out_image_dense()) * sizeof(float);
+      cudaMemcpy2DAsync(out[0], static_cast<size_t>(L.e.out_image_floats) * sizeof(float), dense_out, image, image,
+                        static_cast<size_t>(L.g.N), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s));
+    }
   };
   return c;
 }
@@ -153,7 +165,7 @@ std::vector<KernelCandidate> conv_kernel_candidates(const kernels::ConvLayer& L,
     if (!fc.rejected.empty() && rejected) rejected->push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
     for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
   }
-  if (L.pooled()) {
+  if (L.pooled() && L.e.out_image_floats == 0) {  // (the pooling kernel writes dense outputs)
     kernels::ConvLayer unpooled = L;
     unpooled.e.pool = kernels::PoolGeometry{};
     for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(unpooled, dev, w_host, bias_host, w_device, upload)) {
@@ -181,7 +193,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(input_shape(lc, node, 0))};
   if (L.residual) shapes.input_floats.push_back(ir::numel(input_shape(lc, node, ir::fused::kResidualInput)));
-  shapes.output_floats = L.out_floats();
+  shapes.output_floats = L.out_extent_floats();
   const Choice choice = choose_kernel(lc, cs.signature, candidates, shapes);
   KernelCandidate& chosen = candidates[choice.index];
   std::vector<int> inputs = {lc.slot(node.input(0))};
@@ -334,6 +346,7 @@ ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
   }
   CNNRT_CHECK(L.out_floats() == ir::numel(output_shape(lc, node)), ErrorCode::Internal,
               "the convolution's output {} does not match its geometry", ir::shape_str(output_shape(lc, node)));
+  L.e.out_image_floats = lc.out_image_floats(node.outputs.at(0));
   const kernels::ConvGeometry& g = L.g;
   const kernels::PoolGeometry& p = L.e.pool;
   cs.signature = fmt::format("conv x={} w={} s={}x{} p={},{},{},{} d={}x{} g={} bias={} act={} a={} b={} res={} pool={}",
@@ -344,6 +357,7 @@ ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
     cs.signature += fmt::format(" {}x{}/{}x{} p={},{},{},{} d={}x{} out={}x{} cip={}", p.kh, p.kw, p.sh, p.sw, p.pad_top,
                                 p.pad_left, p.pad_bottom, p.pad_right, p.dil_h, p.dil_w, p.PH, p.PW, p.count_include_pad);
   }
+  if (L.e.out_image_floats != 0) cs.signature += fmt::format(" image={}", L.e.out_image_floats);
   return cs;
 }
 std::vector<LoweringEntry> window_lowerings() {

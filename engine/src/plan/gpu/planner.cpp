@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "gpu/device_info.hpp"
+#include "ir/fused.hpp"
 #include "ir/ops.hpp"
 #include "passes/chain_match.hpp"
 #include "plan/gpu/lower_chain.hpp"
@@ -186,25 +187,53 @@ void check_free_memory(const GpuPlan& plan, const PlanContext& context, const st
               device.ordinal, device.name, model_name, plan.arena_bytes, memory->free_bytes);
 }
 
-// A Concat whose inputs are contiguous blocks of its output (nothing but extents of 1 before the axis: the
-// channel axis at batch 1) runs in place: each input's producer writes straight into its block, and the Concat
-// is no step at all. Decided per group of values that share storage (views): a group is a block of one Concat
-// at most, and Concats nest (DenseNet: each layer's Concat holds the previous one as its first block). A block
-// must start on the arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs
-// (the caller's buffers), constants and an input given twice keep the copy.
+// A Concat runs in place where its inputs' producers can write straight into their blocks of its output: the
+// Concat is then no step at all. At batch 1 (nothing but extents of 1 before the axis) every block is contiguous,
+// and any producer writes it. With more before the axis (a channel Concat at batch > 1) a block is strided: image
+// n of input k lies at its offset plus n times the output's image; only a convolution writes that (through
+// Epilogue::out_image_floats, in the families that honour it), and only one whose output nothing else reads, with
+// no residual and no fused pooling (kept simple: the families' store paths for those stay dense). Decided per
+// group of values that share storage (views): a group is a block of one Concat at most, and at batch 1 Concats
+// nest (DenseNet: each layer's Concat holds the previous one as its first block). A block must start on the
+// arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs (the caller's
+// buffers), constants and an input given twice keep the copy.
 struct ConcatsInPlace {
-  std::vector<int> parent;           // per group root: the root of the Concat output it is a block of, or -1
-  std::vector<int64_t> byte_offset;  // where that block starts in the Concat's output
-  std::vector<bool> no_step;         // per node: a Concat that runs in place
-  std::vector<std::string> names;    // those Concats, for the plan's notes
+  std::vector<int> parent;              // per group root: the root of the Concat output it is a block of, or -1
+  std::vector<int64_t> byte_offset;     // where that block starts in the Concat's output (its first image)
+  std::vector<int64_t> image_floats;    // per group root: the Concat output's floats an image when the block is
+                                        // strided, else 0
+  std::vector<bool> no_step;            // per node: a Concat that runs in place
+  std::vector<std::string> names;       // those Concats, for the plan's notes
 };
 
 ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, const std::vector<int>& group_slot) {
   ConcatsInPlace found;
   found.parent.assign(g.values.size(), -1);
   found.byte_offset.assign(g.values.size(), 0);
+  found.image_floats.assign(g.values.size(), 0);
   found.no_step.assign(g.nodes.size(), false);
   auto storable = [&](int v) { return v >= 0 && !g.values[v].is_constant() && g.values[v].shape.has_value(); };
+  // Per value: how many node inputs read it, and how many values share its storage.
+  std::vector<int> readers(g.values.size(), 0), group_size(g.values.size(), 0);
+  for (const ir::Node& node : g.nodes) {
+    for (int v : node.inputs) {
+      if (v >= 0) ++readers[static_cast<size_t>(v)];
+    }
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) ++group_size[static_cast<size_t>(groups.find(static_cast<int>(v)))];
+  // Whether value v's producer can write it as a strided block: a convolution without residual or pooling whose
+  // output is v alone, read only by the Concat, shared with no view.
+  auto writes_strided_block = [&](int v) {
+    const int p = g.values[static_cast<size_t>(v)].producer;
+    if (p < 0 || readers[static_cast<size_t>(v)] != 1 || groups.find(v) != v || group_size[static_cast<size_t>(v)] != 1) {
+      return false;
+    }
+    const ir::Node& producer = g.nodes[static_cast<size_t>(p)];
+    if (producer.outputs.size() != 1) return false;
+    if (producer.op == "Conv") return true;
+    return producer.op == ir::fused::kFusedConv && !producer.has_input(ir::fused::kResidualInput) &&
+           !ir::fused::has_pool(producer);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     if (node.op != "Concat" || node.outputs.size() != 1 || !storable(node.outputs[0])) continue;
@@ -214,7 +243,10 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
     for (size_t d = 0; d < axis; ++d) outer *= shape[d];
     for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
     const int out_root = groups.find(node.outputs[0]);
-    if (outer != 1 || group_slot[out_root] >= 0) continue;
+    if (group_slot[out_root] >= 0) continue;
+    // Strided blocks: only along the channel axis (what a convolution's image stride describes).
+    const bool strided = outer != 1;
+    if (strided && axis != 1) continue;
     std::vector<int> roots;
     std::vector<int64_t> offsets;
     int64_t at = 0;  // along the axis
@@ -223,7 +255,7 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
       const int root = groups.find(v);
       const int64_t bytes = at * inner * static_cast<int64_t>(sizeof(float));
       if (group_slot[root] >= 0 || found.parent[root] >= 0 || root == out_root || bytes % kArenaAlignment != 0 ||
-          std::find(roots.begin(), roots.end(), root) != roots.end()) {
+          std::find(roots.begin(), roots.end(), root) != roots.end() || (strided && !writes_strided_block(v))) {
         break;
       }
       roots.push_back(root);
@@ -234,6 +266,7 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
     for (size_t k = 0; k < roots.size(); ++k) {
       found.parent[roots[k]] = out_root;
       found.byte_offset[roots[k]] = offsets[k];
+      if (strided) found.image_floats[roots[k]] = shape[1] * inner;
     }
     found.no_step[i] = true;
     found.names.push_back(ir::node_short_name(node));
@@ -302,7 +335,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   }
   const ConcatsInPlace in_place = find_concats_in_place(g, groups, group_slot);
   // Remaining groups get one arena slot, created on first use and shared by the group's members.
-  LowerContext lower(g, context, *plan, value_slots);
+  // A strided block's value is its group's root (writes_strided_block): its image stride is the Concat output's.
+  LowerContext lower(g, context, *plan, value_slots, in_place.image_floats);
   for (size_t v = 0; v < n_values; ++v) {
     const int root = groups.find(static_cast<int>(v));
     if (value_slots[v] < 0 && !g.values[v].is_constant() && g.values[v].shape && root != static_cast<int>(v)) {
@@ -353,6 +387,14 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       rethrow_with_prefix(e, ir::node_label(first));
     }
   };
+  // Whether one of `nodes` writes a strided block of an in-place Concat's output: only the convolution families
+  // write those (the block and pair kernels write dense outputs), so such nodes are lowered one by one.
+  auto writes_strided_block = [&](const std::vector<int>& nodes) {
+    return std::any_of(nodes.begin(), nodes.end(), [&](int n) {
+      const std::vector<int>& outputs = g.nodes[static_cast<size_t>(n)].outputs;
+      return std::any_of(outputs.begin(), outputs.end(), [&](int v) { return lower.out_image_floats(v) != 0; });
+    });
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     net.step_at[i] = plan->steps.size();
@@ -362,7 +404,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
     net.nodes.push_back(static_cast<int>(i));
     if (lowered[i]) continue;
-    if (const std::optional<passes::InvertedResidualMatch> block = passes::match_inverted_residual(g, static_cast<int>(i))) {
+    if (const std::optional<passes::InvertedResidualMatch> block = passes::match_inverted_residual(g, static_cast<int>(i));
+        block && !writes_strided_block(block->nodes())) {
       // Measured against its nodes' steps with the gate and pair kernels' fusions inside it, where they win.
       std::vector<Step> inner = lower.lower_apart([&] {
         for (int n : block->nodes()) {
@@ -396,7 +439,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
                   [&](std::vector<Step> steps) { return lower_squeeze_excite(*se, std::move(steps), lower); });
       continue;
     }
-    if (const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, static_cast<int>(i))) {
+    if (const std::optional<passes::DwPwMatch> pair = passes::match_dw_pw(g, static_cast<int>(i));
+        pair && !writes_strided_block({pair->pw})) {
       lower_fused(node, {pair->dw, pair->pw},
                   [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
       continue;
