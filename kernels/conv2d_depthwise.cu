@@ -36,7 +36,7 @@ __device__ __forceinline__ void depthwise_rows(const float* tile, const float* _
 #pragma unroll
     for (int i = 0; i < K * K; ++i) wreg[i] = __ldg(w + static_cast<int64_t>(f) * K * K + i);
     const float b = e.bias ? __ldg(e.bias + f) : 0.0f;
-    float* out = y + (static_cast<int64_t>(n) * g.F + f) * plane;
+    float* out = y + static_cast<int64_t>(n) * e.out_image_stride(static_cast<int64_t>(g.F) * plane) + f * plane;
     const float* res = e.residual ? e.residual + (static_cast<int64_t>(n) * g.F + f) * plane : nullptr;
 
     float win[K][Cfg::WIN];
@@ -177,6 +177,7 @@ std::string variant_name(const DwEntry& en) {
 
 class DepthwiseFamily final : public ConvFamily {
  public:
+  bool writes_image_stride() const override { return true; }
   DepthwiseFamily()
       : ConvFamily("dw",
                    "depthwise (groups = C): an input plane tile with its halo in shared memory (or, for small maps, "
@@ -214,7 +215,9 @@ class DepthwiseFamily final : public ConvFamily {
   std::vector<std::string> variant_names() const override { return entry_names(kDwEntries, variant_name); }
 
   // A channel shuffle only changes which plane a block stages.
-  bool reads_prologue(const InputPrologue& prologue) const override { return prologue.scale == nullptr; }
+  bool reads_prologue(const InputPrologue& prologue) const override {
+    return prologue.scale == nullptr && prologue.image_floats == 0;
+  }
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ struct Params {
   int ftiles;       // filter tiles a group
   int group_tiles;  // filter tiles of all groups: warps a pixel tile
   int items;        // warps in all: group_tiles * pixel tiles
+  int x_image;      // floats from one input image to the next (C * H * W, or InputPrologue::image_floats)
   FastDiv by_taps, by_kw, by_ohw, by_ow, by_group_tiles, by_ftiles;
 };
 
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int oy = q.by_ow.div(rem), ox = rem - oy * g.OW;
       iy0[p] = oy * g.stride_h - g.pad_top;
       ix0[p] = ox * g.stride_w - g.pad_left;
-      xoff[p] = (n * g.C + wt.group * q.cg) * hw;
+      xoff[p] = n * q.x_image + wt.group * q.cg * hw;
     } else {
       iy0[p] = ix0[p] = -(1 << 30);  // every tap outside: contributes nothing
       xoff[p] = 0;
@@ -205,7 +206,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       inside_count[p] += exists[p];
       iy0[p] = exists[p] ? cy * g.stride_h - g.pad_top : -(1 << 30);
       ix0[p] = exists[p] ? cx * g.stride_w - g.pad_left : -(1 << 30);
-      xoff[p] = exists[p] ? (img[p] * g.C + wt.group * q.cg) * g.H * g.W : 0;
+      xoff[p] = exists[p] ? img[p] * q.x_image + wt.group * q.cg * g.H * g.W : 0;
     }
     float acc[FW][P];
     warp_sums<FW, P, PRO>(acc, x, wf, iy0, ix0, xoff, g, in, q, wt.group, lane);
@@ -246,6 +247,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   q.ftiles = (q.fg + FW - 1) / FW;
   q.group_tiles = g.groups * q.ftiles;
   q.items = q.group_tiles * ((q.npix + P - 1) / P);
+  q.x_image = static_cast<int>(in.image_stride(int64_t(g.C) * g.H * g.W));
   q.by_taps = FastDiv(g.KH * g.KW);
   q.by_kw = FastDiv(g.KW);
   q.by_ohw = FastDiv(q.ohw);
@@ -319,7 +321,7 @@ class DotFamily final : public ConvFamily {
     const int64_t K = int64_t(g.C / g.groups) * g.KH * g.KW;
     if (K < dot::kMinTaps) return "fewer than 16 taps (C/groups*KH*KW) an output";
     if (layer.conv_floats() > dot::kMaxOutputs) return "more than 2^19 outputs (the tiled families' layers)";
-    if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31) || int64_t(g.F) * K >= (int64_t(1) << 31)) {
+    if (layer.in_extent_floats() >= (int64_t(1) << 31) || int64_t(g.F) * K >= (int64_t(1) << 31)) {
       return "too large for 32-bit offsets";
     }
     return "";
@@ -347,7 +349,8 @@ class DotFamily final : public ConvFamily {
     return entry_names(dot::kEntries, [](const dot::Entry& en) { return variant_name(en); });
   }
 
-  // A per-channel affine and activation: each gathered value's channel is known.
+  // A per-channel affine and activation: each gathered value's channel is known; an input image stride: each
+  // pixel's image offset is one product.
   bool reads_prologue(const InputPrologue& prologue) const override { return prologue.shuffle == 1; }
 };
 

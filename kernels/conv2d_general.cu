@@ -55,6 +55,7 @@ std::string variant_name(const general::Entry& en, int split) {
 
 class GeneralFamily final : public ConvFamily {
  public:
+  bool writes_image_stride() const override { return true; }
   // The _split variants need clusters: variants() checks.
   GeneralFamily()
       : ConvFamily("gen",

@@ -181,8 +181,9 @@ __global__ void __launch_bounds__(C::BLOCK)
     __syncthreads();
   }
 
-  float* yn = y + static_cast<int64_t>(n) * g.F *
-                      (C::POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW);
+  const int64_t out_image = e.out_image_stride(static_cast<int64_t>(g.F) *
+                      (C::POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW));
+  float* yn = y + static_cast<int64_t>(n) * out_image;
   const float* res_n = e.residual ? e.residual + static_cast<int64_t>(n) * g.F * g.OH * g.OW : nullptr;
   const int oy = r0 + prow;
 
@@ -245,7 +246,8 @@ __global__ void __launch_bounds__(C::BLOCK)
       } else {
         const int ox = c0 + pcol;
         const int64_t idx = (static_cast<int64_t>(f) * g.OH + oy) * g.OW + ox;
-        const bool vector_ok = C::WT % 4 == 0 && !res_n && g.OW % 4 == 0 && oy < g.OH && ox + C::WT <= g.OW;
+        const bool vector_ok =
+            C::WT % 4 == 0 && !res_n && g.OW % 4 == 0 && out_image % 4 == 0 && oy < g.OH && ox + C::WT <= g.OW;
         if (vector_ok) {
 #pragma unroll
           for (int j = 0; j < C::WT; j += 4) {

@@ -131,8 +131,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   cp_async_wait<0>();
   __syncthreads();
 
-  float* yn = y + static_cast<int64_t>(n) * g.F *
-                      (POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW);
+  float* yn = y + static_cast<int64_t>(n) * e.out_image_stride(static_cast<int64_t>(g.F) *
+                      (POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW));
   // Conv output `pix` of the tile for local filter `fl`, summed over every channel: bias, residual,
   // activation; into the conv tile (pooling) or to global memory.
   auto finish = [&](int fl, int pix, float v) {
@@ -293,6 +293,7 @@ constexpr int kChannelSlices[] = {1, 2, 4, 8, 16};
 
 class SmallFamily final : public ConvFamily {
  public:
+  bool writes_image_stride() const override { return true; }
   SmallFamily()
       : ConvFamily("small",
                    "small maps at small batches: every channel's input staged once, each thread one pixel (or two) for "

@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 
   const int tw = static_cast<int>(p.tw.d), npt = static_cast<int>(p.npt.d);
   const int64_t out_plane = POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW;
-  float* yn = y + static_cast<int64_t>(n) * g.F * out_plane;
+  float* yn = y + static_cast<int64_t>(n) * e.out_image_stride(static_cast<int64_t>(g.F) * out_plane);
   // Item = (filter slot, pixel thread), pixel threads fastest: a warp shares its filters (broadcast loads)
   // and holds consecutive pixels (consecutive words of the staged input at every tap).
   for (int it = tid; it < p.items; it += nthreads) {
@@ -438,7 +438,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads)
   }
 
   const int64_t out_plane = POOL ? static_cast<int64_t>(e.pool.PH) * e.pool.PW : static_cast<int64_t>(g.OH) * g.OW;
-  float* yn = y + static_cast<int64_t>(n) * g.F * out_plane;
+  float* yn = y + static_cast<int64_t>(n) * e.out_image_stride(static_cast<int64_t>(g.F) * out_plane);
 #pragma unroll
   for (int j = 0; j < FT; ++j) {
     const int fl = slot * FT + j, f = f0 + fl;
@@ -572,6 +572,7 @@ std::string rows_variant_name(const RowsEntry& en, int fb, const std::string& ti
 
 class StemFamily final : public ConvFamily {
  public:
+  bool writes_image_stride() const override { return true; }
   StemFamily()
       : ConvFamily("stem",
                    "few input channels (RGB and single-channel stems, 1-D first layers), any filter to 11 and stride "

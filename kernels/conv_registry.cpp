@@ -104,7 +104,9 @@ std::vector<FamilyCandidates> conv_candidates(const ConvLayer& layer, const Devi
     fc.rejected = device_lacks(dev, family->needs());
     if (fc.rejected.empty() && !family->reads_prologue(layer.in)) {
       fc.rejected = std::string("does not read its input through ") +
-                    (layer.in.shuffle != 1 ? "a channel shuffle" : "a per-channel affine and activation");
+                    (layer.in.shuffle != 1 ? "a channel shuffle"
+                     : layer.in.scale  ? "a per-channel affine and activation"
+                                       : "an image stride");
     }
     if (fc.rejected.empty() && layer.e.out_image_floats != 0) {
       if (!family->writes_image_stride()) fc.rejected = "writes only dense outputs (no image stride)";

@@ -102,16 +102,20 @@ struct Epilogue {
 // and 2, a Reshape back): channel c of the layer's input is channel (c % shuffle) * (C / shuffle) + c / shuffle of
 // the tensor in memory. `scale` set: each value v of channel c (after the shuffle) becomes act(v * scale[c] +
 // shift[c]) (a BatchNormalization and its activation in front of the convolution, DenseNet's pre-activation), the
-// padding staying zero. Families that do not read a prologue are not offered a layer that has one
-// (conv_candidates).
+// padding staying zero. `image_floats` set: image n of the input starts at x + n * image_floats (the input is a
+// strided block of a channel Concat's output at batch > 1: DenseNet's running stack). Families that do not read a
+// prologue are not offered a layer that has one (conv_candidates).
 struct InputPrologue {
   int shuffle = 1;
   const float* scale = nullptr;  // device [C], or null: no affine
   const float* shift = nullptr;  // device [C]
   ParamAct act = ParamAct::None;
   float alpha = 0.0f, beta = 0.0f;  // the activation's parameters (Epilogue::alpha, beta)
+  int64_t image_floats = 0;         // floats from one input image to the next; 0: dense (C * H * W)
 
-  CNNRT_HOST_DEVICE bool any() const { return shuffle != 1 || scale != nullptr; }
+  CNNRT_HOST_DEVICE bool any() const { return shuffle != 1 || scale != nullptr || image_floats != 0; }
+  // The floats from one input image to the next, for an image of `dense` floats (C * H * W).
+  CNNRT_HOST_DEVICE int64_t image_stride(int64_t dense) const { return image_floats ? image_floats : dense; }
   // The channel in memory of the layer's input channel c (of C).
   CNNRT_HOST_DEVICE int channel(int c, int C) const {
     return shuffle == 1 ? c : (c % shuffle) * (C / shuffle) + c / shuffle;
@@ -134,6 +138,12 @@ struct ConvLayer {
   int64_t out_image_dense() const { return g.N > 0 ? out_floats() / g.N : 0; }
   int64_t out_extent_floats() const {
     return g.N > 0 ? int64_t(g.N - 1) * e.out_image_stride(out_image_dense()) + out_image_dense() : 0;
+  }
+  // The same for the input: from its first float to past its last (N * C * H * W unless it has an image stride,
+  // InputPrologue::image_floats).
+  int64_t in_extent_floats() const {
+    const int64_t image = int64_t(g.C) * g.H * g.W;
+    return g.N > 0 ? int64_t(g.N - 1) * in.image_stride(image) + image : 0;
   }
   // Useful floating-point operations (a multiply-add is two).
   double flops() const { return 2.0 * double(conv_floats()) * (double(g.C) / g.groups) * g.KH * g.KW; }

@@ -12,7 +12,8 @@ constexpr int kThreads = 256;
 
 template <class Index>
 __global__ void pool2d_kernel(PoolOp op, const float* __restrict__ x, float* __restrict__ y, Pool2dDesc desc,
-                              FixedDivisor<Index> out_width, FixedDivisor<Index> out_height, Index count) {
+                              FixedDivisor<Index> out_width, FixedDivisor<Index> out_height, Index count,
+                              int64_t out_gap) {
   wait_for_prior_grid();  // launched with PDL (launch.cuh): nothing global before this
   const SlidingAxis& rows = desc.rows;
   const SlidingAxis& cols = desc.cols;
@@ -45,16 +46,19 @@ __global__ void pool2d_kernel(PoolOp op, const float* __restrict__ x, float* __r
                                   : ky.count() * kx.count();
       result = divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f;
     }
-    y[i] = result;
+    // A strided output: image n's planes lie out_gap floats a image further on.
+    y[out_gap ? static_cast<int64_t>(i) + static_cast<int64_t>(plane) / desc.channels * out_gap : static_cast<int64_t>(i)] = result;
   }
 }
 
 template <class Index>
 void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count,
                         cudaStream_t stream) {
+  const int64_t out_gap =
+      desc.out_image_floats > 0 ? desc.out_image_floats - desc.channels * desc.rows.output * desc.cols.output : 0;
   launch_overlapped(pool2d_kernel<Index>, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y,
                     desc, FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
-                    FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count));
+                    FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count), out_gap);
 }
 
 }  // namespace

@@ -8,13 +8,17 @@ namespace cnnrt::kernels {
 
 enum class PoolOp { Max, Average };
 
-// x: contiguous [planes, rows.input, cols.input] (planes = N * C); y: [planes, rows.output, cols.output].
-// 1-D pooling: `rows` left at its defaults (extent 1, kernel 1, no padding), the axis in `cols`.
+// x: contiguous [planes, rows.input, cols.input] (planes = N * C); y: [planes, rows.output, cols.output], or with
+// `out_image_floats` set, image n (planes n * channels ...) at y + n * out_image_floats (a strided block of a
+// channel Concat's output). 1-D pooling: `rows` left at its defaults (extent 1, kernel 1, no padding), the axis in
+// `cols`.
 struct Pool2dDesc {
   int64_t planes = 0;
   SlidingAxis rows;                // H
   SlidingAxis cols;                // W
   bool count_include_pad = false;  // Average only
+  int64_t channels = 1;            // planes an image (C), read with out_image_floats
+  int64_t out_image_floats = 0;    // floats from one output image to the next; 0: dense
 };
 
 // Max: the largest input element in the window; padding never wins (-inf when a window holds no input).

@@ -84,6 +84,20 @@ TEST_CASE("a layer whose output has an image stride is offered only to the famil
     }
   }
   CHECK(offered >= 2);  // igemm and dot run it on every GPU
+  // An input with an image stride: only dot reads one.
+  kernels::ConvLayer read = L;
+  read.e.out_image_floats = 0;
+  read.in.image_floats = L.e.out_image_floats;
+  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(read, turing, stand_in, nullptr, stand_in, upload)) {
+    const std::string family = fc.family->name();
+    CAPTURE(family);
+    if (!kernels::device_lacks(turing, fc.family->needs()).empty()) continue;
+    if (family == "dot") {
+      CHECK(fc.rejected.empty());
+    } else {
+      CHECK(fc.rejected == "does not read its input through an image stride");
+    }
+  }
   L.residual = true;
   for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, turing, stand_in, nullptr, stand_in, upload)) {
     CHECK(!fc.rejected.empty());

@@ -94,9 +94,10 @@ class FamilyCheck {
   }
   // The same with L's input read through a random per-channel affine (scales in [0.5, 1.5), shifts in [-0.5, 0.5))
   // and `act` (the reference convolving the affine's output).
-  // `image_gap` > 0: the output written with an image stride, as check_strided() does.
+  // `image_gap` > 0: the output written with an image stride, as check_strided() does; `input_gap` > 0: the input
+  // read with one, as check_strided_input() does.
   void check_affine(const Layer& L, uint32_t seed, kernels::ParamAct act, float alpha = 0.0f, float beta = 0.0f,
-                    int64_t image_gap = 0) {
+                    int64_t image_gap = 0, int64_t input_gap = 0) {
     const std::vector<float> scale = random_floats(static_cast<size_t>(L.C), seed + 7, 0.5f, 1.5f);
     const std::vector<float> shift = random_floats(static_cast<size_t>(L.C), seed + 8, -0.5f, 0.5f);
     DeviceBuffer dscale(scale), dshift(shift);
@@ -106,6 +107,7 @@ class FamilyCheck {
     prologue.act = act;
     prologue.alpha = alpha;
     prologue.beta = beta;
+    if (input_gap > 0) prologue.image_floats = int64_t(L.C) * L.H * L.W + input_gap;
     run(L, seed, true, prologue, scale.data(), shift.data(), image_gap);
   }
   // The same where the family may decline L (a layer list shared with other families).
@@ -113,6 +115,13 @@ class FamilyCheck {
   // The same writing each image `gap` floats apart (Epilogue::out_image_floats: a block of a channel Concat's output
   // at batch > 1); the gaps between the images must stay poisoned.
   void check_strided(const Layer& L, uint32_t seed, int64_t gap) { run(L, seed, true, {}, nullptr, nullptr, gap); }
+  // The same reading each input image `gap` floats past the last (InputPrologue::image_floats: a block of a channel
+  // Concat's output), NaN between them.
+  void check_strided_input(const Layer& L, uint32_t seed, int64_t gap) {
+    kernels::InputPrologue prologue;
+    prologue.image_floats = int64_t(L.C) * L.H * L.W + gap;
+    run(L, seed, true, prologue);
+  }
 
   int checked() const { return checked_; }
 
@@ -144,6 +153,7 @@ class FamilyCheck {
            const float* scale_host = nullptr, const float* shift_host = nullptr, int64_t image_gap = 0) {
     const std::string where = describe(L) + (prologue.shuffle != 1 ? " shuffle " + std::to_string(prologue.shuffle) : "") +
                               (prologue.scale ? " affine act" + std::to_string(static_cast<int>(prologue.act)) : "") +
+                              (prologue.image_floats ? " input image " + std::to_string(prologue.image_floats) : "") +
                               (image_gap > 0 ? " image gap " + std::to_string(image_gap) : "");
     LayerCase c = make_layer_case(L, seed);
     if (prologue.scale) {  // what the convolution sees: the affine's output (for the reference)
@@ -154,14 +164,17 @@ class FamilyCheck {
           c.x.shape(), kernels::apply_input_prologue(seen, c.x.f32(), scale_host, shift_host));
       c.expected = reference(L, x_seen, c.w, c.b, L.residual ? &c.residual : nullptr).output;
     }
-    // In memory, channel c of what the convolution sees lies at prologue.channel(c).
-    std::vector<float> x_memory = c.x.float_values();
+    // In memory, channel c of what the convolution sees lies at prologue.channel(c), image n at n times the input's
+    // image stride (NaN between images: a read there poisons the output).
     const size_t plane = static_cast<size_t>(L.H) * L.W;
+    const size_t in_image = static_cast<size_t>(L.C) * plane;
+    const size_t in_stride = prologue.image_floats ? static_cast<size_t>(prologue.image_floats) : in_image;
+    std::vector<float> x_memory((static_cast<size_t>(L.N) - 1) * in_stride + in_image, std::nanf(""));
     for (int n = 0; n < L.N; ++n) {
       for (int ch = 0; ch < L.C; ++ch) {
         const float* from = c.x.f32() + (static_cast<size_t>(n) * L.C + ch) * plane;
         std::copy(from, from + plane, x_memory.begin() + static_cast<std::ptrdiff_t>(
-                                                            (static_cast<size_t>(n) * L.C + prologue.channel(ch, L.C)) * plane));
+                                                            n * in_stride + prologue.channel(ch, L.C) * plane));
       }
     }
     DeviceBuffer dx(x_memory), dw(c.w.float_values()), db(c.b.float_values());

@@ -1,7 +1,10 @@
 // launch_channel_affine against the CPU reference of BatchNormalization, with scale and shift folded as the
 // planner folds them (in double, then rounded to float), alone and with each fused activation after it
 // (FusedBatchNormalization), and a DenseNet-style Concat -> BatchNormalization -> Relu model on the GPU.
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "cnnrt/cnnrt.hpp"
 #include "kernel_test_util.hpp"
@@ -64,6 +67,30 @@ TEST_CASE("channel affine matches BatchNormalization") {
                                    channels, inner, nullptr);
     finish_launch();
     CHECK(error_against(x_device, want) < kTolerance);
+  }
+}
+
+TEST_CASE("channel affine reads a strided input (a block of a channel Concat's output), NaN between its images") {
+  // (gap floats between images: a multiple of 4 keeps the float4 path, others take the scalar one)
+  const std::vector<std::pair<ir::Shape, int64_t>> cases = {
+      {{2, 16, 8, 8}, 1024}, {{3, 12, 8, 8}, 4}, {{2, 16, 7, 7}, 49}, {{5, 3, 4, 4}, 3}, {{1, 8, 4, 4}, 16}};
+  uint32_t seed = 700;
+  for (const auto& [shape, gap] : cases) {
+    INFO(ir::shape_str(shape) << " gap " << gap);
+    const BatchNormCase bn(shape, 1e-5f, seed);
+    const int64_t image = product(shape, 1), x_image = image + gap;
+    std::vector<float> strided(static_cast<size_t>((shape[0] - 1) * x_image + image), std::nanf(""));
+    const std::vector<float> dense = bn.x.float_values();
+    for (int64_t n = 0; n < shape[0]; ++n) {
+      std::copy_n(dense.begin() + n * image, image, strided.begin() + n * x_image);
+    }
+    DeviceBuffer x_device(strided), scale_device(bn.scale), shift_device(bn.shift);
+    DeviceBuffer out(static_cast<size_t>(bn.x.numel()));
+    kernels::launch_channel_affine(x_device.get(), scale_device.get(), shift_device.get(), out.get(), shape[0],
+                                   shape[1], product(shape, 2), nullptr, kernels::ParamAct::Relu, 0.0f, 0.0f, x_image);
+    finish_launch();
+    const ir::HostTensor want = cpu_reference("Relu", {}, {&bn.want}, shape);
+    CHECK(error_against(out, want) < kTolerance);
   }
 }
 

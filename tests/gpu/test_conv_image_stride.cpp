@@ -2,7 +2,8 @@
 // output `gap` floats past the last, as a block of a channel Concat's output at batch > 1) on its own GPU test's
 // layers, against the CPU reference backend, with odd gaps (the images off every vector alignment) and even ones;
 // whatever lies between the images must stay poisoned. Residual layers run without their residual (a strided
-// output never has one).
+// output never has one). And every variant of the family that reads one (dot: InputPrologue::image_floats, DenseNet's
+// running stack read through its normalization), with NaN between the input's images.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -15,14 +16,19 @@ using namespace cnnrt::testing;
 
 namespace {
 
-// `affine`: each layer also read through a per-channel affine and ReLU (the family's `pre` variants).
-void check_image_stride(const char* family, uint32_t seed, bool affine = false) {
+// `reads`: each layer also read through a per-channel affine and ReLU (the family's `pre` variants), and with an
+// input image stride, alone and with the affine.
+void check_image_stride(const char* family, uint32_t seed, bool reads = false) {
   FamilyCheck fc(family);
   if (!fc.runs_here()) return;
   int64_t gap = 1;
   auto check = [&](const Layer& L) {
     fc.check_strided(L, seed++, gap);
-    if (affine) fc.check_affine(L, seed++, kernels::ParamAct::Relu, 0.0f, 0.0f, gap);
+    if (reads) {
+      fc.check_affine(L, seed++, kernels::ParamAct::Relu, 0.0f, 0.0f, gap);
+      fc.check_strided_input(L, seed++, gap);
+      fc.check_affine(L, seed++, kernels::ParamAct::Relu, 0.0f, 0.0f, 0, gap);
+    }
     gap = gap == 1 ? 64 : gap == 64 ? 3 : 1;
   };
   for (Layer L : family_layers(family)) {
@@ -40,8 +46,12 @@ void check_image_stride(const char* family, uint32_t seed, bool affine = false) 
 
 TEST_CASE("image stride: every tc variant writes its images apart") { check_image_stride("tc", 5100); }
 TEST_CASE("image stride: every igemm variant writes its images apart") { check_image_stride("igemm", 5300); }
-TEST_CASE("image stride: every dot variant writes its images apart, pooled and read through an affine too") {
+TEST_CASE("image stride: every dot variant writes its images apart, pooled and read through an affine too; and reads them apart") {
   check_image_stride("dot", 5500, true);
 }
 TEST_CASE("image stride: every wgr variant writes its images apart") { check_image_stride("wgr", 5700); }
+TEST_CASE("image stride: every small variant writes its images apart, pooled too") { check_image_stride("small", 6100); }
+TEST_CASE("image stride: every gen variant writes its images apart, pooled and split too") { check_image_stride("gen", 6300); }
+TEST_CASE("image stride: every stem variant writes its images apart, pooled too") { check_image_stride("stem", 6500); }
+TEST_CASE("image stride: every dw variant writes its images apart") { check_image_stride("dw", 6700); }
 TEST_CASE("image stride: every wgh variant writes its images apart") { check_image_stride("wgh", 5900); }

@@ -1,5 +1,9 @@
 // launch_pool2d and launch_global_pool against the CPU reference: strides, dilation, asymmetric padding,
 // ceil_mode windows that overhang the end padding, count_include_pad, 1-D windows, long and short planes.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "ir/window.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/pool.cuh"
@@ -80,6 +84,32 @@ TEST_CASE("MaxPool and AveragePool match the CPU reference") {
       kernels::launch_pool2d(PoolOp::Max, x_device.get(), out.get(), desc, nullptr);
       finish_launch();
       CHECK(error_against(out, want) < kTolerance);
+    }
+    if (c.input[0] > 1) {
+      // Into a strided block of a channel Concat's output: each image 5 floats past the last, the gaps untouched.
+      INFO("MaxPool " << ir::shape_str(c.input) << " -> " << ir::shape_str(out_shape) << " with an output image stride");
+      ir::Attributes attrs = window_attrs(c);
+      attrs.set("dilations", c.dilations);
+      const ir::HostTensor want = cpu_reference("MaxPool", attrs, {&x}, out_shape);
+      const int64_t image = want.numel() / c.input[0], stride = image + 5;
+      kernels::Pool2dDesc strided = desc;
+      strided.channels = c.input[1];
+      strided.out_image_floats = stride;
+      DeviceBuffer out(static_cast<size_t>((c.input[0] - 1) * stride + image));  // poisoned (NaN) until written
+      kernels::launch_pool2d(PoolOp::Max, x_device.get(), out.get(), strided, nullptr);
+      finish_launch();
+      const std::vector<float> got = out.download();
+      std::vector<float> dense;
+      int64_t written_in_gaps = 0;
+      for (int64_t n = 0; n < c.input[0]; ++n) {
+        dense.insert(dense.end(), got.begin() + n * stride, got.begin() + n * stride + image);
+        if (n + 1 < c.input[0]) {
+          written_in_gaps += std::count_if(got.begin() + n * stride + image, got.begin() + (n + 1) * stride,
+                                           [](float v) { return !std::isnan(v); });
+        }
+      }
+      CHECK(written_in_gaps == 0);
+      CHECK(relative_error(dense, want.float_values()) < kTolerance);
     }
     bool dilated = false;
     for (int64_t d : c.dilations) dilated = dilated || d != 1;
