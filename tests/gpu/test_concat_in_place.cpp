@@ -3,7 +3,8 @@
 // twice, a Concat that is the graph's output, a block that would start off the arena's alignment, and at batch 2
 // (where the blocks are strided) every Concat of a block that is not a convolution's output read by it alone.
 // At batch 2 and more, SqueezeNet's fire modules (convolutions of one input, concatenated) write their strided
-// blocks in place, on every family that writes an image stride. Each against the CPU backend.
+// blocks in place, on every family that writes an image stride, and DenseNet's nested Concats too (their stacks
+// read strided by the normalizations). Each against the CPU backend.
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -137,6 +138,79 @@ TEST_CASE("at batch > 1 a channel Concat of convolutions read by it alone runs i
       }
       INFO(plan);
       CHECK(plan.find("concats in place (no copy): fire, apart\n") != std::string::npos);
+      REQUIRE(outputs[0].size() == 1);
+      CHECK(max_rel_error(outputs[1][0], outputs[0][0]) < 1e-4);
+    }
+  }
+}
+
+// DenseNet in small: x [N, 3, 8, 8] -> s = Conv3x3 (16); per layer, y = Conv3x3(Relu(Conv1x1(Relu(BN(stack))))) (8)
+// and stack = Concat(stack, y): cat1 (24), cat2 (32); a transition t = AveragePool2x2(Conv1x1(Relu(BN(cat2)))) (16,
+// 4x4) and one more layer, cat3 (24); out = GlobalAveragePool(Relu(BN(cat3))). At batch > 1 every stack is a strided
+// block of the next (read by its BN, written by the Concats' inputs: convolutions, a pooled one, nested Concats).
+std::string dense_block_model() {
+  ModelBuilder m;
+  m.input("x", {-1, 3, 8, 8}).output("out");
+  auto conv = [&m](const std::string& in, const std::string& out, int64_t c, int64_t f, int64_t k, uint32_t seed) {
+    m.initializer("w_" + out, {f, c, k, k}, random_floats(static_cast<size_t>(f * c * k * k), seed));
+    m.initializer("b_" + out, {f}, random_floats(static_cast<size_t>(f), seed + 1));
+    ModelBuilder::attr_ints(m.node("Conv", {in, "w_" + out, "b_" + out}, {out}, out), "pads", {k / 2, k / 2, k / 2, k / 2});
+  };
+  auto bn_relu = [&m](const std::string& x, const std::string& y, int64_t c, uint32_t seed) {
+    m.initializer(y + "_scale", {c}, random_floats(static_cast<size_t>(c), seed, 0.5f, 1.5f));
+    m.initializer(y + "_bias", {c}, random_floats(static_cast<size_t>(c), seed + 1));
+    m.initializer(y + "_mean", {c}, random_floats(static_cast<size_t>(c), seed + 2));
+    m.initializer(y + "_var", {c}, random_floats(static_cast<size_t>(c), seed + 3, 0.5f, 2.0f));
+    m.node("BatchNormalization", {x, y + "_scale", y + "_bias", y + "_mean", y + "_var"}, {y + "_bn"}, y + "_bn");
+    m.node("Relu", {y + "_bn"}, {y}, y);
+  };
+  auto layer = [&](const std::string& stack, int64_t c, const std::string& out, uint32_t seed) {
+    bn_relu(stack, out + "_a", c, seed);
+    conv(out + "_a", out + "_b", c, 16, 1, seed + 10);
+    m.node("Relu", {out + "_b"}, {out + "_c"}, out + "_c");
+    conv(out + "_c", out, 16, 8, 3, seed + 20);
+  };
+  conv("x", "s", 3, 16, 3, 100);
+  layer("s", 16, "y1", 110);
+  concat(m, {"s", "y1"}, "cat1");
+  layer("cat1", 24, "y2", 140);
+  concat(m, {"cat1", "y2"}, "cat2");
+  bn_relu("cat2", "t_a", 32, 170);
+  conv("t_a", "t_b", 32, 16, 1, 180);
+  auto& pool = m.node("AveragePool", {"t_b"}, {"t"}, "t");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  layer("t", 16, "y3", 190);
+  concat(m, {"t", "y3"}, "cat3");
+  bn_relu("cat3", "o", 24, 220);
+  m.node("GlobalAveragePool", {"o"}, {"out"}, "gap");
+  return m.bytes();
+}
+
+TEST_CASE("at batch > 1 DenseNet's nested Concats run in place, their stacks strided and read so by the normalizations") {
+  const std::string bytes = dense_block_model();
+  // Measured choices; dot forced (its `pre` kernels read the stacks through the normalizations); each family that
+  // writes an image stride; the reference.
+  for (const char* forced : {"", "separate_steps", "dot", "tc", "igemm", "direct_reference"}) {
+    for (int64_t batch : {1, 2, 3}) {
+      CAPTURE(forced);
+      CAPTURE(batch);
+      const std::vector<Tensor> inputs = {{{batch, 3, 8, 8}, random_floats(static_cast<size_t>(batch * 3 * 64), 230)}};
+      std::vector<std::vector<Tensor>> outputs;
+      std::string plan;
+      for (Device device : {Device::Cpu, Device::Gpu}) {
+        Options options;
+        options.device = device;
+        options.batch_sizes = {batch};
+        options.tuning_cache = "none";
+        options.force_kernel = forced;
+        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "dense_block.onnx");
+        Context context(model);
+        outputs.push_back(context.run(inputs));
+        if (device == Device::Gpu) plan = model.describe_plan(batch);
+      }
+      INFO(plan);
+      CHECK(plan.find("concats in place (no copy): cat1, cat2, cat3\n") != std::string::npos);
       REQUIRE(outputs[0].size() == 1);
       CHECK(max_rel_error(outputs[1][0], outputs[0][0]) < 1e-4);
     }

@@ -246,7 +246,17 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   const std::vector<float> x_seen =
       L.in.any() ? kernels::apply_input_prologue(L, x_host.data(), scale.data(), shift.data()) : x_host;
   const std::vector<float> res_host = random_values(static_cast<size_t>(L.residual ? conv_floats : 1), 8);
-  gpu::DeviceAllocation x = upload(x_host);
+  // The input as the step reads it: image n at n times its image stride, where it has one.
+  std::vector<float> x_memory = x_host;
+  if (L.in.image_floats != 0) {
+    const int64_t image = int64_t(L.g.C) * L.g.H * L.g.W;
+    x_memory.assign(static_cast<size_t>(L.in_extent_floats()), 0.0f);
+    for (int64_t n = 0; n < L.g.N; ++n) {
+      std::copy_n(x_host.begin() + static_cast<std::ptrdiff_t>(n * image), image,
+                  x_memory.begin() + static_cast<std::ptrdiff_t>(n * L.in.image_floats));
+    }
+  }
+  gpu::DeviceAllocation x = upload(x_memory);
   gpu::DeviceAllocation x_plain = upload(x_seen);
   gpu::DeviceAllocation res = upload(res_host);
   // Ours as the step writes it: a strided block of a Concat's output spans more than its own floats.

@@ -738,7 +738,7 @@ std::vector<Step> read_through_conv(const ir::Node& cv, const kernels::ConvLayer
   }
   std::vector<int> in_slots = {lc.slot(x)};
   TuneShapes shapes;
-  shapes.input_floats = {ir::numel(g.shape_of(x))};
+  shapes.input_floats = {L.in_extent_floats()};
   if (L.residual) {
     in_slots.push_back(lc.slot(cv.input(ir::fused::kResidualInput)));
     shapes.input_floats.push_back(ir::numel(g.shape_of(cv.input(ir::fused::kResidualInput))));
@@ -780,9 +780,11 @@ std::vector<Step> lower_affine_conv(const passes::AffineConvMatch& m, std::vecto
   L.in.act = act.act;
   L.in.alpha = act.alpha;
   L.in.beta = act.beta;
+  L.in.image_floats = lc.image_floats(bn.input(0));  // the normalization's input, where it is a strided block
   return read_through_conv(
       cv, L, bn.input(0),
-      fmt::format("{} affine act={} {} {}", cs.signature, static_cast<int>(act.act), act.alpha, act.beta),
+      fmt::format("{} affine act={} {} {}{}", cs.signature, static_cast<int>(act.act), act.alpha, act.beta,
+                  L.in.image_floats ? fmt::format(" in_image={}", L.in.image_floats) : std::string()),
       {m.affine, m.conv}, "AffineConv",
       fmt::format("normalization {} read by convolution {}", ir::node_short_name(bn), ir::node_short_name(cv)),
       std::move(steps), lc);

@@ -134,10 +134,13 @@ void lower_batchnorm(const ir::Node& node, LowerContext& lc) {
   const std::optional<ir::fused::Activation> fused_act = ir::fused::fused_activation(node);
   const KernelActivation act = kernel_activation(node);  // ParamAct::None for a plain BatchNormalization
   const std::string kind = fused_act ? "channel_affine+" + fused_act->op : "channel_affine";
-  lc.add_step(node, kind, fmt::format("{} channels", channels), {lc.slot(node.input(0))}, output_slots(lc, node),
+  const int64_t x_image = lc.image_floats(node.input(0));  // a strided block of a Concat's output, or 0: dense
+  lc.add_step(node, kind,
+              fmt::format("{} channels{}", channels, x_image ? fmt::format(", input images {} floats apart", x_image) : ""),
+              {lc.slot(node.input(0))}, output_slots(lc, node),
               [=](const float* const* in, float* const* out, Stream s) {
                 kernels::launch_channel_affine(in[0], scale_d, shift_d, out[0], batch, channels, inner, s, act.act,
-                                               act.alpha, act.beta);
+                                               act.alpha, act.beta, x_image);
               });
 }
 

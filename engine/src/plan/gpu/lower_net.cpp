@@ -78,7 +78,7 @@ class Describer {
     if (g_.values[static_cast<size_t>(value)].is_constant() && (s.empty() || s[0] != batch_)) return 0;
     CNNRT_CHECK(!s.empty() && s[0] == batch_, ErrorCode::Unsupported, "a tensor {} without the batch axis first",
                 ir::shape_str(s));
-    if (const int64_t strided = lc_.out_image_floats(value)) return to_int(strided, "tensor size");
+    if (const int64_t strided = lc_.image_floats(value)) return to_int(strided, "tensor size");
     return to_int(ir::numel(s) / batch_, "tensor size");
   }
   void set_io(NetOp& o, const ir::Node& node) {

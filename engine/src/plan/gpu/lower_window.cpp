@@ -47,7 +47,7 @@ int to_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-// The fused pooling as the separate pooling kernel's description (the reference's last launch).
+// The fused pooling as the separate pooling kernel's description (writing the step's output: strided where it is).
 kernels::Pool2dDesc pool_desc(const kernels::ConvLayer& L) {
   const kernels::PoolGeometry& p = L.e.pool;
   kernels::Pool2dDesc d;
@@ -55,17 +55,25 @@ kernels::Pool2dDesc pool_desc(const kernels::ConvLayer& L) {
   d.rows = {L.g.OH, p.PH, p.kh, p.sh, p.dil_h, p.pad_top, p.pad_bottom};
   d.cols = {L.g.OW, p.PW, p.kw, p.sw, p.dil_w, p.pad_left, p.pad_right};
   d.count_include_pad = p.count_include_pad;
+  d.channels = L.g.F;
+  d.out_image_floats = L.e.out_image_floats;
   return d;
 }
 
+// Whether the fused pooling's window is the whole map (global pooling).
+bool global_pool(const kernels::ConvLayer& L) {
+  const kernels::PoolGeometry& p = L.e.pool;
+  return p.PH == 1 && p.PW == 1 && p.kh == L.g.OH && p.kw == L.g.OW && p.pad_top == 0 && p.pad_left == 0 &&
+         p.pad_bottom == 0 && p.pad_right == 0 && p.dil_h == 1 && p.dil_w == 1;
+}
+
 // The fused pooling as a launch from the full-resolution conv output to the step's output: a reduction per
-// plane when the window is the whole map (global pooling), else the pooling kernel.
+// plane when the window is the whole map (global pooling: a dense output only), else the pooling kernel.
 std::function<void(const float*, float*, Stream)> pool_launch(const kernels::ConvLayer& L) {
   const kernels::PoolGeometry& p = L.e.pool;
   const auto kind = p.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
-  const bool global = p.PH == 1 && p.PW == 1 && p.kh == L.g.OH && p.kw == L.g.OW && p.pad_top == 0 &&
-                      p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.dil_h == 1 && p.dil_w == 1;
-  if (global) {
+  if (global_pool(L)) {
+    CNNRT_CHECK(L.e.out_image_floats == 0, ErrorCode::Internal, "a global pooling launch into a strided output");
     const int64_t planes = int64_t(L.g.N) * L.g.F, plane = int64_t(L.g.OH) * L.g.OW;
     return [kind, planes, plane](const float* in, float* out, Stream s) {
       kernels::launch_global_pool(kind, in, out, planes, plane, s);
@@ -76,8 +84,8 @@ std::function<void(const float*, float*, Stream)> pool_launch(const kernels::Con
 }
 
 // The reference: the plain direct kernel, then residual, activation and pooling as separate launches
-// (pooling through a workspace holding the full-resolution conv output). An output with an image stride is
-// computed dense in the workspace, then copied image by image into its place.
+// (pooling through a workspace holding the full-resolution conv output). An input or output with an image stride is
+// copied image by image into a dense one in the workspace, or from it.
 KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* weights) {
   KernelCandidate c;
   c.name = "direct_reference";
@@ -85,16 +93,29 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
   const bool pooled = L.pooled();
   const int64_t conv_floats = L.conv_floats();
   const int64_t dense_floats = L.e.out_image_floats != 0 ? L.out_floats() : 0;  // the workspace's dense output
-  c.workspace_floats = (pooled ? conv_floats : 0) + dense_floats;
+  const int64_t in_image = int64_t(L.g.C) * L.g.H * L.g.W;
+  const int64_t dense_in_floats = L.in.image_floats != 0 ? L.g.N * in_image : 0;  // and dense input
+  c.workspace_floats = (pooled ? conv_floats : 0) + dense_floats + dense_in_floats;
   const kernels::BroadcastDesc same = kernels::make_broadcast_desc(1, &conv_floats, 1, &conv_floats, 1, &conv_floats);
-  const auto pool = pooled ? pool_launch(L) : nullptr;
-  c.config = std::string(pooled ? "direct conv, then pool" : "direct conv") + (dense_floats ? ", then strided copy" : "");
-  c.launch = [L, weights, same, pool, conv_floats, dense_floats, scratch = c.workspace_floats > 0](
-                 const float* const* in, float* const* out, Stream s) {
+  kernels::ConvLayer dense = L;  // the pooling writes the dense output in the workspace
+  dense.e.out_image_floats = 0;
+  const auto pool = pooled ? pool_launch(dense) : nullptr;
+  c.config = std::string(dense_in_floats ? "strided copy, then " : "") + (pooled ? "direct conv, then pool" : "direct conv") +
+             (dense_floats ? ", then strided copy" : "");
+  c.launch = [L, weights, same, pool, conv_floats, dense_floats, dense_in_floats, in_image,
+              scratch = c.workspace_floats > 0](const float* const* in, float* const* out, Stream s) {
     float* workspace = scratch ? const_cast<float*>(in[L.residual ? 2 : 1]) : nullptr;
     float* dense_out = dense_floats ? workspace + (L.pooled() ? conv_floats : 0) : out[0];
     float* conv_out = L.pooled() ? workspace : dense_out;
-    kernels::launch_conv2d_direct(in[0], weights, L.e.bias, conv_out, L.g, s);
+    const float* x = in[0];
+    if (dense_in_floats) {
+      float* dense_in = workspace + (L.pooled() ? conv_floats : 0) + dense_floats;
+      const size_t image = static_cast<size_t>(in_image) * sizeof(float);
+      cudaMemcpy2DAsync(dense_in, image, x, static_cast<size_t>(L.in.image_floats) * sizeof(float), image,
+                        static_cast<size_t>(L.g.N), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s));
+      x = dense_in;
+    }
+    kernels::launch_conv2d_direct(x, weights, L.e.bias, conv_out, L.g, s);
     if (L.residual) kernels::launch_binary(kernels::BinaryOp::Add, conv_out, in[1], conv_out, same, s);
     if (L.e.param_act != kernels::ParamAct::None) {
       kernels::launch_activation(L.e.param_act, L.e.alpha, L.e.beta, conv_out, conv_out, conv_floats, s);
@@ -165,9 +186,10 @@ std::vector<KernelCandidate> conv_kernel_candidates(const kernels::ConvLayer& L,
     if (!fc.rejected.empty() && rejected) rejected->push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
     for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
   }
-  if (L.pooled() && L.e.out_image_floats == 0) {  // (the pooling kernel writes dense outputs)
-    kernels::ConvLayer unpooled = L;
+  if (L.pooled() && (L.e.out_image_floats == 0 || !global_pool(L))) {  // (a global pooling writes dense outputs)
+    kernels::ConvLayer unpooled = L;  // into the workspace: dense; the pooling writes the step's output
     unpooled.e.pool = kernels::PoolGeometry{};
+    unpooled.e.out_image_floats = 0;
     for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(unpooled, dev, w_host, bias_host, w_device, upload)) {
       for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(unfused_pool_candidate(v, L));
     }
@@ -191,7 +213,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   candidates.push_back(reference_candidate(L, w_device));
 
   TuneShapes shapes;
-  shapes.input_floats = {ir::numel(input_shape(lc, node, 0))};
+  shapes.input_floats = {L.in_extent_floats()};
   if (L.residual) shapes.input_floats.push_back(ir::numel(input_shape(lc, node, ir::fused::kResidualInput)));
   shapes.output_floats = L.out_extent_floats();
   const Choice choice = choose_kernel(lc, cs.signature, candidates, shapes);
@@ -218,6 +240,9 @@ void lower_pool(const ir::Node& node, LowerContext& lc) {
   desc.rows = rows;
   desc.cols = cols;
   desc.count_include_pad = node.attrs.get_int("count_include_pad", 0) != 0;
+  desc.channels = x[1];
+  desc.out_image_floats = lc.image_floats(node.outputs.at(0));  // a strided block of a Concat's output, or 0
+  CNNRT_CHECK(lc.image_floats(node.input(0)) == 0, ErrorCode::Internal, "a pooling of a strided input");
   const auto kind = node.op == "MaxPool" ? kernels::PoolOp::Max : kernels::PoolOp::Average;
   const std::vector<int> inputs = {lc.slot(node.input(0))};
   lc.add_step(node, node.op == "MaxPool" ? "max_pool2d" : "avg_pool2d",
@@ -346,7 +371,8 @@ ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
   }
   CNNRT_CHECK(L.out_floats() == ir::numel(output_shape(lc, node)), ErrorCode::Internal,
               "the convolution's output {} does not match its geometry", ir::shape_str(output_shape(lc, node)));
-  L.e.out_image_floats = lc.out_image_floats(node.outputs.at(0));
+  L.e.out_image_floats = lc.image_floats(node.outputs.at(0));
+  L.in.image_floats = lc.image_floats(node.input(0));
   const kernels::ConvGeometry& g = L.g;
   const kernels::PoolGeometry& p = L.e.pool;
   cs.signature = fmt::format("conv x={} w={} s={}x{} p={},{},{},{} d={}x{} g={} bias={} act={} a={} b={} res={} pool={}",
@@ -358,6 +384,7 @@ ConvStep describe_conv(const ir::Node& node, LowerContext& lc) {
                                 p.pad_left, p.pad_bottom, p.pad_right, p.dil_h, p.dil_w, p.PH, p.PW, p.count_include_pad);
   }
   if (L.e.out_image_floats != 0) cs.signature += fmt::format(" image={}", L.e.out_image_floats);
+  if (L.in.image_floats != 0) cs.signature += fmt::format(" in_image={}", L.in.image_floats);
   return cs;
 }
 std::vector<LoweringEntry> window_lowerings() {

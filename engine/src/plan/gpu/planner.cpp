@@ -190,18 +190,20 @@ void check_free_memory(const GpuPlan& plan, const PlanContext& context, const st
 // A Concat runs in place where its inputs' producers can write straight into their blocks of its output: the
 // Concat is then no step at all. At batch 1 (nothing but extents of 1 before the axis) every block is contiguous,
 // and any producer writes it. With more before the axis (a channel Concat at batch > 1) a block is strided: image
-// n of input k lies at its offset plus n times the output's image; only a convolution writes that (through
-// Epilogue::out_image_floats, in the families that honour it), and only one whose output nothing else reads, with
-// no residual and no fused pooling (kept simple: the families' store paths for those stay dense). Decided per
-// group of values that share storage (views): a group is a block of one Concat at most, and at batch 1 Concats
-// nest (DenseNet: each layer's Concat holds the previous one as its first block). A block must start on the
-// arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs (the caller's
-// buffers), constants and an input given twice keep the copy.
+// n of input k lies at its offset plus n times the outermost Concat output's image. There a block must be written
+// so by its producer and read so by its other readers: produced by a convolution without a residual (which writes
+// through Epilogue::out_image_floats, in the families that honour it; a fused pooling too, where the pooling
+// kernel writes it), a MaxPool or AveragePool, or an in-place Concat (nested: DenseNet's running stack); read,
+// besides the Concat, only by BatchNormalizations (whose kernel, and the convolution reading through one, read an
+// input image stride). Decided per group of values that share storage (views): a group is a block of one Concat
+// at most, and Concats nest (DenseNet: each layer's Concat holds the previous one as its first block). A block
+// must start on the arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs
+// (the caller's buffers), constants and an input given twice keep the copy.
 struct ConcatsInPlace {
   std::vector<int> parent;              // per group root: the root of the Concat output it is a block of, or -1
   std::vector<int64_t> byte_offset;     // where that block starts in the Concat's output (its first image)
-  std::vector<int64_t> image_floats;    // per group root: the Concat output's floats an image when the block is
-                                        // strided, else 0
+  std::vector<int64_t> image_floats;    // per group root: the floats an image of the buffer it lies in when the
+                                        // block is strided (the outermost strided Concat output's), else 0
   std::vector<bool> no_step;            // per node: a Concat that runs in place
   std::vector<std::string> names;       // those Concats, for the plan's notes
 };
@@ -213,26 +215,32 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
   found.image_floats.assign(g.values.size(), 0);
   found.no_step.assign(g.nodes.size(), false);
   auto storable = [&](int v) { return v >= 0 && !g.values[v].is_constant() && g.values[v].shape.has_value(); };
-  // Per value: how many node inputs read it, and how many values share its storage.
-  std::vector<int> readers(g.values.size(), 0), group_size(g.values.size(), 0);
-  for (const ir::Node& node : g.nodes) {
-    for (int v : node.inputs) {
-      if (v >= 0) ++readers[static_cast<size_t>(v)];
+  // Per value: the nodes that read it, and how many values share its storage.
+  std::vector<std::vector<int>> readers(g.values.size());
+  std::vector<int> group_size(g.values.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int v : g.nodes[i].inputs) {
+      if (v >= 0) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
     }
   }
   for (size_t v = 0; v < g.values.size(); ++v) ++group_size[static_cast<size_t>(groups.find(static_cast<int>(v)))];
-  // Whether value v's producer can write it as a strided block: a convolution without residual or pooling whose
-  // output is v alone, read only by the Concat, shared with no view.
-  auto writes_strided_block = [&](int v) {
+  std::vector<int64_t> concat_image(g.values.size(), 0);  // per in-place Concat output at batch > 1: its floats an image
+  // Whether value v can lie as a strided block of Concat `concat`: see above.
+  auto strided_block = [&](int v, int concat) {
     const int p = g.values[static_cast<size_t>(v)].producer;
-    if (p < 0 || readers[static_cast<size_t>(v)] != 1 || groups.find(v) != v || group_size[static_cast<size_t>(v)] != 1) {
+    if (p < 0 || groups.find(v) != v || group_size[static_cast<size_t>(v)] != 1) return false;
+    for (int r : readers[static_cast<size_t>(v)]) {
+      const std::string& op = g.nodes[static_cast<size_t>(r)].op;
+      if (r != concat && op != "BatchNormalization" && op != ir::fused::kFusedBatchNorm) return false;
+    }
+    if (std::count(readers[static_cast<size_t>(v)].begin(), readers[static_cast<size_t>(v)].end(), concat) != 1) {
       return false;
     }
     const ir::Node& producer = g.nodes[static_cast<size_t>(p)];
     if (producer.outputs.size() != 1) return false;
-    if (producer.op == "Conv") return true;
-    return producer.op == ir::fused::kFusedConv && !producer.has_input(ir::fused::kResidualInput) &&
-           !ir::fused::has_pool(producer);
+    if (producer.op == "Conv" || producer.op == "MaxPool" || producer.op == "AveragePool") return true;
+    if (producer.op == ir::fused::kFusedConv) return !producer.has_input(ir::fused::kResidualInput);
+    return producer.op == "Concat" && found.no_step[static_cast<size_t>(p)] && concat_image[static_cast<size_t>(v)] != 0;
   };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
@@ -244,7 +252,7 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
     for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
     const int out_root = groups.find(node.outputs[0]);
     if (group_slot[out_root] >= 0) continue;
-    // Strided blocks: only along the channel axis (what a convolution's image stride describes).
+    // Strided blocks: only along the channel axis (what an image stride describes).
     const bool strided = outer != 1;
     if (strided && axis != 1) continue;
     std::vector<int> roots;
@@ -255,7 +263,8 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
       const int root = groups.find(v);
       const int64_t bytes = at * inner * static_cast<int64_t>(sizeof(float));
       if (group_slot[root] >= 0 || found.parent[root] >= 0 || root == out_root || bytes % kArenaAlignment != 0 ||
-          std::find(roots.begin(), roots.end(), root) != roots.end() || (strided && !writes_strided_block(v))) {
+          std::find(roots.begin(), roots.end(), root) != roots.end() ||
+          (strided && !strided_block(v, static_cast<int>(i)))) {
         break;
       }
       roots.push_back(root);
@@ -268,8 +277,16 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
       found.byte_offset[roots[k]] = offsets[k];
       if (strided) found.image_floats[roots[k]] = shape[1] * inner;
     }
+    if (strided) concat_image[static_cast<size_t>(node.outputs[0])] = shape[1] * inner;
     found.no_step[i] = true;
     found.names.push_back(ir::node_short_name(node));
+  }
+  // A strided block of a strided block lies in the outer one's buffer: its images are the outermost's apart.
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (found.image_floats[v] == 0) continue;
+    int outer = found.parent[v];
+    while (found.image_floats[static_cast<size_t>(outer)] != 0) outer = found.parent[static_cast<size_t>(outer)];
+    found.image_floats[v] = concat_image[static_cast<size_t>(outer)];
   }
   return found;
 }
@@ -392,7 +409,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   auto writes_strided_block = [&](const std::vector<int>& nodes) {
     return std::any_of(nodes.begin(), nodes.end(), [&](int n) {
       const std::vector<int>& outputs = g.nodes[static_cast<size_t>(n)].outputs;
-      return std::any_of(outputs.begin(), outputs.end(), [&](int v) { return lower.out_image_floats(v) != 0; });
+      return std::any_of(outputs.begin(), outputs.end(), [&](int v) { return lower.image_floats(v) != 0; });
     });
   };
   for (size_t i = 0; i < g.nodes.size(); ++i) {

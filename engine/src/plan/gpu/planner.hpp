@@ -32,15 +32,15 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
 // What lowering functions get: slots for the node's values, weights, and a way to add steps.
 class LowerContext {
  public:
-  // `out_image_floats`: per IR value, its buffer's floats an image where the value is a strided block of an
-  // in-place Concat's output, else 0 (or empty: none is).
+  // `image_floats`: per IR value, its buffer's floats an image where the value is a strided block of an in-place
+  // Concat's output, else 0 (or empty: none is).
   LowerContext(const ir::Graph& graph_in, PlanContext& context_in, GpuPlan& plan, std::vector<int>& value_slots,
-               std::vector<int64_t> out_image_floats = {})
+               std::vector<int64_t> image_floats = {})
       : graph(graph_in),
         context(context_in),
         plan_(plan),
         value_slots_(value_slots),
-        out_image_floats_(std::move(out_image_floats)) {}
+        image_floats_(std::move(image_floats)) {}
 
   // The slot holding IR value `value` (constants become weight slots, uploaded on first use).
   int slot(int value);
@@ -57,10 +57,11 @@ class LowerContext {
   // append_steps puts steps into the plan.
   std::vector<Step> lower_apart(const std::function<void()>& lower);
   void append_steps(std::vector<Step> steps);
-  // The floats from one image of `value` to the next where it is written as a strided block of a Concat's output
-  // (Epilogue::out_image_floats), else 0: dense.
-  int64_t out_image_floats(int value) const {
-    return value >= 0 && static_cast<size_t>(value) < out_image_floats_.size() ? out_image_floats_[static_cast<size_t>(value)] : 0;
+  // The floats from one image of `value` to the next where it lies as a strided block of a Concat's output (its
+  // producer writes it so, Epilogue::out_image_floats, and its readers read it so, InputPrologue::image_floats),
+  // else 0: dense.
+  int64_t image_floats(int value) const {
+    return value >= 0 && static_cast<size_t>(value) < image_floats_.size() ? image_floats_[static_cast<size_t>(value)] : 0;
   }
   // A slot's description; a line for the plan's notes.
   const Slot& slot_info(int slot) const { return plan_.slots.at(static_cast<size_t>(slot)); }
@@ -72,7 +73,7 @@ class LowerContext {
  private:
   GpuPlan& plan_;
   std::vector<int>& value_slots_;
-  std::vector<int64_t> out_image_floats_;
+  std::vector<int64_t> image_floats_;
   std::vector<Step>* sink_ = &plan_.steps;  // where add_step appends
 };
 
