@@ -114,15 +114,17 @@ std::string fire_model() {
   return m.bytes();
 }
 
-TEST_CASE("at batch > 1 a channel Concat of convolutions read by it alone runs in place, its blocks strided") {
-  const std::string bytes = fire_model();
-  // Measured choices, then each family that writes an image stride forced, and the reference; `separate_steps`
-  // keeps the fire's convolutions apart (unmerged) so that they write their strided blocks.
-  for (const char* forced : {"separate_steps", "tc", "igemm", "dot", "direct_reference"}) {
-    for (int64_t batch : {1, 2, 3, 7}) {
-      CAPTURE(forced);
+// The one-output model `bytes` (input [batch, channels, 8, 8]) planned with each kernel of `forced` at each batch:
+// the plan runs the Concats `in_place` names in place, and the output matches the CPU backend's.
+void check_in_place(const std::string& bytes, const char* name, int64_t channels,
+                    std::initializer_list<const char*> forced, std::initializer_list<int64_t> batches,
+                    const std::string& in_place, uint32_t seed) {
+  for (const char* kernel : forced) {
+    for (int64_t batch : batches) {
+      CAPTURE(kernel);
       CAPTURE(batch);
-      const std::vector<Tensor> inputs = {{{batch, 8, 8, 8}, random_floats(static_cast<size_t>(batch * 8 * 64), 90)}};
+      const size_t n = static_cast<size_t>(batch * channels * 64);
+      const std::vector<Tensor> inputs = {{{batch, channels, 8, 8}, random_floats(n, seed)}};
       std::vector<std::vector<Tensor>> outputs;
       std::string plan;
       for (Device device : {Device::Cpu, Device::Gpu}) {
@@ -130,18 +132,25 @@ TEST_CASE("at batch > 1 a channel Concat of convolutions read by it alone runs i
         options.device = device;
         options.batch_sizes = {batch};
         options.tuning_cache = "none";
-        options.force_kernel = forced;
-        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "fire.onnx");
+        options.force_kernel = kernel;
+        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, name);
         Context context(model);
         outputs.push_back(context.run(inputs));
         if (device == Device::Gpu) plan = model.describe_plan(batch);
       }
       INFO(plan);
-      CHECK(plan.find("concats in place (no copy): fire, apart\n") != std::string::npos);
+      CHECK(plan.find("concats in place (no copy): " + in_place + "\n") != std::string::npos);
       REQUIRE(outputs[0].size() == 1);
       CHECK(max_rel_error(outputs[1][0], outputs[0][0]) < 1e-4);
     }
   }
+}
+
+TEST_CASE("at batch > 1 a channel Concat of convolutions read by it alone runs in place, its blocks strided") {
+  // Measured choices, then each family that writes an image stride forced, and the reference; `separate_steps`
+  // keeps the fire's convolutions apart (unmerged) so that they write their strided blocks.
+  check_in_place(fire_model(), "fire.onnx", 8, {"separate_steps", "tc", "igemm", "dot", "direct_reference"}, {1, 2, 3, 7},
+                 "fire, apart", 90);
 }
 
 // DenseNet in small: x [N, 3, 8, 8] -> s = Conv3x3 (16); per layer, y = Conv3x3(Relu(Conv1x1(Relu(BN(stack))))) (8)
@@ -188,33 +197,10 @@ std::string dense_block_model() {
 }
 
 TEST_CASE("at batch > 1 DenseNet's nested Concats run in place, their stacks strided and read so by the normalizations") {
-  const std::string bytes = dense_block_model();
   // Measured choices; dot forced (its `pre` kernels read the stacks through the normalizations); each family that
   // writes an image stride; the reference.
-  for (const char* forced : {"", "separate_steps", "dot", "tc", "igemm", "direct_reference"}) {
-    for (int64_t batch : {1, 2, 3}) {
-      CAPTURE(forced);
-      CAPTURE(batch);
-      const std::vector<Tensor> inputs = {{{batch, 3, 8, 8}, random_floats(static_cast<size_t>(batch * 3 * 64), 230)}};
-      std::vector<std::vector<Tensor>> outputs;
-      std::string plan;
-      for (Device device : {Device::Cpu, Device::Gpu}) {
-        Options options;
-        options.device = device;
-        options.batch_sizes = {batch};
-        options.tuning_cache = "none";
-        options.force_kernel = forced;
-        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "dense_block.onnx");
-        Context context(model);
-        outputs.push_back(context.run(inputs));
-        if (device == Device::Gpu) plan = model.describe_plan(batch);
-      }
-      INFO(plan);
-      CHECK(plan.find("concats in place (no copy): cat1, cat2, cat3\n") != std::string::npos);
-      REQUIRE(outputs[0].size() == 1);
-      CHECK(max_rel_error(outputs[1][0], outputs[0][0]) < 1e-4);
-    }
-  }
+  check_in_place(dense_block_model(), "dense_block.onnx", 3, {"", "separate_steps", "dot", "tc", "igemm", "direct_reference"},
+                 {1, 2, 3}, "cat1, cat2, cat3", 230);
 }
 
 }  // namespace
