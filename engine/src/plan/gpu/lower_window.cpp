@@ -83,6 +83,16 @@ std::function<void(const float*, float*, Stream)> pool_launch(const kernels::Con
   return [kind, desc](const float* in, float* out, Stream s) { kernels::launch_pool2d(kind, in, out, desc, s); };
 }
 
+// Copies `images` images of `floats` each from `from` (one every `from_stride` floats) to `to` (one every
+// `to_stride`), on the device.
+void copy_images(float* to, int64_t to_stride, const float* from, int64_t from_stride, int64_t floats, int64_t images,
+                 Stream s) {
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  cudaMemcpy2DAsync(to, static_cast<size_t>(to_stride) * sizeof(float), from,
+                    static_cast<size_t>(from_stride) * sizeof(float), bytes, static_cast<size_t>(images),
+                    cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s));
+}
+
 // The reference: the plain direct kernel, then residual, activation and pooling as separate launches
 // (pooling through a workspace holding the full-resolution conv output). An input or output with an image stride is
 // copied image by image into a dense one in the workspace, or from it.
@@ -110,9 +120,7 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
     const float* x = in[0];
     if (dense_in_floats) {
       float* dense_in = workspace + (L.pooled() ? conv_floats : 0) + dense_floats;
-      const size_t image = static_cast<size_t>(in_image) * sizeof(float);
-      cudaMemcpy2DAsync(dense_in, image, x, static_cast<size_t>(L.in.image_floats) * sizeof(float), image,
-                        static_cast<size_t>(L.g.N), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s));
+      copy_images(dense_in, in_image, x, L.in.image_floats, in_image, L.g.N, s);
       x = dense_in;
     }
     kernels::launch_conv2d_direct(x, weights, L.e.bias, conv_out, L.g, s);
@@ -122,9 +130,7 @@ KernelCandidate reference_candidate(const kernels::ConvLayer& L, const float* we
     }
     if (pool) pool(conv_out, dense_out, s);
     if (dense_floats) {
-      const size_t image = static_cast<size_t>(L.out_image_dense()) * sizeof(float);
-      cudaMemcpy2DAsync(out[0], static_cast<size_t>(L.e.out_image_floats) * sizeof(float), dense_out, image, image,
-                        static_cast<size_t>(L.g.N), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s));
+      copy_images(out[0], L.e.out_image_floats, dense_out, L.out_image_dense(), L.out_image_dense(), L.g.N, s);
     }
   };
   return c;
