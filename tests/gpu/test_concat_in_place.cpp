@@ -53,23 +53,38 @@ std::string dense_model() {
   return m.bytes();
 }
 
+// The model `bytes` run on `inputs` by the CPU backend (outputs[0]) and the GPU (outputs[1], with `forced` as
+// --force-kernel), tuned afresh, and the GPU plan at the inputs' batch.
+struct CpuAndGpu {
+  std::vector<std::vector<Tensor>> outputs;
+  std::string plan;
+};
+CpuAndGpu run_on_cpu_and_gpu(const std::string& bytes, const char* name, const std::vector<Tensor>& inputs,
+                             const char* forced = "") {
+  const int64_t batch = inputs.at(0).shape.at(0);
+  CpuAndGpu r;
+  for (Device device : {Device::Cpu, Device::Gpu}) {
+    Options options;
+    options.device = device;
+    options.batch_sizes = {batch};
+    options.tuning_cache = "none";
+    options.force_kernel = forced;
+    const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, name);
+    Context context(model);
+    r.outputs.push_back(context.run(inputs));
+    if (device == Device::Gpu) r.plan = model.describe_plan(batch);
+  }
+  return r;
+}
+
 TEST_CASE("a channel Concat at batch 1 runs in place, nested; the Concats that must copy still copy") {
   const std::string bytes = dense_model();
   for (int64_t batch : {1, 2}) {
     CAPTURE(batch);
     const std::vector<Tensor> inputs = {{{batch, 4, 8, 8}, random_floats(static_cast<size_t>(batch * 256), 60)}};
-    std::vector<std::vector<Tensor>> outputs;
-    std::string plan;
-    for (Device device : {Device::Cpu, Device::Gpu}) {
-      Options options;
-      options.device = device;
-      options.batch_sizes = {batch};
-      options.tuning_cache = "none";
-      const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "dense.onnx");
-      Context context(model);
-      outputs.push_back(context.run(inputs));
-      if (device == Device::Gpu) plan = model.describe_plan(batch);
-    }
+    const CpuAndGpu run = run_on_cpu_and_gpu(bytes, "dense.onnx", inputs);
+    const std::vector<std::vector<Tensor>>& outputs = run.outputs;
+    const std::string& plan = run.plan;
     INFO(plan);
     const std::string note = "concats in place (no copy): cat1, cat2, wide\n";
     if (batch == 1) {
@@ -125,19 +140,9 @@ void check_in_place(const std::string& bytes, const char* name, int64_t channels
       CAPTURE(batch);
       const size_t n = static_cast<size_t>(batch * channels * 64);
       const std::vector<Tensor> inputs = {{{batch, channels, 8, 8}, random_floats(n, seed)}};
-      std::vector<std::vector<Tensor>> outputs;
-      std::string plan;
-      for (Device device : {Device::Cpu, Device::Gpu}) {
-        Options options;
-        options.device = device;
-        options.batch_sizes = {batch};
-        options.tuning_cache = "none";
-        options.force_kernel = kernel;
-        const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, name);
-        Context context(model);
-        outputs.push_back(context.run(inputs));
-        if (device == Device::Gpu) plan = model.describe_plan(batch);
-      }
+      const CpuAndGpu run = run_on_cpu_and_gpu(bytes, name, inputs, kernel);
+      const std::vector<std::vector<Tensor>>& outputs = run.outputs;
+      const std::string& plan = run.plan;
       INFO(plan);
       CHECK(plan.find("concats in place (no copy): " + in_place + "\n") != std::string::npos);
       REQUIRE(outputs[0].size() == 1);
