@@ -21,6 +21,7 @@
 #include "kernels/dw_pw.cuh"
 #include "kernels/mbconv.cuh"
 #include "kernels/net.cuh"
+#include "kernels/seqnet.cuh"
 #include "kernels/squeeze_excite.cuh"
 #include "plan/tuning_cache.hpp"
 
@@ -43,7 +44,8 @@ namespace {
 
 // The kernels offered outside the convolution registry, against the steps they replace: the chain kernel's
 // variants as built, the dense chain kernel's, the squeeze-excitation kernel's, the depthwise + pointwise
-// kernel's, the inverted residual block kernel's (one block or a chain of them) and the network kernel's.
+// kernel's, the inverted residual block kernel's (one block or a chain of them), the network kernel's and the
+// sequence kernel's.
 std::vector<std::string> fusion_kernel_names() {
   std::vector<std::string> names = kernels::conv_chain_variant_names();
   for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
@@ -52,6 +54,7 @@ std::vector<std::string> fusion_kernel_names() {
   for (std::string& n : kernels::mbconv_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::net_variant_names()) names.push_back(n + "_cut*");  // the cut: which node it starts at
+  for (std::string& n : kernels::seqnet_variant_names()) names.push_back(n + "_cut*");
   return names;
 }
 
@@ -93,7 +96,7 @@ void check_forced_kernel(const std::string& name) {
   }
   fail(ErrorCode::Usage,
        "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
-       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'net', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
+       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'net', 'seqnet', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }
 
@@ -101,6 +104,7 @@ namespace {
 
 constexpr int kLaunchesPerSample = 10;  // launches captured in one graph: amortises launch gaps
 constexpr int kSamples = 7;             // graph replays timed; the median is kept
+constexpr int kSingleSamples = 31;      // replays of one launch timed (TuneShapes::single_replays): noisier
 
 class MeasuringTuner final : public Tuner {
  public:
@@ -219,7 +223,7 @@ class MeasuringTuner final : public Tuner {
         choice.timings.push_back({cand.name, -1});
         continue;
       }
-      const double us = time_candidate(cand, args.data(), out_ptrs, stream);
+      const double us = time_candidate(cand, args.data(), out_ptrs, stream, shapes.single_replays);
       choice.timings.push_back({cand.name, us});
       if ((c != reference || !oracle) && us < best) {
         best = us;
@@ -248,10 +252,12 @@ class MeasuringTuner final : public Tuner {
     return std::sqrt(num) <= 1e-5 * std::sqrt(den) + 1e-6;
   }
 
-  // Median over kSamples of (time of kLaunchesPerSample back-to-back launches in one CUDA graph) / launches.
+  // Median over kSamples of (time of kLaunchesPerSample back-to-back launches in one CUDA graph) / launches; or, for
+  // `single` replays, over kSingleSamples replays of a graph of one launch.
   static double time_candidate(const KernelCandidate& cand, const float* const* in, float* const* out,
-                               cudaStream_t stream) {
-    return gpu::median(gpu::time_captured_runs(stream, kLaunchesPerSample, kSamples,
+                               cudaStream_t stream, bool single) {
+    return gpu::median(gpu::time_captured_runs(stream, single ? 1 : kLaunchesPerSample,
+                                               single ? kSingleSamples : kSamples,
                                                [&] { cand.launch(in, out, stream); }));
   }
 

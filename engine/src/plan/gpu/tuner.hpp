@@ -38,6 +38,10 @@ struct KernelCandidate {
 struct TuneShapes {
   std::vector<int64_t> input_floats;  // element count of each data input the launch reads (random-filled)
   int64_t output_floats = 0;          // element count of the output
+  // Time one launch a sample instead of back-to-back launches: for candidates that are the whole plan (a network
+  // in one launch against all its steps), measured as the plan runs, one replay at a time (a kernel whose
+  // prologue overlaps the launch before it gains back to back what a single replay does not give it).
+  bool single_replays = false;
 };
 
 struct Choice {
