@@ -15,7 +15,7 @@ build=${BUNDLE_BUILD:-build/release}  # another build folder (one of fewer archi
 bin=$build/bin
 dest=.device
 programs=("$bin/cnnrt" "$bin/gpu_tests" "$bin/conv_lab" "$bin/cluster_sync_check"
-          "$bin/launch_floor" "$bin/wgmma_peak")
+          "$bin/launch_floor" "$bin/wgmma_peak" "$bin/net_lab" "$bin/seqnet_lab")
 # gdb too, when this machine has it: the GPU machine has no debugger, and gpu_round.sh reruns a crash under it.
 # BUNDLE_GDB=0 leaves it (and the Python it embeds) out, for a smaller bundle.
 gdb_path=""

@@ -6,7 +6,8 @@
 // stages of a CNN: the later, the fewer multiply-adds the generic kernel has to do; the first and the last ones up to
 // kMaxCuts); a candidate is the steps before its cut replayed, then the kernel,
 // so that every candidate computes the same thing from the same inputs as the reference, the steps from the first
-// cut on. The tuner checks each against the reference and times it; the choice is cached like every other.
+// cut on. The sequence kernel (kernels/seqnet.cuh) is offered the same cuts where their ops form a chain it runs.
+// The tuner checks each against the reference and times it; the choice is cached like every other.
 #include "plan/gpu/lower_net.hpp"
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
 #include "kernels/net.cuh"
+#include "kernels/seqnet.cuh"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 
@@ -396,13 +398,13 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   const ir::Graph& g = lc.graph;
   if (offer.nodes.empty() || g.inputs.size() != 1 || plan.output_slots.size() != 1) return;
   const ir::Shape& input = g.shape_of(g.inputs[0]);
-  if (input.empty() || input[0] > kernels::kNetMaxBatch) return;
+  if (input.empty() || input[0] > std::max(kernels::kNetMaxBatch, kernels::kSeqMaxBatch)) return;
   const int64_t batch = input[0];
-  const std::vector<kernels::NetVariant> variants = kernels::net_variants(lc.context.device.arch());
-  if (variants.empty()) {
-    lc.note("network kernel: not offered (it needs thread-block clusters: compute capability 9.0)");
-    return;
-  }
+  // The network kernel (clusters: compute capability 9.0) up to its batch; the sequence kernel where it runs the
+  // ops (one block an image on any GPU, clusters from 9.0).
+  const std::vector<kernels::NetVariant> variants =
+      batch <= kernels::kNetMaxBatch ? kernels::net_variants(lc.context.device.arch()) : std::vector<kernels::NetVariant>{};
+  const std::vector<kernels::SeqVariant> seq_variants = kernels::seqnet_variants(lc.context.device.arch());
   // The nodes within the multiply-adds a cut may have (their steps' flops from each node's first step on).
   const size_t n = offer.nodes.size();
   const size_t end = plan.steps.size();
@@ -510,10 +512,14 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     size_t cut;
     kernels::NetVariant variant;
     Table table;
+    std::shared_ptr<const kernels::SeqProgram> seq;  // the sequence kernel's program instead, with its table uploaded
+    const kernels::SeqLayer* seq_layers = nullptr;
   };
   std::vector<Option> options;
   const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   std::string signature = fmt::format("net batch={} cuts={}", batch, cuts.size());
+  std::string seq_why;  // why the sequence kernel does not run the first cut it does not
+  int seq_offered = 0;
   for (size_t c = 0; c < cuts.size(); ++c) {
     signature += fmt::format(" {}:{}", cuts[c].ops.size(), ops_fingerprint(cuts[c].ops));
     std::vector<Step> prefix(plan.steps.begin() + static_cast<std::ptrdiff_t>(cuts[0].step),
@@ -542,13 +548,51 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
                             staging, static_cast<cudaStream_t>(s));
       };
       candidates.push_back(std::move(cand));
-      options.push_back({c, v, std::move(table)});
+      options.push_back({c, v, std::move(table), nullptr, nullptr});
+    }
+    for (const kernels::SeqVariant& v : seq_variants) {
+      std::string why;
+      std::optional<kernels::SeqProgram> program = kernels::build_seqnet(cuts[c].ops, v.ranks, optin, &why);
+      if (!program) {
+        if (seq_why.empty()) {
+          seq_why = fmt::format("from {}: {}",
+                                ir::node_short_name(g.nodes[static_cast<size_t>(offer.nodes[cuts[c].k])]), why);
+        }
+        continue;
+      }
+      ++seq_offered;
+      program->packed = program->weight_floats > 0
+                            ? lc.context.weights.upload(kernels::seqnet_packed_weights(*program),
+                                                        fmt::format("seqnet_weights_cl{}", v.ranks))
+                            : nullptr;
+      auto seq = std::make_shared<const kernels::SeqProgram>(std::move(*program));
+      const auto* layers = static_cast<const kernels::SeqLayer*>(lc.context.weights.upload_bytes(
+          seq->layers.data(), seq->layers.size() * sizeof(kernels::SeqLayer), "seqnet_layers"));
+      const TuningLayout::Ref x = layout->ref(cuts[c].ops.front().in0), y = layout->ref(out_slot);
+      const size_t n_in = layout->inputs();
+      KernelCandidate cand;
+      cand.name = fmt::format("{}_cut{}", v.name, c);
+      cand.config = fmt::format("{} layers from {} in shared memory, a cluster of {} blocks an image", seq->layers.size(),
+                                ir::node_short_name(g.nodes[static_cast<size_t>(offer.nodes[cuts[c].k])]), v.ranks);
+      cand.launch = [before, seq, layers, x, y, n_in, batch](const float* const* in, float* const* out, Stream s) {
+        if (before) before(in, out, s);
+        kernels::launch_seqnet(*seq, layers, TuningLayout::resolve(x, in, n_in, out),
+                               TuningLayout::resolve(y, in, n_in, out), static_cast<int>(batch),
+                               static_cast<cudaStream_t>(s));
+      };
+      candidates.push_back(std::move(cand));
+      options.push_back({c, {}, {}, seq, layers});
     }
   }
+  if (seq_offered == 0) lc.note(fmt::format("sequence kernel: not offered ({})", seq_why));
+  if (candidates.size() == 1) return;
   for (KernelCandidate& c : candidates) c.workspace_floats = layout->workspace_floats();
   TuneShapes shapes;
   for (int s : in_slots) shapes.input_floats.push_back(lc.slot_info(s).bytes / static_cast<int64_t>(sizeof(float)));
   shapes.output_floats = lc.slot_info(out_slot).bytes / static_cast<int64_t>(sizeof(float));
+  // From the plan's first step, every candidate is the whole plan: timed as it runs, one replay at a time.
+  shapes.single_replays = cuts[0].step == 0;
+  if (shapes.single_replays) signature += " single";
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const std::string what = fmt::format("network kernel from {}", ir::node_short_name(first_node));
   if (choice.index == 0) {
@@ -558,6 +602,31 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   const Option& chosen = options[choice.index - 1];
   const Cut& cut = cuts[chosen.cut];
   const KernelCandidate& winner = candidates[choice.index];
+  ir::Node covered;
+  covered.op = "Network";
+  for (size_t j = cut.k; j < n; ++j) {
+    const ir::Node& node = g.nodes[static_cast<size_t>(offer.nodes[j])];
+    covered.covers.insert(covered.covers.end(), node.covers.begin(), node.covers.end());
+    covered.outputs = node.outputs;
+  }
+  auto replace_steps = [&](Step step) {
+    step.output_shape = g.shape_of(g.outputs[0]);
+    step.candidates = choice.timings;
+    for (size_t s = cut.step; s < end; ++s) step.flops += plan.steps[s].flops;
+    lc.note(fmt::format("{}: one launch, {} for {} steps ({})", what, winner.name, end - cut.step, timing_text(choice)));
+    plan.steps.erase(plan.steps.begin() + static_cast<std::ptrdiff_t>(cut.step), plan.steps.end());
+    plan.steps.push_back(std::move(step));
+  };
+  if (chosen.seq) {
+    const std::shared_ptr<const kernels::SeqProgram> seq = chosen.seq;
+    const kernels::SeqLayer* layers = chosen.seq_layers;
+    replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, {cut.ops.front().in0},
+                               {out_slot}, [seq, layers, batch](const float* const* in, float* const* out, Stream s) {
+                                 kernels::launch_seqnet(*seq, layers, in[0], out[0], static_cast<int>(batch),
+                                                        static_cast<cudaStream_t>(s));
+                               }));
+    return;
+  }
   // The step: every tensor of the table is an input (their addresses are the kernel's parameter), the output too.
   std::vector<int> inputs;
   std::vector<int> where;  // per tensor: its index among the inputs, or -1 for the output
@@ -574,26 +643,13 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   const int n_ops = static_cast<int>(chosen.table.ops.size());
   const int staging = chosen.table.staging_floats;
   const kernels::NetVariant v = chosen.variant;
-  ir::Node covered;
-  covered.op = "Network";
-  for (size_t j = cut.k; j < n; ++j) {
-    const ir::Node& node = g.nodes[static_cast<size_t>(offer.nodes[j])];
-    covered.covers.insert(covered.covers.end(), node.covers.begin(), node.covers.end());
-    covered.outputs = node.outputs;
-  }
-  Step step = lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
+  replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
                            [where, ops, n_ops, staging, v, batch](const float* const* in, float* const* out, Stream s) {
                              std::vector<const float*> tensors;
                              for (int w : where) tensors.push_back(w < 0 ? out[0] : in[w]);
                              kernels::launch_net(v, ops, n_ops, tensors.data(), static_cast<int>(tensors.size()),
                                                  static_cast<int>(batch), staging, static_cast<cudaStream_t>(s));
-                           });
-  step.output_shape = g.shape_of(g.outputs[0]);
-  step.candidates = choice.timings;
-  for (size_t s = cut.step; s < end; ++s) step.flops += plan.steps[s].flops;
-  lc.note(fmt::format("{}: one launch, {} for {} steps ({})", what, winner.name, end - cut.step, timing_text(choice)));
-  plan.steps.erase(plan.steps.begin() + static_cast<std::ptrdiff_t>(cut.step), plan.steps.end());
-  plan.steps.push_back(std::move(step));
+                           }));
 }
 
 }  // namespace cnnrt::plan

@@ -1,5 +1,5 @@
-// Offers the last layers of a network to the network kernel (kernels/net.cuh): one launch in place of their steps,
-// where it measures faster.
+// Offers the last layers of a network to the network kernel (kernels/net.cuh) and the sequence kernel
+// (kernels/seqnet.cuh): one launch in place of their steps, where it measures faster.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +19,11 @@ struct NetOffer {
   SlotAliases aliases;           // the blocks of in-place Concats
 };
 
-// Where the network kernel runs the nodes from some cut on (batch <= kernels::kNetMaxBatch, compute capability 9.0,
-// every node from the cut on of a kind it runs) and one of its variants, with the steps before the cut, measures
-// faster than the steps, the plan's steps from the cut on become one step. A note says what was measured.
+// Where the network kernel (batch <= kernels::kNetMaxBatch, compute capability 9.0) or the sequence kernel
+// (kernels/seqnet.cuh: batch <= kernels::kSeqMaxBatch, a chain of layers whose activations fit in shared memory)
+// runs the nodes from some cut on (every node from the cut on of a kind it runs) and one of their variants, with
+// the steps before the cut, measures faster than the steps, the plan's steps from the cut on become one step. A
+// note says what was measured.
 void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan);
 
 }  // namespace cnnrt::plan

@@ -1,0 +1,709 @@
+// The sequence kernel (seqnet.cuh): one cluster an image runs a chain of layers, its activations in shared memory.
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/cluster_ranks.cuh"
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/row_reduce.cuh"
+#include "kernels/seqnet.cuh"
+
+namespace cnnrt::kernels {
+
+namespace {
+
+constexpr int kSeqWarps = kSeqThreads / 32;
+
+// The floats of a staged tap-major weight row of `cb` filters (16-byte aligned rows, for the vector reads).
+__host__ __device__ inline int seq_weight_row(int cb) { return (cb + 3) / 4 * 4; }
+
+struct SeqParams {
+  const SeqLayer* layers;
+  int n_layers;
+  int ranks;
+  int table_floats, buffer_floats, partial_floats, weight_floats;
+  int in_image, out_image;
+  const float* packed;
+  const float* x;
+  float* y;
+  unsigned long long* trace;  // null, or the phases' times of block 0 (seqnet_lab): 4 + 3 a layer
+};
+
+// The lab's trace (seqnet_lab): block 0's first thread records the global timer at point `at`.
+__device__ __forceinline__ void trace_point(unsigned long long* trace, int at) {
+  if (trace && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    trace[at] = t;
+  }
+}
+
+// The activation, one copy of its code for every layer that applies one.
+__device__ __noinline__ float seq_activate(float v, ParamAct act, float alpha, float beta) {
+  return param_activate(v, act, alpha, beta);
+}
+__device__ __forceinline__ float seq_act(float v, const SeqLayer& l) {
+  return l.act == ParamAct::None ? v : seq_activate(v, l.act, l.alpha, l.beta);
+}
+
+// Where layer `l`'s outputs go: the last layer's into this image's dense output in global memory; the others' into
+// this rank's next buffer, whose share of channels (values and zero halo) then goes to every other rank (share()).
+struct Sink {
+  const SeqLayer& l;
+  float* next;  // this block's next buffer (the same offset in every rank)
+  float* y;     // non-null: the last layer's output image
+  __device__ void put(int c, int oy, int ox, float v) const {
+    if (y) {
+      y[(c * l.OH + oy) * l.OW + ox] = v;
+      return;
+    }
+    next[c * l.out_cs + oy * l.out_rs + ox + l.out_off] = v;
+  }
+  // The zero halo around channels [c_lo, c_hi) of the next buffer: the rows above and below the interior, and the
+  // columns left and right of it in its rows.
+  __device__ void zero_halo(int c_lo, int c_hi) const {
+    if (y) return;
+    const int wp = l.out_wp, pt = l.out_pt, pl = l.out_pl;
+    const int top = pt * wp, sides = wp - l.OW, bottom = (l.out_hp - pt - l.OH) * wp;
+    const int per_channel = top + l.OH * sides + bottom;
+    if (per_channel == 0) return;
+    for (int i = threadIdx.x; i < (c_hi - c_lo) * per_channel; i += kSeqThreads) {
+      const int c = c_lo + i / per_channel;
+      int q = i % per_channel, row, col;
+      if (q < top) {
+        row = q / wp, col = q % wp;
+      } else if ((q -= top) < l.OH * sides) {
+        row = pt + q / sides, col = q % sides;
+        if (col >= pl) col += l.OW;
+      } else {
+        q -= l.OH * sides;
+        row = pt + l.OH + q / wp, col = q % wp;
+      }
+      next[c * l.out_cs + row * l.out_rs + col] = 0.0f;
+    }
+  }
+  // Channels [c_lo, c_hi) of this rank's next buffer (one contiguous run: the channels' planes) into every other
+  // rank's, 16 bytes a store where the run is aligned; each rank starts with the rank after it. After a block
+  // barrier (the block's stores complete).
+  __device__ void share(int c_lo, int c_hi, int rank, int ranks) const {
+#if !CNNRT_ARCH_BELOW(900)
+    if (y || ranks == 1 || c_hi <= c_lo) return;
+    const int a = c_lo * l.out_cs, b = c_hi * l.out_cs;
+    const int a4 = (a + 3) / 4 * 4, b4 = max(a4, b / 4 * 4);
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    // Each value read once, then stored into every rank back to back (a read after a remote store would wait for
+    // it: the addresses may alias).
+    for (int i = a4 + static_cast<int>(threadIdx.x) * 4; i < b4; i += kSeqThreads * 4) {
+      const float4 v = *reinterpret_cast<const float4*>(next + i);
+      for (int step = 1; step < ranks; ++step) {
+        *reinterpret_cast<float4*>(cluster.map_shared_rank(next, (rank + step) % ranks) + i) = v;
+      }
+    }
+    // The unaligned ends, up to three floats each: threads 0-3 the first, 4-7 the last.
+    const int t = static_cast<int>(threadIdx.x);
+    const int e = t < 4 ? (a + t < min(a4, b) ? a + t : -1) : t < 8 && b4 + t - 4 < b && b4 + t - 4 >= a4 ? b4 + t - 4 : -1;
+    if (e >= 0) {
+      const float v = next[e];
+      for (int step = 1; step < ranks; ++step) cluster.map_shared_rank(next, (rank + step) % ranks)[e] = v;
+    }
+#endif
+  }
+};
+
+// FB consecutive staged weights (filters f0 .. f0 + FB - 1 of one tap), in one read where FB is 2, 4 or 8.
+template <int FB>
+__device__ __forceinline__ void load_weights(const float* at, float (&w)[FB]) {
+  if constexpr (FB == 8) {
+    const float4 a = reinterpret_cast<const float4*>(at)[0], b = reinterpret_cast<const float4*>(at)[1];
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+  } else if constexpr (FB == 4) {
+    const float4 a = *reinterpret_cast<const float4*>(at);
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
+  } else if constexpr (FB == 2) {
+    const float2 a = *reinterpret_cast<const float2*>(at);
+    w[0] = a.x, w[1] = a.y;
+  } else {
+    w[0] = at[0];
+  }
+}
+
+// A convolution's sums for filters [f_lo, f_hi) a warp item at a time (FB filters x 32 * PB positions, and a share
+// of the taps where l.ks > 1), into `partials` ([ks][filter][position]) for the epilogue's pass. The rank's
+// weights are staged tap-major ([tap][filter from f_lo], rows of seq_weight_row(cb) floats) at `ws`; `taps[t]` is
+// tap t's offset in the input (channel, row and column of the filter), so the sums run over one index. (The sums
+// alone: every instantiation is code the layers fetch in turn, so the epilogue is one copy for all of them.)
+template <int FB, int PB>
+__device__ void conv_direct(const SeqLayer& l, const float* in, const float* ws, const int* taps, float* partials,
+                            int f_lo, int f_hi) {
+  const ConvGeometry& g = l.g;
+  const int cg = g.C / g.groups, fg = g.F / g.groups;
+  const int T = cg * g.KH * g.KW, ks_n = l.ks, per = (T + ks_n - 1) / ks_n;
+  const int P = g.OH * g.OW, OW = g.OW, nf = f_hi - f_lo, row = seq_weight_row(l.cb);
+  const int tiles = (P + 32 * PB - 1) / (32 * PB);
+  const int items = nf / FB * tiles * ks_n;
+  const int lane = threadIdx.x & 31;
+  const int in_cs = l.in_cs, in_rs = l.in_rs, sh = g.stride_h, sw = g.stride_w;
+  const int origin = l.in_off - g.pad_top * in_rs - g.pad_left;
+  for (int it = threadIdx.x >> 5; it < items; it += kSeqWarps) {
+    const int ks = it % ks_n, rest = it / ks_n;
+    const int fi = rest / tiles, tile = rest - fi * tiles;
+    const int fl0 = fi * FB, f0 = f_lo + fl0;
+    const float* xg = in + (f0 / fg) * cg * in_cs + origin;
+    int at[PB];
+#pragma unroll
+    for (int j = 0; j < PB; ++j) {
+      const int p = min(tile * 32 * PB + j * 32 + lane, P - 1);
+      const int oy = p / OW, ox = p - oy * OW;
+      at[j] = oy * sh * in_rs + ox * sw;
+    }
+    const float* wf = ws + fl0;
+    float acc[FB][PB];
+#pragma unroll
+    for (int a = 0; a < FB; ++a) {
+#pragma unroll
+      for (int j = 0; j < PB; ++j) acc[a][j] = 0.0f;
+    }
+    const int t_hi = min(T, (ks + 1) * per);
+#pragma unroll 2
+    for (int t = ks * per; t < t_hi; ++t) {
+      const float* x = xg + taps[t];
+      float w[FB];
+      load_weights<FB>(wf + t * row, w);
+#pragma unroll
+      for (int j = 0; j < PB; ++j) {
+        const float v = x[at[j]];
+#pragma unroll
+        for (int a = 0; a < FB; ++a) acc[a][j] = fmaf(w[a], v, acc[a][j]);
+      }
+    }
+    float* out = partials + (ks * nf + fl0) * P + tile * 32 * PB + lane;
+    const int room = P - tile * 32 * PB - lane;  // positions from this lane's first on
+#pragma unroll
+    for (int a = 0; a < FB; ++a) {
+#pragma unroll
+      for (int j = 0; j < PB; ++j) {
+        if (j * 32 < room) out[a * P + j * 32] = acc[a][j];
+      }
+    }
+  }
+}
+
+// A convolution's outputs for filters [f_lo, f_hi), `lanes` threads an output, each a share of the input channels
+// (whole warps take the same iterations: the shuffles need every lane): activated, to the sink, or (pooled) into
+// `partials` for the epilogue's pass.
+__device__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbase, int f_lo, int f_hi,
+                           const Sink& sink, float* partials) {
+  const ConvGeometry& g = l.g;
+  const int cg = g.C / g.groups, fg = g.F / g.groups, kk = g.KH * g.KW;
+  const int P = g.OH * g.OW;
+  const int lanes = l.lanes, lane = threadIdx.x & (lanes - 1);
+  const int per_warp = 32 / lanes;
+  const int total = (f_hi - f_lo) * P;
+  const bool pooled = l.pool.kind != FusedPool::None;
+  for (int base = (threadIdx.x >> 5) * per_warp; base < total; base += kSeqWarps * per_warp) {
+    const int o = base + (threadIdx.x & 31) / lanes;
+    const bool valid = o < total;
+    const int oc = valid ? o : total - 1;
+    const int f = f_lo + oc / P, p = oc % P;
+    const int oy = p / g.OW, ox = p - oy * g.OW;
+    const float* xg = in + (f / fg) * cg * l.in_cs + l.in_off + (oy * g.stride_h - g.pad_top) * l.in_rs +
+                      ox * g.stride_w - g.pad_left;
+    const float* wf = wbase + static_cast<size_t>(f) * cg * kk;
+    float acc = 0.0f;
+    if (kk == 1) {
+#pragma unroll 4
+      for (int c = lane; c < cg; c += lanes) acc = fmaf(wf[c], xg[c * l.in_cs], acc);
+    } else {
+      for (int c = lane; c < cg; c += lanes) {
+        const float* xc = xg + c * l.in_cs;
+        const float* wc = wf + c * kk;
+        for (int kh = 0; kh < g.KH; ++kh) {
+          for (int kw = 0; kw < g.KW; ++kw) {
+            acc = fmaf(wc[kh * g.KW + kw], xc[kh * g.dil_h * l.in_rs + kw * g.dil_w], acc);
+          }
+        }
+      }
+    }
+    for (int s = lanes >> 1; s > 0; s >>= 1) acc += shuffle_xor(acc, s);
+    if (valid && lane == 0) {
+      const float v = seq_act(acc + (l.bias ? __ldg(l.bias + f) : 0.0f), l);
+      if (pooled) {
+        partials[oc] = v;
+      } else {
+        sink.put(f, oy, ox, v);
+      }
+    }
+  }
+}
+
+__device__ void conv_sums(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
+                          int f_lo, int f_hi) {
+  const float* ws = weights + l.w_at;
+  const int* t = taps + l.t_at;
+  switch (l.fb * 8 + l.pb) {
+    case 8 * 8 + 2: return conv_direct<8, 2>(l, in, ws, t, partials, f_lo, f_hi);
+    case 8 * 8 + 1: return conv_direct<8, 1>(l, in, ws, t, partials, f_lo, f_hi);
+    case 4 * 8 + 2: return conv_direct<4, 2>(l, in, ws, t, partials, f_lo, f_hi);
+    case 4 * 8 + 1: return conv_direct<4, 1>(l, in, ws, t, partials, f_lo, f_hi);
+    case 2 * 8 + 1: return conv_direct<2, 1>(l, in, ws, t, partials, f_lo, f_hi);
+    default: return conv_direct<1, 1>(l, in, ws, t, partials, f_lo, f_hi);
+  }
+}
+
+__device__ void run_conv(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
+                         const Sink& sink, int c_lo, int c_hi, unsigned long long* trace) {
+  const ConvGeometry& g = l.g;
+  const int P = g.OH * g.OW, nf = c_hi - c_lo;
+  const bool pooled = l.pool.kind != FusedPool::None;
+  if (!l.direct) {
+    // Filter f's weights at wbase + f * (C / groups) * KH * KW: the rank's staged block (from c_lo) or global memory.
+    const int per_filter = g.C / g.groups * g.KH * g.KW;
+    const float* wbase = l.w_at >= 0 ? weights + l.w_at - static_cast<ptrdiff_t>(c_lo) * per_filter : l.w;
+    conv_lanes(l, in, wbase, c_lo, c_hi, sink, partials);
+    if (!pooled) return;
+  } else {
+    conv_sums(l, in, weights, taps, partials, c_lo, c_hi);
+  }
+  trace_point(trace, 0);
+  // The epilogue over the sums: the splits added in order, the bias, the activation (the lanes' outputs have them
+  // already), and the pool where there is one.
+  __syncthreads();
+  trace_point(trace, 1);
+  const int ks_n = l.ks;
+  const bool activated = !l.direct;
+  const float* bs = weights + l.b_at;
+  auto value = [&](int fl, int p) {
+    float v = 0.0f;
+    for (int ks = 0; ks < ks_n; ++ks) v += partials[(ks * nf + fl) * P + p];
+    return activated ? v : seq_act(v + bs[fl], l);
+  };
+  if (!pooled) {
+    for (int o = threadIdx.x; o < nf * P; o += kSeqThreads) {
+      const int fl = o / P, p = o - fl * P;
+      sink.put(c_lo + fl, p / g.OW, p % g.OW, value(fl, p));
+    }
+    return;
+  }
+  const int pp = l.OH * l.OW;
+  for (int i = threadIdx.x; i < nf * pp; i += kSeqThreads) {
+    const int fl = i / pp, q = i - fl * pp;
+    const int py = q / l.OW, px = q - py * l.OW;
+    sink.put(c_lo + fl, py, px,
+             pool_window(l.pool, py, px, g.OH, g.OW, [&](int yy, int xx) { return value(fl, yy * g.OW + xx); }));
+  }
+}
+
+__device__ void run_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int pp = l.OH * l.OW;
+  for (int i = threadIdx.x; i < (c_hi - c_lo) * pp; i += kSeqThreads) {
+    const int c = c_lo + i / pp, q = i % pp;
+    const int py = q / l.OW, px = q - py * l.OW;
+    const float* map = in + c * l.in_cs + l.in_off;
+    sink.put(c, py, px, pool_window(l.pool, py, px, l.H, l.W, [&](int yy, int xx) { return map[yy * l.in_rs + xx]; }));
+  }
+}
+
+__device__ void run_global_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int hw = l.H * l.W, lane = threadIdx.x & 31;
+  const bool max = l.pool.kind == FusedPool::Max;
+  for (int c = c_lo + static_cast<int>(threadIdx.x >> 5); c < c_hi; c += kSeqWarps) {
+    const float* map = in + c * l.in_cs + l.in_off;
+    float v = max ? -INFINITY : 0.0f;
+    for (int i = lane; i < hw; i += 32) {
+      const float u = map[(i / l.W) * l.in_rs + i % l.W];
+      v = max ? fmaxf(v, u) : v + u;
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+      const float u = shuffle_xor(v, s);
+      v = max ? fmaxf(v, u) : v + u;
+    }
+    if (lane == 0) sink.put(c, 0, 0, max ? v : v / static_cast<float>(hw));
+  }
+}
+
+__device__ void run_affine(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int hw = l.H * l.W;
+  for (int i = threadIdx.x; i < (c_hi - c_lo) * hw; i += kSeqThreads) {
+    const int c = c_lo + i / hw, q = i % hw;
+    const int yy = q / l.W, xx = q - yy * l.W;
+    float v = in[c * l.in_cs + yy * l.in_rs + xx + l.in_off];
+    if (l.w) v *= __ldg(l.w + c);
+    if (l.bias) v += __ldg(l.bias + c);
+    // The output has the input's extents (OH = H, OW = W).
+    sink.put(c, yy, xx, seq_act(v, l));
+  }
+}
+
+__global__ void __launch_bounds__(kSeqThreads) seqnet_kernel(const __grid_constant__ SeqParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  SeqLayer* layers = reinterpret_cast<SeqLayer*>(smem);
+  trace_point(p.trace, 0);
+  // The table and the weights are constants of the plan: staged before the wait, under the tail of the grid before.
+  {
+    const int4* from = reinterpret_cast<const int4*>(p.layers);
+    int4* to = reinterpret_cast<int4*>(smem);
+    const int n = static_cast<int>(p.n_layers * sizeof(SeqLayer) / sizeof(int4));
+    for (int i = threadIdx.x; i < n; i += kSeqThreads) to[i] = __ldg(from + i);
+  }
+  __syncthreads();
+  float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats;
+  float* buffer1 = buffer0 + p.buffer_floats;
+  float* partials = buffer1 + p.buffer_floats;
+  float* weights = partials + p.partial_floats;
+  int* taps = reinterpret_cast<int*>(weights + p.weight_floats);
+  const int ranks = p.ranks;
+  const int rank = static_cast<int>(blockIdx.z);
+  const int image = static_cast<int>(blockIdx.y);
+  {
+    // The rank's weights and biases of every layer, packed as they lie in shared memory (seqnet_packed_weights).
+    const float* src = p.packed + static_cast<size_t>(rank) * p.weight_floats;
+    for (int i = threadIdx.x * 4; i < p.weight_floats; i += kSeqThreads * 4) cp_async_16(weights + i, src + i, true);
+  }
+  cp_async_commit();
+  // The tap offsets of the convolutions summed over one index (constants too).
+  for (int k = 0; k < p.n_layers; ++k) {
+    const SeqLayer& l = layers[k];
+    if (l.kind != NetOpKind::Conv || l.t_at < 0) continue;
+    const ConvGeometry& g = l.g;
+    const int kk = g.KH * g.KW, T = g.C / g.groups * kk;
+    for (int t = threadIdx.x; t < T; t += kSeqThreads) {
+      const int c = t / kk, r = t - c * kk;
+      const int kh = r / g.KW, kw = r - kh * g.KW;
+      taps[l.t_at + t] = c * l.in_cs + kh * g.dil_h * l.in_rs + kw * g.dil_w;
+    }
+  }
+#if !CNNRT_ARCH_BELOW(900)
+  // Every rank started before any stores into it: the cluster barrier's arrive now, its wait after the input.
+  if (ranks > 1) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+  trace_point(p.trace, 1);
+  wait_for_prior_grid();
+  trace_point(p.trace, 2);
+  {
+    // Layer 0's input, all of it in every rank: its padded planes, zeros around the image's values.
+    const SeqLayer& l = layers[0];
+    const float* x = p.x + static_cast<size_t>(image) * p.in_image;
+    const int pt = l.in_off / l.in_rs, pl = l.in_off % l.in_rs;
+    for (int i = threadIdx.x; i < l.C * l.in_cs; i += kSeqThreads) {
+      const int c = i / l.in_cs, q = i - c * l.in_cs;
+      const int yy = q / l.in_rs - pt, xx = q % l.in_rs - pl;
+      const bool inside = yy >= 0 && yy < l.H && xx >= 0 && xx < l.W;
+      buffer0[i] = inside ? __ldg(x + (c * l.H + yy) * l.W + xx) : 0.0f;
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+#if !CNNRT_ARCH_BELOW(900)
+  if (ranks > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+  trace_point(p.trace, 3);
+  for (int k = 0; k < p.n_layers; ++k) {
+    const SeqLayer& l = layers[k];
+    const bool last = k + 1 == p.n_layers;
+    const float* in = k & 1 ? buffer1 : buffer0;
+    float* y = last ? p.y + static_cast<size_t>(image) * p.out_image : nullptr;
+    const Sink sink{l, k & 1 ? buffer0 : buffer1, y};
+    const int c_lo = min(l.OC, rank * l.cb), c_hi = min(l.OC, c_lo + l.cb);
+    switch (l.kind) {
+      case NetOpKind::Conv:
+        run_conv(l, in, weights, taps, partials, sink, c_lo, c_hi, p.trace ? p.trace + 4 + 3 * p.n_layers + 2 * k : nullptr);
+        break;
+      case NetOpKind::Pool: run_pool(l, in, sink, c_lo, c_hi); break;
+      case NetOpKind::GlobalPool: run_global_pool(l, in, sink, c_lo, c_hi); break;
+      default: run_affine(l, in, sink, c_lo, c_hi); break;
+    }
+    sink.zero_halo(c_lo, c_hi);
+    trace_point(p.trace, 4 + 3 * k);
+    if (!last && ranks > 1) {
+      __syncthreads();
+      sink.share(c_lo, c_hi, rank, ranks);
+    }
+    trace_point(p.trace, 5 + 3 * k);
+    if (!last) rank_barrier(ranks);  // the layer's outputs in every rank; its input buffer free for the next
+    trace_point(p.trace, 6 + 3 * k);
+  }
+}
+
+static_assert(sizeof(SeqLayer) % sizeof(int4) == 0);
+
+// Layer k's input layout: dense [C][H][W], or with the zero halo of a convolution's padding.
+struct Layout {
+  int cs = 1, rs = 1, off = 0, pt = 0, pl = 0, hp = 1, wp = 1;
+};
+Layout dense_layout(int H, int W) { return {H * W, W, 0, 0, 0, H, W}; }
+
+}  // namespace
+
+size_t SeqProgram::smem_bytes() const {
+  return layers.size() * sizeof(SeqLayer) +
+         (2 * static_cast<size_t>(buffer_floats) + partial_floats + weight_floats + tap_ints) *
+             sizeof(float);
+}
+
+std::vector<SeqVariant> seqnet_variants(int arch, int max_cluster) {
+  std::vector<SeqVariant> out;
+  if (arch >= 90) {
+    for (int ranks : {16, 8, 4}) {
+      if (ranks <= max_cluster) out.push_back({"seqnet_cl" + std::to_string(ranks), ranks});
+    }
+  }
+  out.push_back({"seqnet_cl1", 1});
+  return out;
+}
+
+std::vector<std::string> seqnet_variant_names() {
+  std::vector<std::string> names;
+  for (const SeqVariant& v : seqnet_variants(90)) names.push_back(v.name);
+  return names;
+}
+
+std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why) {
+  auto refuse = [why](const std::string& reason) {
+    if (why) *why = reason;
+    return std::optional<SeqProgram>{};
+  };
+  if (ops.empty()) return refuse("no ops");
+  SeqProgram prog;
+  prog.ranks = ranks;
+  prog.in_image_floats = ops.front().in0_stride;
+  // The ops as layers: a Conv and the Pool that reads it (the network kernel's pooled convolution, or a pooling
+  // node after one) as one layer.
+  int prev_out = -1;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const NetOp& o = ops[k];
+    if (k > 0 && o.in0 != prev_out) return refuse("an op that does not read the one before");
+    if (o.in1 >= 0) return refuse("an op of two inputs");
+    SeqLayer l;
+    l.kind = o.kind;
+    switch (o.kind) {
+      case NetOpKind::Conv: {
+        const ConvGeometry& g = o.g;
+        if (g.groups < 1 || g.C % g.groups != 0 || g.F % g.groups != 0) return refuse("a convolution's groups");
+        l.g = g;
+        l.C = g.C, l.H = g.H, l.W = g.W;
+        l.OC = g.F, l.OH = g.OH, l.OW = g.OW;
+        l.w = o.w;
+        l.bias = o.bias;
+        l.act = o.act;
+        l.alpha = o.alpha;
+        l.beta = o.beta;
+        if (k + 1 < ops.size() && ops[k + 1].kind == NetOpKind::Pool && ops[k + 1].in0 == o.out) {
+          const NetOp& pool = ops[k + 1];
+          if (pool.g.C != g.F || pool.g.H != g.OH || pool.g.W != g.OW) return refuse("a pool of another shape");
+          l.pool = pool.pool;
+          l.OH = pool.g.OH, l.OW = pool.g.OW;
+          prev_out = pool.out;
+          prog.out_image_floats = pool.out_stride;
+          ++k;
+          prog.layers.push_back(l);
+          continue;
+        }
+        break;
+      }
+      case NetOpKind::Pool:
+        l.C = l.OC = o.g.C, l.H = o.g.H, l.W = o.g.W;
+        l.OH = o.g.OH, l.OW = o.g.OW;
+        l.pool = o.pool;
+        break;
+      case NetOpKind::GlobalPool:
+        l.C = l.OC = o.g.C, l.H = o.g.H, l.W = o.g.W;
+        l.pool = o.pool;
+        break;
+      case NetOpKind::Affine: {
+        if (o.inner < 1 || o.count % o.inner != 0) return refuse("an affine map's extents");
+        l.C = l.OC = o.count / o.inner, l.H = l.OH = o.inner, l.W = l.OW = 1;
+        // The extents of the layer before (a map's rows and columns), where it has as many values.
+        if (!prog.layers.empty()) {
+          const SeqLayer& before = prog.layers.back();
+          if (before.OC == l.C && before.OH * before.OW == o.inner) l.H = l.OH = before.OH, l.W = l.OW = before.OW;
+        }
+        l.w = o.w;
+        l.bias = o.bias;
+        l.act = o.act;
+        l.alpha = o.alpha;
+        l.beta = o.beta;
+        break;
+      }
+      default: return refuse("an op other than a convolution, pool, global pool or affine map");
+    }
+    prev_out = o.out;
+    prog.out_image_floats = o.out_stride;
+    prog.layers.push_back(l);
+  }
+  if (prog.layers.size() > size_t(kSeqMaxLayers)) return refuse("more layers than the kernel's table holds");
+
+  // Each layer's input layout (a convolution's with its padding as a zero halo), checked against the layer before.
+  std::vector<Layout> in_layout(prog.layers.size());
+  for (size_t k = 0; k < prog.layers.size(); ++k) {
+    SeqLayer& l = prog.layers[k];
+    Layout lay = dense_layout(l.H, l.W);
+    if (l.kind == NetOpKind::Conv) {
+      const ConvGeometry& g = l.g;
+      lay.pt = g.pad_top, lay.pl = g.pad_left;
+      lay.hp = g.H + g.pad_top + g.pad_bottom, lay.wp = g.W + g.pad_left + g.pad_right;
+      // (Padded planes a multiple of 16 bytes apart: a rank's channels go to the others by 16-byte stores.)
+      const int plane = lay.hp * lay.wp;
+      lay.rs = lay.wp, lay.cs = plane == l.H * l.W ? plane : (plane + 3) / 4 * 4, lay.off = lay.pt * lay.rs + lay.pl;
+    }
+    if (k > 0) {
+      const SeqLayer& before = prog.layers[k - 1];
+      const bool dense = lay.cs == l.H * l.W;
+      const bool same = before.OC == l.C && before.OH == l.H && before.OW == l.W;
+      const bool flat = int64_t(before.OC) * before.OH * before.OW == int64_t(l.C) * l.H * l.W;
+      if (!(same || (dense && flat))) return refuse("a layer whose input is not the output of the one before");
+    }
+    in_layout[k] = lay;
+    l.in_cs = lay.cs, l.in_rs = lay.rs, l.in_off = lay.off;
+    prog.buffer_floats = std::max<int64_t>(prog.buffer_floats, int64_t(lay.cs) * l.C + 4);
+  }
+  prog.buffer_floats = (prog.buffer_floats + 3) / 4 * 4;
+
+  // The outputs' layouts (the next layer's input's; the last one's dense), the ranks' shares, the convolutions' work.
+  int tap_at = 0;
+  for (size_t k = 0; k < prog.layers.size(); ++k) {
+    SeqLayer& l = prog.layers[k];
+    const bool last = k + 1 == prog.layers.size();
+    // The next buffer as the next layer reads it where it is padded (same extents: checked above), else dense
+    // in this layer's own [OC][OH][OW] order (a flatten in between changes nothing then).
+    Layout out = dense_layout(l.OH, l.OW);
+    if (!last && in_layout[k + 1].cs != prog.layers[k + 1].H * prog.layers[k + 1].W) out = in_layout[k + 1];
+    l.out_cs = out.cs, l.out_rs = out.rs, l.out_off = out.off;
+    l.out_pt = out.pt, l.out_pl = out.pl, l.out_hp = out.hp, l.out_wp = out.wp;
+    l.cb = (l.OC + ranks - 1) / ranks;
+    if (l.kind != NetOpKind::Conv) continue;
+    const ConvGeometry& g = l.g;
+    const int cg = g.C / g.groups, fg = g.F / g.groups, kk = g.KH * g.KW;
+    const int P = g.OH * g.OW, T = cg * kk;
+    if (P >= 24) {
+      // Direct: the register block and tap split of the least estimated time: instructions an item (a tap: its
+      // offset, the weights' vector reads, pb inputs, fb * pb multiply-adds) times the items a warp runs, stretched
+      // where fewer items than warps leave the schedulers without warps to switch between; plus the epilogue's pass
+      // over the split sums.
+      double best = 1e30;
+      for (int fb : {8, 4, 2, 1}) {
+        if (l.cb % fb != 0 || fg % fb != 0) continue;
+        for (int pb : {1, 2}) {
+          if (pb > 1 && (16 * pb >= P || fb < 4)) continue;  // (its last 32 lanes would find no position; the
+                                                             // blocks instantiated: conv_sums)
+          for (int ks = 1; ks <= 16 && (ks == 1 || T / ks >= 8); ks *= 2) {
+            const int items = l.cb / fb * ((P + 32 * pb - 1) / (32 * pb)) * ks;
+            const double per_item = double((T + ks - 1) / ks) * (1 + (fb + 3) / 4 + pb + fb * pb);
+            double cost = per_item * ((items + kSeqWarps - 1) / kSeqWarps) * kSeqWarps / std::min(items, kSeqWarps);
+            if (ks > 1) cost += 100.0 + double((l.cb * P + kSeqThreads - 1) / kSeqThreads) * ks * 4;
+            if (cost < best) best = cost, l.fb = fb, l.pb = pb, l.ks = ks;
+          }
+        }
+      }
+      l.lanes = 1;
+      l.direct = 1;
+      l.t_at = tap_at;
+      tap_at += T;
+      prog.partial_floats = std::max(prog.partial_floats, l.ks * l.cb * P);
+    } else {
+      l.fb = l.pb = l.ks = 1;
+      l.lanes = 1;
+      while (l.lanes < 32 && int64_t(l.cb) * P * l.lanes * 2 <= kSeqThreads && l.lanes * 2 <= cg) l.lanes *= 2;
+      if (l.pool.kind != FusedPool::None) prog.partial_floats = std::max(prog.partial_floats, l.cb * P);
+    }
+  }
+  prog.partial_floats = (prog.partial_floats + 3) / 4 * 4;
+  prog.tap_ints = tap_at;
+  // Where each rank stages its weights: the direct layers' tap-major (rows 16-byte aligned) with their biases beside
+  // them, the lanes' layers' as they are; those of one output position (each weight read once) too where all fit,
+  // else they are read from global memory.
+  auto place = [&prog](bool stage_single) {
+    int at = 0;
+    for (SeqLayer& l : prog.layers) {
+      if (l.kind != NetOpKind::Conv) continue;
+      const int T = l.g.C / l.g.groups * l.g.KH * l.g.KW;
+      if (l.direct) {
+        at = (at + 3) / 4 * 4;
+        l.w_at = at;
+        at += T * seq_weight_row(l.cb);
+        l.b_at = at;
+        at += l.cb;
+      } else if (stage_single || l.g.OH * l.g.OW > 1) {
+        l.w_at = at;
+        at += l.cb * T;
+      } else {
+        l.w_at = -1;
+      }
+    }
+    prog.weight_floats = (at + 3) / 4 * 4;  // (each rank's block 16-byte aligned: copied by 16-byte cp.async)
+  };
+  const size_t limit = static_cast<size_t>(std::max(0, smem_optin - 1024));
+  place(true);
+  if (prog.smem_bytes() > limit) place(false);
+  if (prog.smem_bytes() > limit) return refuse("activations and weights beyond a block's shared memory");
+  return prog;
+}
+
+std::vector<float> seqnet_packed_weights(const SeqProgram& program) {
+  const int WF = program.weight_floats;
+  std::vector<float> packed(static_cast<size_t>(WF) * program.ranks, 0.0f);
+  auto fetch = [](const float* device, size_t n) {
+    std::vector<float> host(n);
+    if (n > 0 && cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      throw std::runtime_error("seqnet_packed_weights: reading a layer's weights back failed");
+    }
+    return host;
+  };
+  for (const SeqLayer& l : program.layers) {
+    if (l.kind != NetOpKind::Conv || l.w_at < 0) continue;
+    const int T = l.g.C / l.g.groups * l.g.KH * l.g.KW;
+    const std::vector<float> w = fetch(l.w, static_cast<size_t>(l.OC) * T);
+    const std::vector<float> b = l.bias ? fetch(l.bias, static_cast<size_t>(l.OC)) : std::vector<float>{};
+    for (int r = 0; r < program.ranks; ++r) {
+      float* block = packed.data() + static_cast<size_t>(r) * WF;
+      const int f_lo = std::min(l.OC, r * l.cb), nf = std::min(l.OC, f_lo + l.cb) - f_lo;
+      for (int f = 0; f < nf; ++f) {
+        for (int t = 0; t < T; ++t) {
+          const float v = w[static_cast<size_t>(f_lo + f) * T + t];
+          if (!l.direct) {
+            block[l.w_at + f * T + t] = v;  // [filter][tap]
+          } else {
+            block[l.w_at + t * seq_weight_row(l.cb) + f] = v;  // tap-major
+          }
+        }
+        if (l.b_at >= 0 && !b.empty()) block[l.b_at + f] = b[static_cast<size_t>(f_lo + f)];
+      }
+    }
+  }
+  return packed;
+}
+
+void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
+                   cudaStream_t stream, unsigned long long* trace) {
+  const int n = static_cast<int>(program.layers.size());
+  if (n < 1 || n > kSeqMaxLayers || batch < 1 || batch > 65535 || (program.weight_floats > 0 && !program.packed)) {
+    throw std::invalid_argument("launch_seqnet: " + std::to_string(n) + " layers, batch " + std::to_string(batch) +
+                                ": beyond the kernel's limits");
+  }
+  SeqParams p{};
+  p.layers = layers;
+  p.n_layers = n;
+  p.ranks = program.ranks;
+  p.table_floats = n * static_cast<int>(sizeof(SeqLayer) / sizeof(float));
+  p.buffer_floats = program.buffer_floats;
+  p.partial_floats = program.partial_floats;
+  p.weight_floats = program.weight_floats;
+  p.in_image = program.in_image_floats;
+  p.out_image = program.out_image_floats;
+  p.packed = program.packed;
+  p.x = x;
+  p.y = y;
+  p.trace = trace;
+  static OncePerDevice once;
+  once.call([] {
+    int device = 0, optin = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    cudaFuncSetAttribute(seqnet_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+  });
+  if (program.ranks > 8) allow_large_clusters<seqnet_kernel>();
+  launch_overlapped(seqnet_kernel, dim3(1, static_cast<unsigned>(batch), static_cast<unsigned>(program.ranks)),
+                    dim3(kSeqThreads), program.smem_bytes(), stream, static_cast<unsigned>(program.ranks), p);
+}
+
+}  // namespace cnnrt::kernels

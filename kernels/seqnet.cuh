@@ -1,0 +1,111 @@
+// A sequential network in one launch with its activations in shared memory: the sequence kernel.
+//
+// Why: the network kernel (net.cuh) keeps activations in L2 and stages each op's input and weights from there,
+// about a microsecond an op before any sum. A chain of layers whose activations fit in a block's shared memory
+// (1-D networks of sensor series and audio, the small maps at the end of a CNN) needs neither: one cluster of
+// `ranks` blocks an image holds every activation of its image in each rank's shared memory. Rank r computes its
+// share of a layer's output channels from its own copy of the layer's input and stores them into every rank's
+// copy of the next layer's input (distributed shared memory), laid out with the zero halo the next layer's
+// padding needs, so that the sums test no bounds. A cluster barrier between layers; every layer's weights for the
+// rank's filters are staged once, at the start, before the wait for the grid before (they are constants).
+//
+// A convolution's outputs go a warp item at a time: `fb` filters (of one group) at 32 * `pb` consecutive output
+// positions, lane l the positions l, l + 32, ...; the taps (input channel, filter row and column) summed over one
+// index through a table of their offsets, each one broadcast vector read of the filters' weights (staged
+// tap-major) and one read of the input per position; where a rank has too few outputs to give every warp an
+// item, the taps are split over items too, and the split sums added in a fixed order. Layers of few output
+// positions (a dense layer is a 1x1 convolution of a 1x1 map) run `lanes` threads an output instead, each a share
+// of the input channels, added by shuffles in a fixed order (results are the same run to run). The weights are
+// packed per rank at plan time as they lie in shared memory, and copied in by 16-byte cp.async; the weights of
+// layers of one output position (read once an image) stay in global memory where they do not all fit.
+//
+// The layers it runs: convolutions of any geometry (groups, stride, dilation, padding) with bias and activation,
+// and a max or average pool after them; pools; global pools; per-channel affine maps with an activation. Each
+// reads the one before. The planner (plan/gpu/lower_net.cpp) offers it for the same cuts as the network kernel,
+// measured against the steps.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/layer.hpp"
+#include "kernels/net.cuh"
+
+namespace cnnrt::kernels {
+
+constexpr int kSeqThreads = 512;
+constexpr int kSeqMaxLayers = 64;
+constexpr int kSeqMaxBatch = 64;  // one cluster an image: beyond this the step plan's kernels win
+
+struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
+  NetOpKind kind = NetOpKind::Conv;  // Conv (a pool after it where pool.kind is set), Pool, GlobalPool, Affine
+  // The input [C][H][W]: element (c, y, x) at c * in_cs + y * in_rs + x + in_off of this layer's buffer (layer 0:
+  // staged from global memory, where it is dense).
+  int C = 1, H = 1, W = 1;
+  int in_cs = 1, in_rs = 1, in_off = 0;
+  // The output [OC][OH][OW] (after the pool): element (c, y, x) at c * out_cs + y * out_rs + x + out_off of every
+  // rank's next buffer, each channel's plane out_hp x out_wp floats with the interior from row out_pt, column out_pl
+  // (zeros around it); the last layer's into global memory, dense.
+  int OC = 1, OH = 1, OW = 1;
+  int out_cs = 1, out_rs = 1, out_off = 0, out_pt = 0, out_pl = 0, out_hp = 1, out_wp = 1;
+  int cb = 1;  // output channels a rank: rank r computes [r * cb, min(OC, (r + 1) * cb))
+  // Conv: the geometry (OH, OW: before the pool); the register block (fb filters x 32 * pb positions a warp item)
+  // and the splits of its taps (ks) where `direct`, else the lanes an output; where the rank's weights and biases
+  // are staged (floats into the weight area; -1: read from global memory) and the taps' offsets (ints into the
+  // tap area; -1: none).
+  int direct = 0;  // 1: warp items; 0: lanes an output
+  int fb = 1, pb = 1, ks = 1, lanes = 1;
+  int w_at = -1, b_at = -1, t_at = -1;
+  ConvGeometry g;
+  PoolGeometry pool;              // Conv: the pool after it (kind None: none); Pool: its window
+  const float* w = nullptr;       // Conv weights [F][C / groups][KH][KW]; Affine scale (null: 1)
+  const float* bias = nullptr;    // Conv bias; Affine shift (null: 0)
+  ParamAct act = ParamAct::None;  // Conv, Affine
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+// A chain of layers as the kernel runs it, for clusters of `ranks` blocks.
+struct SeqProgram {
+  std::vector<SeqLayer> layers;
+  int ranks = 1;
+  int buffer_floats = 0;   // each of the two activation buffers
+  int partial_floats = 0;  // a convolution's sums before its epilogue (split, or pooled)
+  int weight_floats = 0;   // the rank's staged weights of every layer
+  int tap_ints = 0;        // the tap offsets of every convolution summed over one index
+  int in_image_floats = 0, out_image_floats = 0;  // from one image to the next in global memory
+  // Device: every rank's weights and biases as they lie in its shared memory (seqnet_packed_weights, uploaded),
+  // weight_floats a rank.
+  const float* packed = nullptr;
+  size_t smem_bytes() const;
+};
+
+struct SeqVariant {
+  std::string name;  // "seqnet_cl8"
+  int ranks = 1;     // blocks a cluster (one cluster an image)
+};
+
+// The variants on a device of compute capability `arch` (major * 10 + minor), at most `max_cluster` blocks a
+// cluster: one block an image everywhere, clusters from 9.0.
+std::vector<SeqVariant> seqnet_variants(int arch, int max_cluster = 16);
+// Every name seqnet_variants can return.
+std::vector<std::string> seqnet_variant_names();
+
+// The network kernel's ops `ops` (from a cut to the end of a network; tensors as the planner's slots) as the
+// sequence kernel's program for clusters of `ranks` blocks, where it runs them: each op reads the one before (the
+// first the cut's input), no residual, of the kinds above, and the buffers, the sums and the staged weights fit
+// `smem_optin` bytes of shared memory. Otherwise nullopt, and `why` says why.
+std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why);
+
+// The weights and biases of `program`'s layers (read back from the device) packed for its ranks, to upload as
+// SeqProgram::packed: rank r's block at r * weight_floats, each layer's weights where the rank stages them.
+std::vector<float> seqnet_packed_weights(const SeqProgram& program);
+
+// Runs `program` (its layers uploaded at `layers`) for `batch` images from `x` into `y`. `trace` (the lab's): null,
+// or 4 + 3 * layers device words for the global timer at the phases of the first block.
+void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
+                   cudaStream_t stream, unsigned long long* trace = nullptr);
+
+}  // namespace cnnrt::kernels

@@ -1,0 +1,173 @@
+// The sequence kernel (kernels/seqnet.cuh): chains of layers planned through it, forced, against the CPU backend.
+// A 1-D network (odd channel counts and lengths, stride, unequal padding, dilation, a depthwise layer, max and
+// average pools, a standalone normalization, a global pool, two dense layers) and a 2-D one (a non-square
+// filter of uneven padding and stride, an average pool counting its padding, a grouped layer, a 1x1 layer and
+// a max pool, a flatten into dense layers), at batches 1, 3 and 7, on every variant; the zoo's time-series
+// network and VGG's tail. Random inputs and weights; the kernel writes no intermediate to global memory, so a
+// halo or share it forgot to write shows up in the output.
+#include <string>
+#include <vector>
+
+#include "cnnrt/cnnrt.hpp"
+#include "gpu/device_info.hpp"
+#include "gpu_test_util.hpp"
+#include "kernel_test_util.hpp"
+#include "kernels/seqnet.cuh"
+#include "tests/model_builder.hpp"
+
+namespace cnnrt::testing {
+namespace {
+
+struct Builder {
+  ModelBuilder m;
+  uint32_t seed = 500;
+  onnx::NodeProto& conv(const std::string& in, const std::string& out, std::vector<int64_t> w_dims, bool bias = true) {
+    size_t n = 1;
+    for (int64_t d : w_dims) n *= static_cast<size_t>(d);
+    m.initializer("w_" + out, w_dims, random_floats(n, seed++, -0.5f, 0.5f));
+    if (!bias) return m.node("Conv", {in, "w_" + out}, {out}, out);
+    m.initializer("b_" + out, {w_dims[0]}, random_floats(static_cast<size_t>(w_dims[0]), seed++, -0.3f, 0.3f));
+    return m.node("Conv", {in, "w_" + out, "b_" + out}, {out}, out);
+  }
+  void gemm(const std::string& in, const std::string& out, int64_t k, int64_t n) {
+    m.initializer("w_" + out, {n, k}, random_floats(static_cast<size_t>(n * k), seed++, -0.5f, 0.5f));
+    m.initializer("b_" + out, {n}, random_floats(static_cast<size_t>(n), seed++, -0.3f, 0.3f));
+    ModelBuilder::attr_int(m.node("Gemm", {in, "w_" + out, "b_" + out}, {out}, out), "transB", 1);
+  }
+};
+
+// x [N, 7, 333] -> Conv1d 7->31 k7 s2 pads (3, 2) + Relu -> MaxPool k3 s2 p1 -> BatchNormalization -> Conv1d
+// 31->33 k5 dilation 2 pads 4 + LeakyRelu -> depthwise Conv1d k3 s3 p1 + HardSigmoid -> Conv1d 1x1 33->32 ->
+// AveragePool k2 s2 -> GlobalAveragePool -> Flatten -> Gemm 32->10 + Sigmoid -> Gemm 10->7.
+std::string series_model() {
+  Builder b;
+  ModelBuilder& m = b.m;
+  m.input("x", {-1, 7, 333}).output("y");
+  auto& c1 = b.conv("x", "c1", {31, 7, 7});
+  ModelBuilder::attr_ints(c1, "strides", {2});
+  ModelBuilder::attr_ints(c1, "pads", {3, 2});
+  m.node("Relu", {"c1"}, {"r1"}, "r1");
+  auto& p1 = m.node("MaxPool", {"r1"}, {"p1"}, "p1");
+  ModelBuilder::attr_ints(p1, "kernel_shape", {3});
+  ModelBuilder::attr_ints(p1, "strides", {2});
+  ModelBuilder::attr_ints(p1, "pads", {1, 1});
+  m.initializer("bn_s", {31}, random_floats(31, 40, 0.5f, 1.5f)).initializer("bn_b", {31}, random_floats(31, 41));
+  m.initializer("bn_m", {31}, random_floats(31, 42)).initializer("bn_v", {31}, random_floats(31, 43, 0.5f, 1.5f));
+  m.node("BatchNormalization", {"p1", "bn_s", "bn_b", "bn_m", "bn_v"}, {"n1"}, "n1");
+  auto& c2 = b.conv("n1", "c2", {33, 31, 5});
+  ModelBuilder::attr_ints(c2, "dilations", {2});
+  ModelBuilder::attr_ints(c2, "pads", {4, 4});
+  ModelBuilder::attr_float(m.node("LeakyRelu", {"c2"}, {"r2"}, "r2"), "alpha", 0.1f);
+  auto& c3 = b.conv("r2", "c3", {33, 1, 3});
+  ModelBuilder::attr_int(c3, "group", 33);
+  ModelBuilder::attr_ints(c3, "strides", {3});
+  ModelBuilder::attr_ints(c3, "pads", {1, 1});
+  m.node("HardSigmoid", {"c3"}, {"r3"}, "r3");
+  b.conv("r3", "c4", {32, 33, 1}, false);
+  auto& p4 = m.node("AveragePool", {"c4"}, {"p4"}, "p4");
+  ModelBuilder::attr_ints(p4, "kernel_shape", {2});
+  ModelBuilder::attr_ints(p4, "strides", {2});
+  m.node("GlobalAveragePool", {"p4"}, {"g"}, "g");
+  m.node("Flatten", {"g"}, {"f"}, "f");
+  b.gemm("f", "d1", 32, 10);
+  m.node("Sigmoid", {"d1"}, {"s1"}, "s1");
+  b.gemm("s1", "y", 10, 7);
+  return m.bytes();
+}
+
+// x [N, 3, 31, 33] -> Conv 3->8 3x5 s(2, 1) pads (1, 2, 0, 2) + Tanh -> AveragePool 3x3 s2 p1 counting the
+// padding -> Conv 8->16 3x3 group 4 p1 + Relu -> Conv 1x1 16->16 -> MaxPool 2x2 s2 -> Flatten -> Gemm 512->31 +
+// Relu -> Gemm 31->5.
+std::string image_model() {
+  Builder b;
+  ModelBuilder& m = b.m;
+  m.input("x", {-1, 3, 31, 33}).output("y");
+  auto& c1 = b.conv("x", "c1", {8, 3, 3, 5});
+  ModelBuilder::attr_ints(c1, "strides", {2, 1});
+  ModelBuilder::attr_ints(c1, "pads", {1, 2, 0, 2});
+  m.node("Tanh", {"c1"}, {"t1"}, "t1");
+  auto& p1 = m.node("AveragePool", {"t1"}, {"p1"}, "p1");
+  ModelBuilder::attr_ints(p1, "kernel_shape", {3, 3});
+  ModelBuilder::attr_ints(p1, "strides", {2, 2});
+  ModelBuilder::attr_ints(p1, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_int(p1, "count_include_pad", 1);
+  auto& c2 = b.conv("p1", "c2", {16, 2, 3, 3});
+  ModelBuilder::attr_int(c2, "group", 4);
+  ModelBuilder::attr_ints(c2, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c2"}, {"r2"}, "r2");
+  b.conv("r2", "c3", {16, 16, 1, 1});
+  auto& p3 = m.node("MaxPool", {"c3"}, {"p3"}, "p3");
+  ModelBuilder::attr_ints(p3, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(p3, "strides", {2, 2});
+  m.node("Flatten", {"p3"}, {"f"}, "f");
+  b.gemm("f", "d1", 512, 31);
+  m.node("Relu", {"d1"}, {"r4"}, "r4");
+  b.gemm("r4", "y", 31, 5);
+  return m.bytes();
+}
+
+// `bytes` planned with `forced` at `batch` (the plan must run it) against the CPU backend on one random input.
+void check_forced(const std::string& bytes, const char* name, std::vector<int64_t> shape, const std::string& forced,
+                  uint32_t seed) {
+  const int64_t batch = shape[0];
+  const Tensor x{shape, random_floats(static_cast<size_t>(product(shape)), seed)};
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu = Model::load_from_memory(bytes.data(), bytes.size(), cpu_options, name);
+  Options gpu_options = forced_gpu_options(forced);
+  gpu_options.batch_sizes = {batch};
+  const Model gpu = Model::load_from_memory(bytes.data(), bytes.size(), gpu_options, name);
+  const std::string plan = gpu.describe_plan(batch);
+  CHECK_MESSAGE(plan.find("one launch, " + forced) != std::string::npos, plan);
+  const Tensor want = Context(cpu).run({x})[0];
+  const Tensor got = Context(gpu).run({x})[0];
+  CHECK(max_rel_error(got, want) < 1e-4);
+}
+
+std::vector<std::string> variants_here() {
+  std::vector<std::string> names;
+  for (const kernels::SeqVariant& v : kernels::seqnet_variants(gpu::current_device().arch(), max_cluster_size())) {
+    names.push_back(v.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("sequence kernel: 1-D and 2-D chains on every variant match the CPU backend") {
+  uint32_t seed = 10;
+  for (const std::string& variant : variants_here()) {
+    for (int64_t batch : {1, 3, 7}) {
+      CAPTURE(variant);
+      CAPTURE(batch);
+      check_forced(series_model(), "series.onnx", {batch, 7, 333}, variant, seed++);
+      check_forced(image_model(), "image.onnx", {batch, 3, 31, 33}, variant, seed++);
+    }
+  }
+}
+
+// The zoo's time-series network whole (three Conv1d + BN + ReLU, two with a max pool, the global pool and the
+// dense layer), and VGG's last layers after its steps, at batches 1, 3 and 16.
+TEST_CASE("sequence kernel: zoo networks forced through it match the CPU backend") {
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  uint32_t seed = 90;
+  for (const char* zoo : {"ts_cnn1d", "vgg_small"}) {
+    const std::string path = repo_path(std::string("models/zoo/") + zoo + "/model.onnx");
+    const Model cpu = Model::load(path, cpu_options);
+    const Model gpu = Model::load(path, forced_gpu_options("seqnet"));
+    const std::vector<int64_t> image = std::string(zoo) == "ts_cnn1d" ? std::vector<int64_t>{9, 128}
+                                                                       : std::vector<int64_t>{1, 64, 64};
+    for (int64_t batch : {1, 3, 16}) {
+      CAPTURE(zoo);
+      CAPTURE(batch);
+      CHECK(gpu.describe_plan(batch).find("one launch, seqnet") != std::string::npos);
+      std::vector<int64_t> shape = {batch};
+      shape.insert(shape.end(), image.begin(), image.end());
+      const Tensor x{shape, random_floats(static_cast<size_t>(product(shape)), seed++)};
+      CHECK(max_rel_error(Context(gpu).run({x})[0], Context(cpu).run({x})[0]) < 1e-4);
+    }
+  }
+}
+
+}  // namespace cnnrt::testing
