@@ -146,27 +146,8 @@ int main() {
       LAB_CHECK(cudaMalloc(&y, static_cast<size_t>(batch) * 6 * sizeof(float)));
       cudaStream_t s;
       LAB_CHECK(cudaStreamCreate(&s));
-      constexpr int kLaunches = 20;
-      cudaGraph_t graph;
-      LAB_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < kLaunches; ++i) launch_seqnet(*prog, d_layers, x, y, batch, s);
-      LAB_CHECK(cudaStreamEndCapture(s, &graph));
-      cudaGraphExec_t exec;
-      LAB_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      cudaEvent_t e0, e1;
-      cudaEventCreate(&e0);
-      cudaEventCreate(&e1);
-      std::vector<double> times;
-      for (int r = 0; r < 9; ++r) {
-        cudaEventRecord(e0, s);
-        LAB_CHECK(cudaGraphLaunch(exec, s));
-        cudaEventRecord(e1, s);
-        LAB_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        times.push_back(ms * 1000.0 / kLaunches);
-      }
-      std::sort(times.begin(), times.end());
+      const double median_us =
+          lab::median_graph_us(s, 20, [&] { launch_seqnet(*prog, d_layers, x, y, batch, s); });
       const size_t n_trace = 4 + 5 * prog->layers.size();
       unsigned long long* d_trace = nullptr;
       LAB_CHECK(cudaMalloc(&d_trace, n_trace * sizeof(unsigned long long)));
@@ -175,7 +156,7 @@ int main() {
       std::vector<unsigned long long> t(n_trace);
       LAB_CHECK(cudaMemcpy(t.data(), d_trace, n_trace * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
       std::printf("  batch %2d: %6.2f us a launch back to back; phases (us): issue %.2f wait %.2f input %.2f |", batch,
-                  times[times.size() / 2], (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3, (t[3] - t[2]) / 1e3);
+                  median_us, (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3, (t[3] - t[2]) / 1e3);
       for (size_t k = 0; k < prog->layers.size(); ++k) {
         const unsigned long long* q = &t[4 + 3 * k];
         const unsigned long long before = k == 0 ? t[3] : t[3 + 3 * k];
@@ -192,8 +173,6 @@ int main() {
       }
       std::printf("\n");
       cudaFree(d_trace);
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
       cudaStreamDestroy(s);
       cudaFree(x);
       cudaFree(y);
