@@ -1,8 +1,9 @@
 // The sequence kernel (seqnet.cuh): one cluster an image runs a chain of layers, its activations in shared memory.
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
-#include "kernels/cluster_ranks.cuh"
+#include "kernels/conv_chain_device.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
@@ -14,6 +15,7 @@ namespace cnnrt::kernels {
 namespace {
 
 constexpr int kSeqWarps = kSeqThreads / 32;
+constexpr int kSeqBarrierFloats = 2 * kSeqMaxLayers;  // the layers' mbarriers (8 bytes each)
 
 // The floats of a staged tap-major weight row of `cb` filters (16-byte aligned rows, for the vector reads).
 __host__ __device__ inline int seq_weight_row(int cb) { return (cb + 3) / 4 * 4; }
@@ -23,6 +25,7 @@ struct SeqParams {
   int n_layers;
   int ranks;
   int table_floats, buffer_floats, partial_floats, weight_floats;
+  int staged_floats;  // a rank's packed block: its weights (weight_floats), then the tap offsets
   int in_image, out_image;
   const float* packed;
   const float* x;
@@ -39,12 +42,10 @@ __device__ __forceinline__ void trace_point(unsigned long long* trace, int at) {
   }
 }
 
-// The activation, one copy of its code for every layer that applies one.
-__device__ __noinline__ float seq_activate(float v, ParamAct act, float alpha, float beta) {
-  return param_activate(v, act, alpha, beta);
-}
+// The activation, inline: every function here is inlined into the kernel, so that its pointers stay shared-memory
+// ones (no generic accesses) and no call saves registers to the stack.
 __device__ __forceinline__ float seq_act(float v, const SeqLayer& l) {
-  return l.act == ParamAct::None ? v : seq_activate(v, l.act, l.alpha, l.beta);
+  return l.act == ParamAct::None ? v : param_activate(v, l.act, l.alpha, l.beta);
 }
 
 // Where layer `l`'s outputs go: the last layer's into this image's dense output in global memory; the others' into
@@ -53,7 +54,7 @@ struct Sink {
   const SeqLayer& l;
   float* next;  // this block's next buffer (the same offset in every rank)
   float* y;     // non-null: the last layer's output image
-  __device__ void put(int c, int oy, int ox, float v) const {
+  __device__ __forceinline__ void put(int c, int oy, int ox, float v) const {
     if (y) {
       y[(c * l.OH + oy) * l.OW + ox] = v;
       return;
@@ -62,42 +63,43 @@ struct Sink {
   }
   // The zero halo around channels [c_lo, c_hi) of the next buffer: the rows above and below the interior, and the
   // columns left and right of it in its rows.
-  __device__ void zero_halo(int c_lo, int c_hi) const {
-    if (y) return;
-    const int wp = l.out_wp, pt = l.out_pt, pl = l.out_pl;
-    const int top = pt * wp, sides = wp - l.OW, bottom = (l.out_hp - pt - l.OH) * wp;
-    const int per_channel = top + l.OH * sides + bottom;
-    if (per_channel == 0) return;
+  __device__ __forceinline__ void zero_halo(int c_lo, int c_hi) const {
+    const int per_channel = l.halo_n;
+    if (y || per_channel == 0) return;
+    const int pt = l.out_pt, pl = l.out_pl, top = l.halo_top, sides = l.halo_sides;
     for (int i = threadIdx.x; i < (c_hi - c_lo) * per_channel; i += kSeqThreads) {
-      const int c = c_lo + i / per_channel;
-      int q = i % per_channel, row, col;
+      const int cl = l.halo_d.div(i);
+      int q = i - cl * per_channel, row, col;
       if (q < top) {
-        row = q / wp, col = q % wp;
+        row = l.halo_wp_d.div(q), col = q - row * l.out_wp;
       } else if ((q -= top) < l.OH * sides) {
-        row = pt + q / sides, col = q % sides;
+        row = l.halo_sides_d.div(q), col = q - row * sides;
+        row += pt;
         if (col >= pl) col += l.OW;
       } else {
         q -= l.OH * sides;
-        row = pt + l.OH + q / wp, col = q % wp;
+        row = l.halo_wp_d.div(q), col = q - row * l.out_wp;
+        row += pt + l.OH;
       }
-      next[c * l.out_cs + row * l.out_rs + col] = 0.0f;
+      next[(c_lo + cl) * l.out_cs + row * l.out_rs + col] = 0.0f;
     }
   }
   // Channels [c_lo, c_hi) of this rank's next buffer (one contiguous run: the channels' planes) into every other
-  // rank's, 16 bytes a store where the run is aligned; each rank starts with the rank after it. After a block
-  // barrier (the block's stores complete).
-  __device__ void share(int c_lo, int c_hi, int rank, int ranks) const {
+  // rank's, 16 bytes a store where the run is aligned, as asynchronous stores that each rank's mbarrier `ready`
+  // counts (no cluster barrier: a rank waits for its own mbarrier only); each rank starts with the rank after it.
+  // After a block barrier (the block's stores complete).
+  __device__ __forceinline__ void share(int c_lo, int c_hi, int rank, int ranks, uint64_t* ready) const {
 #if !CNNRT_ARCH_BELOW(900)
     if (y || ranks == 1 || c_hi <= c_lo) return;
     const int a = c_lo * l.out_cs, b = c_hi * l.out_cs;
     const int a4 = (a + 3) / 4 * 4, b4 = max(a4, b / 4 * 4);
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    // Each value read once, then stored into every rank back to back (a read after a remote store would wait for
-    // it: the addresses may alias).
+    const uint32_t local = chain_detail::shared_address(next), bar = chain_detail::shared_address(ready);
+    // Each value read once, then stored into every rank back to back.
     for (int i = a4 + static_cast<int>(threadIdx.x) * 4; i < b4; i += kSeqThreads * 4) {
       const float4 v = *reinterpret_cast<const float4*>(next + i);
-      for (int step = 1; step < ranks; ++step) {
-        *reinterpret_cast<float4*>(cluster.map_shared_rank(next, (rank + step) % ranks) + i) = v;
+      for (int step = 1, r = rank + 1; step < ranks; ++step, ++r) {
+        if (r == ranks) r = 0;
+        store_async4(local + 4u * static_cast<uint32_t>(i), v, bar, r);
       }
     }
     // The unaligned ends, up to three floats each: threads 0-3 the first, 4-7 the last.
@@ -105,10 +107,35 @@ struct Sink {
     const int e = t < 4 ? (a + t < min(a4, b) ? a + t : -1) : t < 8 && b4 + t - 4 < b && b4 + t - 4 >= a4 ? b4 + t - 4 : -1;
     if (e >= 0) {
       const float v = next[e];
-      for (int step = 1; step < ranks; ++step) cluster.map_shared_rank(next, (rank + step) % ranks)[e] = v;
+      for (int step = 1, r = rank + 1; step < ranks; ++step, ++r) {
+        if (r == ranks) r = 0;
+        store_async1(local + 4u * static_cast<uint32_t>(e), v, bar, r);
+      }
     }
 #endif
   }
+
+#if !CNNRT_ARCH_BELOW(900)
+  // 16 bytes (4) at this block's shared address `at` into rank r's copy, counted by rank r's copy of the mbarrier
+  // at this block's shared address `bar`.
+  static __device__ __forceinline__ void store_async4(uint32_t at, float4 v, uint32_t bar, int r) {
+    uint32_t remote, remote_bar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(r));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(bar), "r"(r));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                     remote),
+                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote_bar)
+                 : "memory");
+  }
+  static __device__ __forceinline__ void store_async1(uint32_t at, float v, uint32_t bar, int r) {
+    uint32_t remote, remote_bar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(r));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(bar), "r"(r));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(remote), "f"(v),
+                 "r"(remote_bar)
+                 : "memory");
+  }
+#endif
 };
 
 // FB consecutive staged weights (filters f0 .. f0 + FB - 1 of one tap), in one read where FB is 2, 4 or 8.
@@ -134,27 +161,27 @@ __device__ __forceinline__ void load_weights(const float* at, float (&w)[FB]) {
 // tap t's offset in the input (channel, row and column of the filter), so the sums run over one index. (The sums
 // alone: every instantiation is code the layers fetch in turn, so the epilogue is one copy for all of them.)
 template <int FB, int PB>
-__device__ void conv_direct(const SeqLayer& l, const float* in, const float* ws, const int* taps, float* partials,
-                            int f_lo, int f_hi) {
+__device__ __forceinline__ void conv_direct(const SeqLayer& l, const float* in, const float* ws, const int* taps,
+                                            float* partials, int f_lo, int f_hi) {
   const ConvGeometry& g = l.g;
-  const int cg = g.C / g.groups, fg = g.F / g.groups;
-  const int T = cg * g.KH * g.KW, ks_n = l.ks, per = (T + ks_n - 1) / ks_n;
-  const int P = g.OH * g.OW, OW = g.OW, nf = f_hi - f_lo, row = seq_weight_row(l.cb);
-  const int tiles = (P + 32 * PB - 1) / (32 * PB);
+  const int T = l.T, ks_n = l.ks, per = l.per;
+  const int P = static_cast<int>(l.p_d.d), OW = g.OW, nf = f_hi - f_lo, row = seq_weight_row(l.cb);
+  const int tiles = l.tiles;
   const int items = nf / FB * tiles * ks_n;
   const int lane = threadIdx.x & 31;
-  const int in_cs = l.in_cs, in_rs = l.in_rs, sh = g.stride_h, sw = g.stride_w;
+  const int in_rs = l.in_rs, sh = g.stride_h, sw = g.stride_w;
   const int origin = l.in_off - g.pad_top * in_rs - g.pad_left;
+  const int group_floats = l.cg * l.in_cs;
   for (int it = threadIdx.x >> 5; it < items; it += kSeqWarps) {
-    const int ks = it % ks_n, rest = it / ks_n;
-    const int fi = rest / tiles, tile = rest - fi * tiles;
+    const int rest = l.ks_d.div(it), ks = it - rest * ks_n;
+    const int fi = l.tiles_d.div(rest), tile = rest - fi * tiles;
     const int fl0 = fi * FB, f0 = f_lo + fl0;
-    const float* xg = in + (f0 / fg) * cg * in_cs + origin;
+    const float* xg = in + l.fg_d.div(f0) * group_floats + origin;
     int at[PB];
 #pragma unroll
     for (int j = 0; j < PB; ++j) {
       const int p = min(tile * 32 * PB + j * 32 + lane, P - 1);
-      const int oy = p / OW, ox = p - oy * OW;
+      const int oy = l.ow_d.div(p), ox = p - oy * OW;
       at[j] = oy * sh * in_rs + ox * sw;
     }
     const float* wf = ws + fl0;
@@ -164,7 +191,7 @@ __device__ void conv_direct(const SeqLayer& l, const float* in, const float* ws,
 #pragma unroll
       for (int j = 0; j < PB; ++j) acc[a][j] = 0.0f;
     }
-    const int t_hi = min(T, (ks + 1) * per);
+    const int t_hi = min(T, (ks + 1) * per);  // (per: taps a split)
 #pragma unroll 2
     for (int t = ks * per; t < t_hi; ++t) {
       const float* x = xg + taps[t];
@@ -192,11 +219,11 @@ __device__ void conv_direct(const SeqLayer& l, const float* in, const float* ws,
 // A convolution's outputs for filters [f_lo, f_hi), `lanes` threads an output, each a share of the input channels
 // (whole warps take the same iterations: the shuffles need every lane): activated, to the sink, or (pooled) into
 // `partials` for the epilogue's pass.
-__device__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbase, int f_lo, int f_hi,
-                           const Sink& sink, float* partials) {
+__device__ __forceinline__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbase, int f_lo,
+                                           int f_hi, const Sink& sink, float* partials) {
   const ConvGeometry& g = l.g;
-  const int cg = g.C / g.groups, fg = g.F / g.groups, kk = g.KH * g.KW;
-  const int P = g.OH * g.OW;
+  const int cg = l.cg, kk = static_cast<int>(l.kk_d.d);
+  const int P = static_cast<int>(l.p_d.d);
   const int lanes = l.lanes, lane = threadIdx.x & (lanes - 1);
   const int per_warp = 32 / lanes;
   const int total = (f_hi - f_lo) * P;
@@ -205,9 +232,9 @@ __device__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbas
     const int o = base + (threadIdx.x & 31) / lanes;
     const bool valid = o < total;
     const int oc = valid ? o : total - 1;
-    const int f = f_lo + oc / P, p = oc % P;
-    const int oy = p / g.OW, ox = p - oy * g.OW;
-    const float* xg = in + (f / fg) * cg * l.in_cs + l.in_off + (oy * g.stride_h - g.pad_top) * l.in_rs +
+    const int fl = l.p_d.div(oc), p = oc - fl * P, f = f_lo + fl;
+    const int oy = l.ow_d.div(p), ox = p - oy * g.OW;
+    const float* xg = in + l.fg_d.div(f) * cg * l.in_cs + l.in_off + (oy * g.stride_h - g.pad_top) * l.in_rs +
                       ox * g.stride_w - g.pad_left;
     const float* wf = wbase + static_cast<size_t>(f) * cg * kk;
     float acc = 0.0f;
@@ -237,7 +264,7 @@ __device__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbas
   }
 }
 
-__device__ void conv_sums(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
+__device__ __forceinline__ void conv_sums(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
                           int f_lo, int f_hi) {
   const float* ws = weights + l.w_at;
   const int* t = taps + l.t_at;
@@ -251,14 +278,14 @@ __device__ void conv_sums(const SeqLayer& l, const float* in, const float* weigh
   }
 }
 
-__device__ void run_conv(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
+__device__ __forceinline__ void run_conv(const SeqLayer& l, const float* in, const float* weights, const int* taps, float* partials,
                          const Sink& sink, int c_lo, int c_hi, unsigned long long* trace) {
   const ConvGeometry& g = l.g;
-  const int P = g.OH * g.OW, nf = c_hi - c_lo;
+  const int P = static_cast<int>(l.p_d.d), nf = c_hi - c_lo;
   const bool pooled = l.pool.kind != FusedPool::None;
   if (!l.direct) {
     // Filter f's weights at wbase + f * (C / groups) * KH * KW: the rank's staged block (from c_lo) or global memory.
-    const int per_filter = g.C / g.groups * g.KH * g.KW;
+    const int per_filter = l.T;
     const float* wbase = l.w_at >= 0 ? weights + l.w_at - static_cast<ptrdiff_t>(c_lo) * per_filter : l.w;
     conv_lanes(l, in, wbase, c_lo, c_hi, sink, partials);
     if (!pooled) return;
@@ -280,38 +307,41 @@ __device__ void run_conv(const SeqLayer& l, const float* in, const float* weight
   };
   if (!pooled) {
     for (int o = threadIdx.x; o < nf * P; o += kSeqThreads) {
-      const int fl = o / P, p = o - fl * P;
-      sink.put(c_lo + fl, p / g.OW, p % g.OW, value(fl, p));
+      const int fl = l.p_d.div(o), p = o - fl * P;
+      const int oy = l.ow_d.div(p);
+      sink.put(c_lo + fl, oy, p - oy * g.OW, value(fl, p));
     }
     return;
   }
-  const int pp = l.OH * l.OW;
+  const int pp = static_cast<int>(l.out_p_d.d);
   for (int i = threadIdx.x; i < nf * pp; i += kSeqThreads) {
-    const int fl = i / pp, q = i - fl * pp;
-    const int py = q / l.OW, px = q - py * l.OW;
+    const int fl = l.out_p_d.div(i), q = i - fl * pp;
+    const int py = l.out_w_d.div(q), px = q - py * l.OW;
     sink.put(c_lo + fl, py, px,
              pool_window(l.pool, py, px, g.OH, g.OW, [&](int yy, int xx) { return value(fl, yy * g.OW + xx); }));
   }
 }
 
-__device__ void run_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
-  const int pp = l.OH * l.OW;
+__device__ __forceinline__ void run_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int pp = static_cast<int>(l.out_p_d.d);
   for (int i = threadIdx.x; i < (c_hi - c_lo) * pp; i += kSeqThreads) {
-    const int c = c_lo + i / pp, q = i % pp;
-    const int py = q / l.OW, px = q - py * l.OW;
+    const int cl = l.out_p_d.div(i), q = i - cl * pp, c = c_lo + cl;
+    const int py = l.out_w_d.div(q), px = q - py * l.OW;
     const float* map = in + c * l.in_cs + l.in_off;
     sink.put(c, py, px, pool_window(l.pool, py, px, l.H, l.W, [&](int yy, int xx) { return map[yy * l.in_rs + xx]; }));
   }
 }
 
-__device__ void run_global_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+__device__ __forceinline__ void run_global_pool(const SeqLayer& l, const float* in, const Sink& sink, int c_lo,
+                                                int c_hi) {
   const int hw = l.H * l.W, lane = threadIdx.x & 31;
   const bool max = l.pool.kind == FusedPool::Max;
   for (int c = c_lo + static_cast<int>(threadIdx.x >> 5); c < c_hi; c += kSeqWarps) {
     const float* map = in + c * l.in_cs + l.in_off;
     float v = max ? -INFINITY : 0.0f;
     for (int i = lane; i < hw; i += 32) {
-      const float u = map[(i / l.W) * l.in_rs + i % l.W];
+      const int yy = l.in_w_d.div(i);
+      const float u = map[yy * l.in_rs + i - yy * l.W];
       v = max ? fmaxf(v, u) : v + u;
     }
     for (int s = 16; s > 0; s >>= 1) {
@@ -322,11 +352,11 @@ __device__ void run_global_pool(const SeqLayer& l, const float* in, const Sink& 
   }
 }
 
-__device__ void run_affine(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
-  const int hw = l.H * l.W;
+__device__ __forceinline__ void run_affine(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int hw = static_cast<int>(l.in_p_d.d);
   for (int i = threadIdx.x; i < (c_hi - c_lo) * hw; i += kSeqThreads) {
-    const int c = c_lo + i / hw, q = i % hw;
-    const int yy = q / l.W, xx = q - yy * l.W;
+    const int cl = l.in_p_d.div(i), q = i - cl * hw, c = c_lo + cl;
+    const int yy = l.in_w_d.div(q), xx = q - yy * l.W;
     float v = in[c * l.in_cs + yy * l.in_rs + xx + l.in_off];
     if (l.w) v *= __ldg(l.w + c);
     if (l.bias) v += __ldg(l.bias + c);
@@ -335,64 +365,70 @@ __device__ void run_affine(const SeqLayer& l, const float* in, const Sink& sink,
   }
 }
 
-__global__ void __launch_bounds__(kSeqThreads) seqnet_kernel(const __grid_constant__ SeqParams p) {
+// (At least one block an SM, said explicitly: without it ptxas held the kernel to 64 registers and spilled.)
+__global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_constant__ SeqParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   SeqLayer* layers = reinterpret_cast<SeqLayer*>(smem);
   trace_point(p.trace, 0);
-  // The table and the weights are constants of the plan: staged before the wait, under the tail of the grid before.
-  {
-    const int4* from = reinterpret_cast<const int4*>(p.layers);
-    int4* to = reinterpret_cast<int4*>(smem);
-    const int n = static_cast<int>(p.n_layers * sizeof(SeqLayer) / sizeof(int4));
-    for (int i = threadIdx.x; i < n; i += kSeqThreads) to[i] = __ldg(from + i);
-  }
-  __syncthreads();
-  float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats;
+  // Layer k's mbarrier (k < n_layers - 1): complete when the other ranks' shares of its output are here.
+  uint64_t* ready = reinterpret_cast<uint64_t*>(reinterpret_cast<float*>(smem) + p.table_floats);
+  float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats + kSeqBarrierFloats;
   float* buffer1 = buffer0 + p.buffer_floats;
   float* partials = buffer1 + p.buffer_floats;
   float* weights = partials + p.partial_floats;
-  int* taps = reinterpret_cast<int*>(weights + p.weight_floats);
+  const int* taps = reinterpret_cast<const int*>(weights + p.weight_floats);
   const int ranks = p.ranks;
   const int rank = static_cast<int>(blockIdx.z);
   const int image = static_cast<int>(blockIdx.y);
+  // The table, and the rank's weights, biases and tap offsets of every layer (packed as they lie in shared memory:
+  // seqnet_packed_weights) are constants of the plan: copied at once by 16-byte cp.async, under the tail of the grid
+  // before, and waited for after it.
   {
-    // The rank's weights and biases of every layer, packed as they lie in shared memory (seqnet_packed_weights).
-    const float* src = p.packed + static_cast<size_t>(rank) * p.weight_floats;
-    for (int i = threadIdx.x * 4; i < p.weight_floats; i += kSeqThreads * 4) cp_async_16(weights + i, src + i, true);
+    const float* table = reinterpret_cast<const float*>(p.layers);
+    float* to = reinterpret_cast<float*>(smem);
+    for (int i = threadIdx.x * 4; i < p.table_floats; i += kSeqThreads * 4) cp_async_16(to + i, table + i, true);
+    const float* src = p.packed + static_cast<size_t>(rank) * p.staged_floats;
+    for (int i = threadIdx.x * 4; i < p.staged_floats; i += kSeqThreads * 4) cp_async_16(weights + i, src + i, true);
   }
   cp_async_commit();
-  // The tap offsets of the convolutions summed over one index (constants too).
-  for (int k = 0; k < p.n_layers; ++k) {
-    const SeqLayer& l = layers[k];
-    if (l.kind != NetOpKind::Conv || l.t_at < 0) continue;
-    const ConvGeometry& g = l.g;
-    const int kk = g.KH * g.KW, T = g.C / g.groups * kk;
-    for (int t = threadIdx.x; t < T; t += kSeqThreads) {
-      const int c = t / kk, r = t - c * kk;
-      const int kh = r / g.KW, kw = r - kh * g.KW;
-      taps[l.t_at + t] = c * l.in_cs + kh * g.dil_h * l.in_rs + kw * g.dil_w;
-    }
-  }
 #if !CNNRT_ARCH_BELOW(900)
-  // Every rank started before any stores into it: the cluster barrier's arrive now, its wait after the input.
+  if (ranks > 1 && threadIdx.x == 0) {
+    for (int k = 0; k + 1 < p.n_layers; ++k) chain_detail::mbarrier_init(ready + k, 1);
+    chain_detail::fence_mbarrier_init();
+  }
+  // Every rank started (its mbarriers set up) before any stores into it: the cluster barrier's arrive now
+  // (fence_mbarrier_init published the set-up), its wait after the input.
   if (ranks > 1) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 #endif
   trace_point(p.trace, 1);
   wait_for_prior_grid();
   trace_point(p.trace, 2);
+  cp_async_wait<0>();
+  __syncthreads();
+#if !CNNRT_ARCH_BELOW(900)
+  if (ranks > 1 && threadIdx.x == 0) {
+    // Each layer's mbarrier expects one arrival (this thread's, now) and the bytes of the other ranks' channels (some
+    // may have arrived already: the phase cannot complete before the arrival).
+    for (int k = 0; k + 1 < p.n_layers; ++k) {
+      const SeqLayer& l = layers[k];
+      const int own = min(l.OC, rank * l.cb + l.cb) - min(l.OC, rank * l.cb);
+      chain_detail::mbarrier_arrive_expect_tx(ready + k, static_cast<uint32_t>((l.OC - own) * l.out_cs * 4));
+    }
+  }
+#endif
   {
     // Layer 0's input, all of it in every rank: its padded planes, zeros around the image's values.
     const SeqLayer& l = layers[0];
     const float* x = p.x + static_cast<size_t>(image) * p.in_image;
-    const int pt = l.in_off / l.in_rs, pl = l.in_off % l.in_rs;
+    const int pt = l.in_rs_d.div(l.in_off), pl = l.in_off - pt * l.in_rs;
     for (int i = threadIdx.x; i < l.C * l.in_cs; i += kSeqThreads) {
-      const int c = i / l.in_cs, q = i - c * l.in_cs;
-      const int yy = q / l.in_rs - pt, xx = q % l.in_rs - pl;
+      const int c = l.in_cs_d.div(i), q = i - c * l.in_cs;
+      const int qy = l.in_rs_d.div(q);
+      const int yy = qy - pt, xx = q - qy * l.in_rs - pl;
       const bool inside = yy >= 0 && yy < l.H && xx >= 0 && xx < l.W;
       buffer0[i] = inside ? __ldg(x + (c * l.H + yy) * l.W + xx) : 0.0f;
     }
   }
-  cp_async_wait<0>();
   __syncthreads();
 #if !CNNRT_ARCH_BELOW(900)
   if (ranks > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
@@ -415,12 +451,18 @@ __global__ void __launch_bounds__(kSeqThreads) seqnet_kernel(const __grid_consta
     }
     sink.zero_halo(c_lo, c_hi);
     trace_point(p.trace, 4 + 3 * k);
-    if (!last && ranks > 1) {
-      __syncthreads();
-      sink.share(c_lo, c_hi, rank, ranks);
-    }
+    if (last) break;
+    // The layer's outputs in every rank before the next reads them. (Its input buffer, which the next layer's outputs
+    // overwrite, is free by then: a rank computes the next layer only once every rank has sent it this one, after
+    // its own reads.)
+    __syncthreads();
+#if !CNNRT_ARCH_BELOW(900)
+    if (ranks > 1) sink.share(c_lo, c_hi, rank, ranks, ready + k);
+#endif
     trace_point(p.trace, 5 + 3 * k);
-    if (!last) rank_barrier(ranks);  // the layer's outputs in every rank; its input buffer free for the next
+#if !CNNRT_ARCH_BELOW(900)
+    if (ranks > 1) chain_detail::mbarrier_wait_parity0(ready + k);
+#endif
     trace_point(p.trace, 6 + 3 * k);
   }
 }
@@ -437,7 +479,7 @@ Layout dense_layout(int H, int W) { return {H * W, W, 0, 0, 0, H, W}; }
 
 size_t SeqProgram::smem_bytes() const {
   return layers.size() * sizeof(SeqLayer) +
-         (2 * static_cast<size_t>(buffer_floats) + partial_floats + weight_floats + tap_ints) *
+         (kSeqBarrierFloats + 2 * static_cast<size_t>(buffer_floats) + partial_floats + staged_floats()) *
              sizeof(float);
 }
 
@@ -571,10 +613,25 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     l.out_cs = out.cs, l.out_rs = out.rs, l.out_off = out.off;
     l.out_pt = out.pt, l.out_pl = out.pl, l.out_hp = out.hp, l.out_wp = out.wp;
     l.cb = (l.OC + ranks - 1) / ranks;
+    l.in_p_d = FastDiv(std::max(1, l.H * l.W)), l.in_w_d = FastDiv(std::max(1, l.W));
+    l.in_cs_d = FastDiv(std::max(1, l.in_cs)), l.in_rs_d = FastDiv(std::max(1, l.in_rs));
+    l.out_p_d = FastDiv(std::max(1, l.OH * l.OW)), l.out_w_d = FastDiv(std::max(1, l.OW));
+    if (!last) {
+      // The next buffer's zero halo a channel: the rows above the interior, the side columns of its rows, the rows
+      // below.
+      l.halo_top = out.pt * out.wp;
+      l.halo_sides = out.wp - l.OW;
+      l.halo_n = l.halo_top + l.OH * l.halo_sides + (out.hp - out.pt - l.OH) * out.wp;
+      l.halo_d = FastDiv(std::max(1, l.halo_n)), l.halo_wp_d = FastDiv(std::max(1, out.wp));
+      l.halo_sides_d = FastDiv(std::max(1, l.halo_sides));
+    }
     if (l.kind != NetOpKind::Conv) continue;
     const ConvGeometry& g = l.g;
     const int cg = g.C / g.groups, fg = g.F / g.groups, kk = g.KH * g.KW;
     const int P = g.OH * g.OW, T = cg * kk;
+    l.cg = cg, l.T = T;
+    l.fg_d = FastDiv(fg), l.ow_d = FastDiv(std::max(1, g.OW)), l.p_d = FastDiv(std::max(1, P));
+    l.kk_d = FastDiv(kk), l.kw_d = FastDiv(std::max(1, g.KW));
     if (P >= 24) {
       // Direct: the register block and tap split of the least estimated time: instructions an item (a tap: its
       // offset, the weights' vector reads, pb inputs, fb * pb multiply-adds) times the items a warp runs, stretched
@@ -597,6 +654,9 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
       }
       l.lanes = 1;
       l.direct = 1;
+      l.per = (T + l.ks - 1) / l.ks;
+      l.tiles = (P + 32 * l.pb - 1) / (32 * l.pb);
+      l.ks_d = FastDiv(l.ks), l.tiles_d = FastDiv(l.tiles);
       l.t_at = tap_at;
       tap_at += T;
       prog.partial_floats = std::max(prog.partial_floats, l.ks * l.cb * P);
@@ -639,21 +699,41 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   return prog;
 }
 
-std::vector<float> seqnet_packed_weights(const SeqProgram& program) {
-  const int WF = program.weight_floats;
+std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopies* copies) {
+  const int WF = program.staged_floats();
   std::vector<float> packed(static_cast<size_t>(WF) * program.ranks, 0.0f);
-  auto fetch = [](const float* device, size_t n) {
-    std::vector<float> host(n);
-    if (n > 0 && cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
-      throw std::runtime_error("seqnet_packed_weights: reading a layer's weights back failed");
+  SeqHostCopies own;
+  SeqHostCopies& host = copies ? *copies : own;
+  auto fetch = [&host](const float* device, size_t n) -> const std::vector<float>& {
+    auto [it, added] = host.try_emplace(device);
+    if (added || it->second.size() < n) {
+      it->second.resize(n);
+      if (n > 0 && cudaMemcpy(it->second.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        host.erase(it);
+        throw std::runtime_error("seqnet_packed_weights: reading a layer's weights back failed");
+      }
     }
-    return host;
+    return it->second;
   };
+  static const std::vector<float> none;
+  for (const SeqLayer& l : program.layers) {
+    if (l.kind != NetOpKind::Conv || l.t_at < 0) continue;
+    // Tap t's offset in the input (its channel, filter row and column), after every rank's weights.
+    const ConvGeometry& g = l.g;
+    for (int t = 0; t < l.T; ++t) {
+      const int c = t / (g.KH * g.KW), r = t % (g.KH * g.KW);
+      const int offset = c * l.in_cs + r / g.KW * g.dil_h * l.in_rs + r % g.KW * g.dil_w;
+      for (int rank = 0; rank < program.ranks; ++rank) {
+        std::memcpy(packed.data() + static_cast<size_t>(rank) * WF + program.weight_floats + l.t_at + t, &offset,
+                    sizeof(float));
+      }
+    }
+  }
   for (const SeqLayer& l : program.layers) {
     if (l.kind != NetOpKind::Conv || l.w_at < 0) continue;
     const int T = l.g.C / l.g.groups * l.g.KH * l.g.KW;
-    const std::vector<float> w = fetch(l.w, static_cast<size_t>(l.OC) * T);
-    const std::vector<float> b = l.bias ? fetch(l.bias, static_cast<size_t>(l.OC)) : std::vector<float>{};
+    const std::vector<float>& w = fetch(l.w, static_cast<size_t>(l.OC) * T);
+    const std::vector<float>& b = l.bias ? fetch(l.bias, static_cast<size_t>(l.OC)) : none;
     for (int r = 0; r < program.ranks; ++r) {
       float* block = packed.data() + static_cast<size_t>(r) * WF;
       const int f_lo = std::min(l.OC, r * l.cb), nf = std::min(l.OC, f_lo + l.cb) - f_lo;
@@ -676,7 +756,7 @@ std::vector<float> seqnet_packed_weights(const SeqProgram& program) {
 void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
                    cudaStream_t stream, unsigned long long* trace) {
   const int n = static_cast<int>(program.layers.size());
-  if (n < 1 || n > kSeqMaxLayers || batch < 1 || batch > 65535 || (program.weight_floats > 0 && !program.packed)) {
+  if (n < 1 || n > kSeqMaxLayers || batch < 1 || batch > 65535 || (program.staged_floats() > 0 && !program.packed)) {
     throw std::invalid_argument("launch_seqnet: " + std::to_string(n) + " layers, batch " + std::to_string(batch) +
                                 ": beyond the kernel's limits");
   }
@@ -688,6 +768,7 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
   p.buffer_floats = program.buffer_floats;
   p.partial_floats = program.partial_floats;
   p.weight_floats = program.weight_floats;
+  p.staged_floats = program.staged_floats();
   p.in_image = program.in_image_floats;
   p.out_image = program.out_image_floats;
   p.packed = program.packed;

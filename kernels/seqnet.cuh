@@ -29,8 +29,10 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "kernels/fast_div.cuh"
 #include "kernels/layer.hpp"
 #include "kernels/net.cuh"
 
@@ -65,6 +67,19 @@ struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   const float* bias = nullptr;    // Conv bias; Affine shift (null: 0)
   ParamAct act = ParamAct::None;  // Conv, Affine
   float alpha = 0.0f, beta = 0.0f;
+  // The index arithmetic's constants, computed by build_seqnet (the loops divide by multiply-high and shift: a
+  // division sequence is some 25 dependent instructions, and a layer's index arithmetic is most of its issue).
+  int cg = 1;                  // Conv: input channels a group
+  int T = 1, per = 1, tiles = 1;  // Conv direct: taps a filter, taps a split, items of 32 * pb positions
+  FastDiv ks_d, tiles_d;       // Conv direct: by ks, by tiles
+  FastDiv fg_d, ow_d, p_d;     // Conv: by F / groups, by the convolution's OW and OH * OW (before the pool)
+  FastDiv kk_d, kw_d;          // Conv: by KH * KW and by KW (the tap table)
+  FastDiv out_p_d, out_w_d;    // by the layer's OH * OW and OW (after the pool)
+  FastDiv in_p_d, in_w_d;      // by the input's H * W and W
+  FastDiv in_cs_d, in_rs_d;    // by the input buffer's channel and row pitch (layer 0's staging)
+  // The next buffer's zero halo a channel: its floats, those above the interior, the side columns a row; by each.
+  int halo_n = 0, halo_top = 0, halo_sides = 0;
+  FastDiv halo_d, halo_wp_d, halo_sides_d;  // by halo_n, out_wp, halo_sides
 };
 
 // A chain of layers as the kernel runs it, for clusters of `ranks` blocks.
@@ -76,9 +91,10 @@ struct SeqProgram {
   int weight_floats = 0;   // the rank's staged weights of every layer
   int tap_ints = 0;        // the tap offsets of every convolution summed over one index
   int in_image_floats = 0, out_image_floats = 0;  // from one image to the next in global memory
-  // Device: every rank's weights and biases as they lie in its shared memory (seqnet_packed_weights, uploaded),
-  // weight_floats a rank.
+  // Device: every rank's weights and biases, then the tap offsets, as they lie in its shared memory
+  // (seqnet_packed_weights, uploaded), staged_floats() a rank.
   const float* packed = nullptr;
+  int staged_floats() const { return weight_floats + (tap_ints + 3) / 4 * 4; }
   size_t smem_bytes() const;
 };
 
@@ -99,9 +115,13 @@ std::vector<std::string> seqnet_variant_names();
 // `smem_optin` bytes of shared memory. Otherwise nullopt, and `why` says why.
 std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why);
 
-// The weights and biases of `program`'s layers (read back from the device) packed for its ranks, to upload as
-// SeqProgram::packed: rank r's block at r * weight_floats, each layer's weights where the rank stages them.
-std::vector<float> seqnet_packed_weights(const SeqProgram& program);
+// Host copies of device arrays, each read back once (by device address) for every program packed with it.
+using SeqHostCopies = std::unordered_map<const float*, std::vector<float>>;
+
+// The weights and biases of `program`'s layers (read back from the device, or found in `copies`, which keeps
+// what it reads) and the tap offsets of its direct convolutions, packed for its ranks, to upload as
+// SeqProgram::packed: rank r's block at r * staged_floats(), each value where the rank stages it.
+std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopies* copies = nullptr);
 
 // Runs `program` (its layers uploaded at `layers`) for `batch` images from `x` into `y`. `trace` (the lab's): null,
 // or 4 + 3 * layers device words for the global timer at the phases of the first block.

@@ -5,6 +5,7 @@
 //
 //   cmake --build --preset release --target seqnet_lab
 //   build/release/bin/seqnet_lab
+//   build/release/bin/seqnet_lab identical RANKS LAYERS LAUNCHES   (only those launches: for a profiler)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,12 +66,17 @@ std::vector<NetOp> series() {
 
 // Median microseconds a launch of `n` identical layers (64 -> 64 channels, k3, length 32) at batch 1, clusters of
 // `ranks`: the difference between n and 1 over n - 1 is what one more layer costs once its code has run.
-double time_identical(int n, int ranks, int optin) {
+double time_identical(int n, int ranks, int optin, int launches = 21) {
   std::vector<NetOp> ops;
   for (int k = 0; k < n; ++k) ops.push_back(conv1d(k, k + 1, 64, 32, 64, 3, 1, 60 + k));
   std::string why;
   auto prog = build_seqnet(ops, ranks, optin, &why);
   if (!prog) return -1;
+  if (launches != 21) {
+    const SeqLayer& l = prog->layers.back();
+    std::printf("identical layers, cl%d: fb %d pb %d ks %d lanes %d, smem %zu B\n", ranks, l.fb, l.pb, l.ks, l.lanes,
+                prog->smem_bytes());
+  }
   const std::vector<float> packed = seqnet_packed_weights(*prog);
   float *d_packed = nullptr, *x = lab::device_random(64 * 32, 3), *y = nullptr;
   SeqLayer* d_layers = nullptr;
@@ -86,7 +92,7 @@ double time_identical(int n, int ranks, int optin) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  for (int r = 0; r < 21; ++r) {
+  for (int r = 0; r < launches; ++r) {
     cudaEventRecord(e0, s);
     launch_seqnet(*prog, d_layers, x, y, 1, s);
     cudaEventRecord(e1, s);
@@ -104,9 +110,16 @@ double time_identical(int n, int ranks, int optin) {
   return times[times.size() / 2];
 }
 
-int main() {
+int main(int argc, char** argv) {
   int optin = 0;
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+  if (argc == 5 && std::string(argv[1]) == "identical") {
+    // `seqnet_lab identical RANKS LAYERS LAUNCHES`: only those launches (for a profiler).
+    const int ranks = std::stoi(argv[2]), n = std::stoi(argv[3]), launches = std::stoi(argv[4]);
+    std::printf("%d identical layers, cl%d: %.2f us median of %d launches\n", n, ranks,
+                time_identical(n, ranks, optin, launches), launches);
+    return 0;
+  }
   for (int ranks : {16, 4, 1}) {
     const double one = time_identical(1, ranks, optin), two = time_identical(2, ranks, optin);
     const double ten = time_identical(10, ranks, optin);

@@ -405,6 +405,10 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   const std::vector<kernels::NetVariant> variants =
       batch <= kernels::kNetMaxBatch ? kernels::net_variants(lc.context.device.arch()) : std::vector<kernels::NetVariant>{};
   const std::vector<kernels::SeqVariant> seq_variants = kernels::seqnet_variants(lc.context.device.arch());
+  if (variants.empty() && batch <= kernels::kNetMaxBatch) {
+    lc.note(fmt::format("network kernel: not offered (thread-block clusters need compute capability 9.0, this GPU is "
+                        "{}.{})", lc.context.device.arch() / 10, lc.context.device.arch() % 10));
+  }
   // The nodes within the multiply-adds a cut may have (their steps' flops from each node's first step on).
   const size_t n = offer.nodes.size();
   const size_t end = plan.steps.size();
@@ -520,6 +524,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   std::string signature = fmt::format("net batch={} cuts={}", batch, cuts.size());
   std::string seq_why;  // why the sequence kernel does not run the first cut it does not
   int seq_offered = 0;
+  kernels::SeqHostCopies host_weights;  // each layer's weights read back once for every variant and cut
   for (size_t c = 0; c < cuts.size(); ++c) {
     signature += fmt::format(" {}:{}", cuts[c].ops.size(), ops_fingerprint(cuts[c].ops));
     std::vector<Step> prefix(plan.steps.begin() + static_cast<std::ptrdiff_t>(cuts[0].step),
@@ -561,8 +566,8 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
         continue;
       }
       ++seq_offered;
-      program->packed = program->weight_floats > 0
-                            ? lc.context.weights.upload(kernels::seqnet_packed_weights(*program),
+      program->packed = program->staged_floats() > 0
+                            ? lc.context.weights.upload(kernels::seqnet_packed_weights(*program, &host_weights),
                                                         fmt::format("seqnet_weights_cl{}", v.ranks))
                             : nullptr;
       auto seq = std::make_shared<const kernels::SeqProgram>(std::move(*program));
