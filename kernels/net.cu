@@ -9,6 +9,7 @@
 #include "kernels/launch.cuh"
 #include "kernels/net.cuh"
 #include "kernels/row_reduce.cuh"
+#include "kernels/smem_optin.cuh"
 
 namespace cnnrt::kernels {
 
@@ -454,13 +455,7 @@ void launch_net(const NetVariant& v, const NetOp* ops, int n_ops, const float* c
   p.table_floats = n_ops * static_cast<int>(sizeof(NetOp) / sizeof(float));
   for (int i = 0; i < n_tensors; ++i) p.tensors[i] = const_cast<float*>(tensors[i]);
   const size_t smem = (static_cast<size_t>(p.table_floats) + staging_floats) * sizeof(float);
-  static OncePerDevice once;  // the table and the staging may take all a block can have
-  once.call([] {
-    int device = 0, optin = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    cudaFuncSetAttribute(net_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  });
+  allow_all_dynamic_smem<net_kernel>();  // (the table and the staging may take all a block can have)
   if (v.ranks > 8) allow_large_clusters<net_kernel>();
   launch_overlapped(net_kernel, dim3(1, static_cast<unsigned>(batch), static_cast<unsigned>(v.ranks)), dim3(kNetThreads),
                     smem, stream, static_cast<unsigned>(v.ranks), p);

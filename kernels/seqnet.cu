@@ -8,6 +8,7 @@
 #include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/row_reduce.cuh"
+#include "kernels/smem_optin.cuh"
 #include "kernels/seqnet.cuh"
 
 namespace cnnrt::kernels {
@@ -26,6 +27,9 @@ struct SeqParams {
   int ranks;
   int table_floats, buffer_floats, partial_floats, weight_floats;
   int staged_floats;  // a rank's packed block: its weights (weight_floats), then the tap offsets
+  // Layer 0's input as it lies in shared memory (its table entry's, for the staging before the table is there).
+  int in_c, in_h, in_w, in_cs, in_rs, in_pt, in_pl;
+  FastDiv in_cs_d, in_rs_d;
   int in_image, out_image;
   const float* packed;
   const float* x;
@@ -403,6 +407,19 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   trace_point(p.trace, 1);
   wait_for_prior_grid();
   trace_point(p.trace, 2);
+  {
+    // Layer 0's input, all of it in every rank: its padded planes, zeros around the image's values, by cp.async
+    // too (its layout from the parameters: in flight with the table and weights, one wait for all).
+    const float* x = p.x + static_cast<size_t>(image) * p.in_image;
+    for (int i = threadIdx.x; i < p.in_c * p.in_cs; i += kSeqThreads) {
+      const int c = p.in_cs_d.div(i), q = i - c * p.in_cs;
+      const int qy = p.in_rs_d.div(q);
+      const int yy = qy - p.in_pt, xx = q - qy * p.in_rs - p.in_pl;
+      const bool inside = yy >= 0 && yy < p.in_h && xx >= 0 && xx < p.in_w;
+      cp_async_4(buffer0 + i, inside ? x + (c * p.in_h + yy) * p.in_w + xx : x, inside);
+    }
+  }
+  cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
 #if !CNNRT_ARCH_BELOW(900)
@@ -415,22 +432,6 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
       chain_detail::mbarrier_arrive_expect_tx(ready + k, static_cast<uint32_t>((l.OC - own) * l.out_cs * 4));
     }
   }
-#endif
-  {
-    // Layer 0's input, all of it in every rank: its padded planes, zeros around the image's values.
-    const SeqLayer& l = layers[0];
-    const float* x = p.x + static_cast<size_t>(image) * p.in_image;
-    const int pt = l.in_rs_d.div(l.in_off), pl = l.in_off - pt * l.in_rs;
-    for (int i = threadIdx.x; i < l.C * l.in_cs; i += kSeqThreads) {
-      const int c = l.in_cs_d.div(i), q = i - c * l.in_cs;
-      const int qy = l.in_rs_d.div(q);
-      const int yy = qy - pt, xx = q - qy * l.in_rs - pl;
-      const bool inside = yy >= 0 && yy < l.H && xx >= 0 && xx < l.W;
-      buffer0[i] = inside ? __ldg(x + (c * l.H + yy) * l.W + xx) : 0.0f;
-    }
-  }
-  __syncthreads();
-#if !CNNRT_ARCH_BELOW(900)
   if (ranks > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 #endif
   trace_point(p.trace, 3);
@@ -769,19 +770,17 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
   p.partial_floats = program.partial_floats;
   p.weight_floats = program.weight_floats;
   p.staged_floats = program.staged_floats();
+  const SeqLayer& first = program.layers.front();
+  p.in_c = first.C, p.in_h = first.H, p.in_w = first.W, p.in_cs = first.in_cs, p.in_rs = first.in_rs;
+  p.in_pt = first.in_off / first.in_rs, p.in_pl = first.in_off % first.in_rs;
+  p.in_cs_d = first.in_cs_d, p.in_rs_d = first.in_rs_d;
   p.in_image = program.in_image_floats;
   p.out_image = program.out_image_floats;
   p.packed = program.packed;
   p.x = x;
   p.y = y;
   p.trace = trace;
-  static OncePerDevice once;
-  once.call([] {
-    int device = 0, optin = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    cudaFuncSetAttribute(seqnet_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  });
+  allow_all_dynamic_smem<seqnet_kernel>();  // (the table and the staging may take all a block can have)
   if (program.ranks > 8) allow_large_clusters<seqnet_kernel>();
   launch_overlapped(seqnet_kernel, dim3(1, static_cast<unsigned>(batch), static_cast<unsigned>(program.ranks)),
                     dim3(kSeqThreads), program.smem_bytes(), stream, static_cast<unsigned>(program.ranks), p);
