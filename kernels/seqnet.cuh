@@ -6,8 +6,10 @@
 // `ranks` blocks an image holds every activation of its image in each rank's shared memory. Rank r computes its
 // share of a layer's output channels from its own copy of the layer's input and stores them into every rank's
 // copy of the next layer's input (distributed shared memory), laid out with the zero halo the next layer's
-// padding needs, so that the sums test no bounds. A cluster barrier between layers; every layer's weights for the
-// rank's filters are staged once, at the start, before the wait for the grid before (they are constants).
+// padding needs, so that the sums test no bounds. Those stores are asynchronous, counted by the receiving rank's
+// mbarrier for the layer, which is all a rank waits for before the next layer (no cluster barrier between layers);
+// every layer's weights for the rank's filters are staged once, at the start, before the wait for the grid before
+// (they are constants).
 //
 // A convolution's outputs go a warp item at a time: `fb` filters (of one group) at 32 * `pb` consecutive output
 // positions, lane l the positions l, l + 32, ...; the taps (input channel, filter row and column) summed over one
