@@ -196,7 +196,7 @@ __device__ __forceinline__ void conv_direct(const SeqLayer& l, const float* in, 
       for (int j = 0; j < PB; ++j) acc[a][j] = 0.0f;
     }
     const int t_hi = min(T, (ks + 1) * per);  // (per: taps a split)
-#pragma unroll 2
+#pragma unroll 4
     for (int t = ks * per; t < t_hi; ++t) {
       const float* x = xg + taps[t];
       float w[FB];
