@@ -25,7 +25,7 @@ struct SeqParams {
   const SeqLayer* layers;
   int n_layers;
   int ranks;
-  int table_floats, buffer_floats, partial_floats, weight_floats;
+  int table_floats, buffer_floats, aux_floats, partial_floats, weight_floats;
   int staged_floats;  // a rank's packed block: its weights (weight_floats), then the tap offsets
   // Layer 0's input as it lies in shared memory (its table entry's, for the staging before the table is there).
   int in_c, in_h, in_w, in_cs, in_rs, in_pt, in_pl;
@@ -378,7 +378,8 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   uint64_t* ready = reinterpret_cast<uint64_t*>(reinterpret_cast<float*>(smem) + p.table_floats);
   float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats + kSeqBarrierFloats;
   float* buffer1 = buffer0 + p.buffer_floats;
-  float* partials = buffer1 + p.buffer_floats;
+  float* buffer2 = buffer1 + p.buffer_floats;
+  float* partials = buffer2 + p.aux_floats;
   float* weights = partials + p.partial_floats;
   const int* taps = reinterpret_cast<const int*>(weights + p.weight_floats);
   const int ranks = p.ranks;
@@ -429,7 +430,8 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
     for (int k = 0; k + 1 < p.n_layers; ++k) {
       const SeqLayer& l = layers[k];
       const int own = min(l.OC, rank * l.cb + l.cb) - min(l.OC, rank * l.cb);
-      chain_detail::mbarrier_arrive_expect_tx(ready + k, static_cast<uint32_t>((l.OC - own) * l.out_cs * 4));
+      const int floats = l.local ? 0 : (l.OC - own) * l.out_cs;
+      chain_detail::mbarrier_arrive_expect_tx(ready + k, static_cast<uint32_t>(floats * 4));
     }
   }
   if (ranks > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
@@ -438,9 +440,9 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   for (int k = 0; k < p.n_layers; ++k) {
     const SeqLayer& l = layers[k];
     const bool last = k + 1 == p.n_layers;
-    const float* in = k & 1 ? buffer1 : buffer0;
+    const float* in = l.in_buf == 0 ? buffer0 : l.in_buf == 1 ? buffer1 : buffer2;
     float* y = last ? p.y + static_cast<size_t>(image) * p.out_image : nullptr;
-    const Sink sink{l, k & 1 ? buffer0 : buffer1, y};
+    const Sink sink{l, l.out_buf == 0 ? buffer0 : l.out_buf == 1 ? buffer1 : buffer2, y};
     const int c_lo = min(l.OC, rank * l.cb), c_hi = min(l.OC, c_lo + l.cb);
     switch (l.kind) {
       case NetOpKind::Conv:
@@ -453,16 +455,16 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
     sink.zero_halo(c_lo, c_hi);
     trace_point(p.trace, 4 + 3 * k);
     if (last) break;
-    // The layer's outputs in every rank before the next reads them. (Its input buffer, which the next layer's outputs
-    // overwrite, is free by then: a rank computes the next layer only once every rank has sent it this one, after
-    // its own reads.)
+    // The layer's outputs in every rank before the next reads them (a local layer's in this rank only). The buffer a
+    // layer's shares go to is one no rank still reads (build_seqnet): every rank has sent the last shared layer
+    // before it, after its own reads.
     __syncthreads();
 #if !CNNRT_ARCH_BELOW(900)
-    if (ranks > 1) sink.share(c_lo, c_hi, rank, ranks, ready + k);
+    if (ranks > 1 && !l.local) sink.share(c_lo, c_hi, rank, ranks, ready + k);
 #endif
     trace_point(p.trace, 5 + 3 * k);
 #if !CNNRT_ARCH_BELOW(900)
-    if (ranks > 1) chain_detail::mbarrier_wait_parity0(ready + k);
+    if (ranks > 1 && !l.local) chain_detail::mbarrier_wait_parity0(ready + k);
 #endif
     trace_point(p.trace, 6 + 3 * k);
   }
@@ -480,7 +482,7 @@ Layout dense_layout(int H, int W) { return {H * W, W, 0, 0, 0, H, W}; }
 
 size_t SeqProgram::smem_bytes() const {
   return layers.size() * sizeof(SeqLayer) +
-         (kSeqBarrierFloats + 2 * static_cast<size_t>(buffer_floats) + partial_floats + staged_floats()) *
+         (kSeqBarrierFloats + 2 * static_cast<size_t>(buffer_floats) + aux_floats + partial_floats + staged_floats()) *
              sizeof(float);
 }
 
@@ -670,6 +672,48 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   }
   prog.partial_floats = (prog.partial_floats + 3) / 4 * 4;
   prog.tap_ints = tap_at;
+  // Local layers: the next one reads only the rank's own channels of their output (per channel, the same split).
+  for (size_t k = 0; k + 1 < prog.layers.size(); ++k) {
+    const SeqLayer& next = prog.layers[k + 1];
+    const bool depthwise = next.kind == NetOpKind::Conv && next.g.groups == next.g.C && next.g.F == next.g.C;
+    const bool per_channel = next.kind == NetOpKind::Pool || next.kind == NetOpKind::GlobalPool ||
+                             next.kind == NetOpKind::Affine || depthwise;
+    prog.layers[k].local = per_channel && next.C == prog.layers[k].OC && next.cb == prog.layers[k].cb ? 1 : 0;
+  }
+  // The buffers: a layer writes one it does not read, and where it shares its output (other ranks store into it),
+  // one that no layer since the last shared one reads (a rank may still be there: every rank has sent that layer,
+  // after its reads, and no later one). Buffers 0 and 1 first; the third sized to what goes in it. Runs of local
+  // layers can leave none free: then no layer is local (with every layer shared, two buffers always do).
+  auto assign_buffers = [&prog]() {
+    prog.aux_floats = 0;
+    int last_shared = -1;
+    for (size_t k = 0; k + 1 < prog.layers.size(); ++k) {
+      SeqLayer& l = prog.layers[k];
+      bool busy[3] = {false, false, false};
+      busy[l.in_buf] = true;
+      if (!l.local) {
+        for (size_t i = static_cast<size_t>(last_shared + 1); i <= k; ++i) busy[prog.layers[i].in_buf] = true;
+        last_shared = static_cast<int>(k);
+      }
+      const int order[3] = {1 - std::min(l.in_buf, 1), std::min(l.in_buf, 1), 2};
+      l.out_buf = -1;
+      for (int b : order) {
+        if (!busy[b]) {
+          l.out_buf = b;
+          break;
+        }
+      }
+      if (l.out_buf < 0) return false;
+      SeqLayer& next = prog.layers[k + 1];
+      next.in_buf = l.out_buf;
+      if (l.out_buf == 2) prog.aux_floats = std::max(prog.aux_floats, (next.in_cs * next.C + 4 + 3) / 4 * 4);
+    }
+    return true;
+  };
+  if (!assign_buffers()) {
+    for (SeqLayer& l : prog.layers) l.local = 0;
+    assign_buffers();
+  }
   // Where each rank stages its weights: the direct layers' tap-major (rows 16-byte aligned) with their biases beside
   // them, the lanes' layers' as they are; those of one output position (each weight read once) too where all fit,
   // else they are read from global memory.
@@ -767,6 +811,7 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
   p.ranks = program.ranks;
   p.table_floats = n * static_cast<int>(sizeof(SeqLayer) / sizeof(float));
   p.buffer_floats = program.buffer_floats;
+  p.aux_floats = program.aux_floats;
   p.partial_floats = program.partial_floats;
   p.weight_floats = program.weight_floats;
   p.staged_floats = program.staged_floats();

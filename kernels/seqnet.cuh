@@ -56,6 +56,10 @@ struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   int OC = 1, OH = 1, OW = 1;
   int out_cs = 1, out_rs = 1, out_off = 0, out_pt = 0, out_pl = 0, out_hp = 1, out_wp = 1;
   int cb = 1;  // output channels a rank: rank r computes [r * cb, min(OC, (r + 1) * cb))
+  // The buffers (0, 1, 2) the layer reads and writes; `local`: the next layer reads only the rank's own channels of
+  // this one's output (a per-channel layer: pool, global pool, affine map, depthwise convolution), which then stays
+  // in the rank (no share, no wait).
+  int in_buf = 0, out_buf = 1, local = 0;
   // Conv: the geometry (OH, OW: before the pool); the register block (fb filters x 32 * pb positions a warp item)
   // and the splits of its taps (ks) where `direct`, else the lanes an output; where the rank's weights and biases
   // are staged (floats into the weight area; -1: read from global memory) and the taps' offsets (ints into the
@@ -89,6 +93,7 @@ struct SeqProgram {
   std::vector<SeqLayer> layers;
   int ranks = 1;
   int buffer_floats = 0;   // each of the two activation buffers
+  int aux_floats = 0;      // the third buffer (the output of a layer after a local one)
   int partial_floats = 0;  // a convolution's sums before its epilogue (split, or pooled)
   int weight_floats = 0;   // the rank's staged weights of every layer
   int tap_ints = 0;        // the tap offsets of every convolution summed over one index

@@ -114,6 +114,65 @@ TEST_CASE("sequence kernel program: a 1-D network's layers, layouts and shares")
   CHECK(p->smem_bytes() < static_cast<size_t>(kOptin));
 }
 
+// A shared layer's output buffer (other ranks store into it) is one that no layer since the last shared layer reads;
+// every layer writes a buffer it does not read; a layer reads what the one before wrote.
+void check_buffers(const kernels::SeqProgram& p) {
+  int last_shared = -1;
+  for (size_t k = 0; k + 1 < p.layers.size(); ++k) {
+    const kernels::SeqLayer& l = p.layers[k];
+    CAPTURE(k);
+    CHECK(l.out_buf != l.in_buf);
+    CHECK(p.layers[k + 1].in_buf == l.out_buf);
+    if (!l.local) {
+      for (size_t i = static_cast<size_t>(last_shared + 1); i <= k; ++i) CHECK(p.layers[i].in_buf != l.out_buf);
+      last_shared = static_cast<int>(k);
+    }
+  }
+  CHECK(p.layers.front().in_buf == 0);
+}
+
+TEST_CASE("sequence kernel program: per-channel layers read the rank's own channels, in buffers no rank still reads") {
+  std::string why;
+  // ts_cnn1d's last convolution feeds the global pool, which reads only the rank's channels: local, its output
+  // kept in the rank; the pool's output (shared with every rank for the dense layer) in the third buffer, since a
+  // slower rank may still read the other two.
+  const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(series(), 16, kOptin, &why);
+  REQUIRE_MESSAGE(p.has_value(), why);
+  REQUIRE(p->layers.size() == 5);
+  CHECK(p->layers[0].local == 0);
+  CHECK(p->layers[1].local == 0);
+  CHECK(p->layers[2].local == 1);
+  CHECK(p->layers[3].local == 0);
+  CHECK(p->layers[3].out_buf == 2);
+  CHECK(p->aux_floats >= 128);
+  check_buffers(*p);
+  // A depthwise convolution (and its pool) after a convolution of as many channels: that convolution is local.
+  std::vector<NetOp> ops = {conv1d(0, 1, 8, 64, 32, 3, 1, 1, 1), conv1d(1, 2, 32, 64, 32, 3, 1, 1, 1, 32),
+                            max_pool1d(2, 3, 32, 64, 2), conv1d(3, 4, 32, 32, 16, 1, 1, 0, 0)};
+  const std::optional<kernels::SeqProgram> q = kernels::build_seqnet(ops, 8, kOptin, &why);
+  REQUIRE_MESSAGE(q.has_value(), why);
+  REQUIRE(q->layers.size() == 3);  // (the depthwise convolution and its pool are one layer)
+  CHECK(q->layers[0].local == 1);
+  check_buffers(*q);
+  // A shared layer into the third buffer, then two local layers: the shared layer after them would find all three
+  // buffers read since the last shared one, so no layer is local (two buffers, alternating).
+  const std::vector<NetOp> chain = {conv1d(0, 1, 8, 64, 32, 3, 1, 1, 1),          conv1d(1, 2, 32, 64, 32, 3, 1, 1, 1, 32),
+                                    conv1d(2, 3, 32, 64, 32, 1, 1, 0, 0),         conv1d(3, 4, 32, 64, 32, 3, 1, 1, 1, 32),
+                                    conv1d(4, 5, 32, 64, 32, 3, 1, 1, 1, 32),      conv1d(5, 6, 32, 64, 16, 1, 1, 0, 0)};
+  const std::optional<kernels::SeqProgram> r = kernels::build_seqnet(chain, 8, kOptin, &why);
+  REQUIRE_MESSAGE(r.has_value(), why);
+  REQUIRE(r->layers.size() == 6);
+  for (const kernels::SeqLayer& l : r->layers) CHECK(l.local == 0);
+  CHECK(r->aux_floats == 0);
+  check_buffers(*r);
+  // Every ranks' count: locals are the same decision for any split of equal channels.
+  for (int ranks : {1, 4, 8}) {
+    const std::optional<kernels::SeqProgram> s = kernels::build_seqnet(series(), ranks, kOptin, &why);
+    REQUIRE_MESSAGE(s.has_value(), why);
+    check_buffers(*s);
+  }
+}
+
 TEST_CASE("sequence kernel program: what it refuses") {
   std::string why;
   // A residual (two inputs).
