@@ -92,8 +92,8 @@ struct Sink {
   // rank's, 16 bytes a store where the run is aligned, as asynchronous stores that each rank's mbarrier `ready`
   // counts (no cluster barrier: a rank waits for its own mbarrier only); each rank starts with the rank after it.
   // After a block barrier (the block's stores complete).
-  __device__ __forceinline__ void share(int c_lo, int c_hi, int rank, int ranks, uint64_t* ready) const {
 #if !CNNRT_ARCH_BELOW(900)
+  __device__ __forceinline__ void share(int c_lo, int c_hi, int rank, int ranks, uint64_t* ready) const {
     if (y || ranks == 1 || c_hi <= c_lo) return;
     const int a = c_lo * l.out_cs, b = c_hi * l.out_cs;
     const int a4 = (a + 3) / 4 * 4, b4 = max(a4, b / 4 * 4);
@@ -116,10 +116,8 @@ struct Sink {
         store_async1(local + 4u * static_cast<uint32_t>(e), v, bar, r);
       }
     }
-#endif
   }
 
-#if !CNNRT_ARCH_BELOW(900)
   // 16 bytes (4) at this block's shared address `at` into rank r's copy, counted by rank r's copy of the mbarrier
   // at this block's shared address `bar`.
   static __device__ __forceinline__ void store_async4(uint32_t at, float4 v, uint32_t bar, int r) {
@@ -375,14 +373,14 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   SeqLayer* layers = reinterpret_cast<SeqLayer*>(smem);
   trace_point(p.trace, 0);
   // Layer k's mbarrier (k < n_layers - 1): complete when the other ranks' shares of its output are here.
-  uint64_t* ready = reinterpret_cast<uint64_t*>(reinterpret_cast<float*>(smem) + p.table_floats);
+  [[maybe_unused]] uint64_t* ready = reinterpret_cast<uint64_t*>(reinterpret_cast<float*>(smem) + p.table_floats);
   float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats + kSeqBarrierFloats;
   float* buffer1 = buffer0 + p.buffer_floats;
   float* buffer2 = buffer1 + p.buffer_floats;
   float* partials = buffer2 + p.aux_floats;
   float* weights = partials + p.partial_floats;
   const int* taps = reinterpret_cast<const int*>(weights + p.weight_floats);
-  const int ranks = p.ranks;
+  [[maybe_unused]] const int ranks = p.ranks;  // (clusters: compute capability 9.0)
   const int rank = static_cast<int>(blockIdx.z);
   const int image = static_cast<int>(blockIdx.y);
   // The table, and the rank's weights, biases and tap offsets of every layer (packed as they lie in shared memory:
