@@ -1,6 +1,9 @@
 // The sequence kernel (seqnet.cuh): one cluster an image runs a chain of layers, its activations in shared memory.
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "kernels/conv_chain_device.cuh"
@@ -25,10 +28,10 @@ struct SeqParams {
   const SeqLayer* layers;
   int n_layers;
   int ranks;
-  int table_floats, buffer_floats, aux_floats, partial_floats, weight_floats;
+  int table_floats, act_floats, partial_floats, weight_floats;
   int staged_floats;  // a rank's packed block: its weights (weight_floats), then the tap offsets
-  // Layer 0's input as it lies in shared memory (its table entry's, for the staging before the table is there).
-  int in_c, in_h, in_w, in_cs, in_rs, in_pt, in_pl;
+  // The input as it lies in shared memory (SeqProgram's, for the staging before the table is there).
+  int in_base, in_c, in_h, in_w, in_cs, in_rs, in_pt, in_pl;
   FastDiv in_cs_d, in_rs_d;
   int in_image, out_image;
   const float* packed;
@@ -52,11 +55,17 @@ __device__ __forceinline__ float seq_act(float v, const SeqLayer& l) {
   return l.act == ParamAct::None ? v : param_activate(v, l.act, l.alpha, l.beta);
 }
 
+// Layer `l`'s second operand (a residual, or a binary op's b) at (c, y, x).
+__device__ __forceinline__ float seq_operand(const SeqLayer& l, const float* act, int c, int y, int x) {
+  return act[l.res_base + c * l.res_cs + y * l.res_rs + x * l.res_xs + l.res_off];
+}
+
 // Where layer `l`'s outputs go: the last layer's into this image's dense output in global memory; the others' into
-// this rank's next buffer, whose share of channels (values and zero halo) then goes to every other rank (share()).
+// this rank's activation area, whose share of channels (values and zero halo) then goes to every other rank (share()).
 struct Sink {
   const SeqLayer& l;
-  float* next;  // this block's next buffer (the same offset in every rank)
+  float* act;   // this block's activation area (at the same address in every rank)
+  float* next;  // act + l.out_base
   float* y;     // non-null: the last layer's output image
   __device__ __forceinline__ void put(int c, int oy, int ox, float v) const {
     if (y) {
@@ -88,19 +97,20 @@ struct Sink {
       next[(c_lo + cl) * l.out_cs + row * l.out_rs + col] = 0.0f;
     }
   }
-  // Channels [c_lo, c_hi) of this rank's next buffer (one contiguous run: the channels' planes) into every other
+  // Channels [c_lo, c_hi) of this rank's output (one contiguous run: the channels' planes) into every other
   // rank's, 16 bytes a store where the run is aligned, as asynchronous stores that each rank's mbarrier `ready`
   // counts (no cluster barrier: a rank waits for its own mbarrier only); each rank starts with the rank after it.
   // After a block barrier (the block's stores complete).
 #if !CNNRT_ARCH_BELOW(900)
   __device__ __forceinline__ void share(int c_lo, int c_hi, int rank, int ranks, uint64_t* ready) const {
     if (y || ranks == 1 || c_hi <= c_lo) return;
-    const int a = c_lo * l.out_cs, b = c_hi * l.out_cs;
+    // (Offsets from the area's start, which is 16-byte aligned.)
+    const int a = l.out_base + c_lo * l.out_cs, b = l.out_base + c_hi * l.out_cs;
     const int a4 = (a + 3) / 4 * 4, b4 = max(a4, b / 4 * 4);
-    const uint32_t local = chain_detail::shared_address(next), bar = chain_detail::shared_address(ready);
+    const uint32_t local = chain_detail::shared_address(act), bar = chain_detail::shared_address(ready);
     // Each value read once, then stored into every rank back to back.
     for (int i = a4 + static_cast<int>(threadIdx.x) * 4; i < b4; i += kSeqThreads * 4) {
-      const float4 v = *reinterpret_cast<const float4*>(next + i);
+      const float4 v = *reinterpret_cast<const float4*>(act + i);
       for (int step = 1, r = rank + 1; step < ranks; ++step, ++r) {
         if (r == ranks) r = 0;
         store_async4(local + 4u * static_cast<uint32_t>(i), v, bar, r);
@@ -110,7 +120,7 @@ struct Sink {
     const int t = static_cast<int>(threadIdx.x);
     const int e = t < 4 ? (a + t < min(a4, b) ? a + t : -1) : t < 8 && b4 + t - 4 < b && b4 + t - 4 >= a4 ? b4 + t - 4 : -1;
     if (e >= 0) {
-      const float v = next[e];
+      const float v = act[e];
       for (int step = 1, r = rank + 1; step < ranks; ++step, ++r) {
         if (r == ranks) r = 0;
         store_async1(local + 4u * static_cast<uint32_t>(e), v, bar, r);
@@ -223,6 +233,7 @@ __device__ __forceinline__ void conv_direct(const SeqLayer& l, const float* in, 
 // `partials` for the epilogue's pass.
 __device__ __forceinline__ void conv_lanes(const SeqLayer& l, const float* in, const float* wbase, int f_lo,
                                            int f_hi, const Sink& sink, float* partials) {
+  const float* act = sink.act;
   const ConvGeometry& g = l.g;
   const int cg = l.cg, kk = static_cast<int>(l.kk_d.d);
   const int P = static_cast<int>(l.p_d.d);
@@ -256,7 +267,9 @@ __device__ __forceinline__ void conv_lanes(const SeqLayer& l, const float* in, c
     }
     for (int s = lanes >> 1; s > 0; s >>= 1) acc += shuffle_xor(acc, s);
     if (valid && lane == 0) {
-      const float v = seq_act(acc + (l.bias ? __ldg(l.bias + f) : 0.0f), l);
+      if (l.bias) acc += __ldg(l.bias + f);
+      if (l.res_base >= 0) acc += seq_operand(l, act, f, oy, ox);
+      const float v = seq_act(acc, l);
       if (pooled) {
         partials[oc] = v;
       } else {
@@ -295,26 +308,29 @@ __device__ __forceinline__ void run_conv(const SeqLayer& l, const float* in, con
     conv_sums(l, in, weights, taps, partials, c_lo, c_hi);
   }
   trace_point(trace, 0);
-  // The epilogue over the sums: the splits added in order, the bias, the activation (the lanes' outputs have them
-  // already), and the pool where there is one.
+  // The epilogue over the sums: the splits added in order, the bias, the residual, the activation (the lanes'
+  // outputs have them already), and the pool where there is one (not with a residual: build_seqnet).
   __syncthreads();
   trace_point(trace, 1);
   const int ks_n = l.ks;
   const bool activated = !l.direct;
   const float* bs = weights + l.b_at;
-  auto value = [&](int fl, int p) {
+  auto sum = [&](int fl, int p) {
     float v = 0.0f;
     for (int ks = 0; ks < ks_n; ++ks) v += partials[(ks * nf + fl) * P + p];
-    return activated ? v : seq_act(v + bs[fl], l);
+    return v;
   };
   if (!pooled) {
     for (int o = threadIdx.x; o < nf * P; o += kSeqThreads) {
       const int fl = l.p_d.div(o), p = o - fl * P;
-      const int oy = l.ow_d.div(p);
-      sink.put(c_lo + fl, oy, p - oy * g.OW, value(fl, p));
+      const int oy = l.ow_d.div(p), ox = p - oy * g.OW;
+      float v = sum(fl, p) + bs[fl];
+      if (l.res_base >= 0) v += seq_operand(l, sink.act, c_lo + fl, oy, ox);
+      sink.put(c_lo + fl, oy, ox, seq_act(v, l));
     }
     return;
   }
+  auto value = [&](int fl, int p) { return activated ? sum(fl, p) : seq_act(sum(fl, p) + bs[fl], l); };
   const int pp = static_cast<int>(l.out_p_d.d);
   for (int i = threadIdx.x; i < nf * pp; i += kSeqThreads) {
     const int fl = l.out_p_d.div(i), q = i - fl * pp;
@@ -367,6 +383,30 @@ __device__ __forceinline__ void run_affine(const SeqLayer& l, const float* in, c
   }
 }
 
+__device__ __forceinline__ void run_permute(const SeqLayer& l, const float* in, const int* map, const Sink& sink,
+                                            int c_lo, int c_hi) {
+  const int hw = static_cast<int>(l.in_p_d.d);
+  for (int i = threadIdx.x; i < (c_hi - c_lo) * hw; i += kSeqThreads) {
+    const int cl = l.in_p_d.div(i), q = i - cl * hw, c = c_lo + cl;
+    const int yy = l.in_w_d.div(q), xx = q - yy * l.W;
+    sink.put(c, yy, xx, in[map[c] * l.in_cs + yy * l.in_rs + xx + l.in_off]);
+  }
+}
+
+__device__ __forceinline__ void run_binary(const SeqLayer& l, const float* in, const Sink& sink, int c_lo, int c_hi) {
+  const int hw = static_cast<int>(l.in_p_d.d);
+  for (int i = threadIdx.x; i < (c_hi - c_lo) * hw; i += kSeqThreads) {
+    const int cl = l.in_p_d.div(i), q = i - cl * hw, c = c_lo + cl;
+    const int yy = l.in_w_d.div(q), xx = q - yy * l.W;
+    const float a = in[c * l.in_cs + yy * l.in_rs + xx + l.in_off], b = seq_operand(l, sink.act, c, yy, xx);
+    const float v = l.binary == NetBinary::Add   ? a + b
+                    : l.binary == NetBinary::Sub ? a - b
+                    : l.binary == NetBinary::Mul ? a * b
+                                                 : a / b;
+    sink.put(c, yy, xx, v);  // (the output has the input's extents)
+  }
+}
+
 // (At least one block an SM, said explicitly: without it ptxas held the kernel to 64 registers and spilled.)
 __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_constant__ SeqParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -374,10 +414,8 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   trace_point(p.trace, 0);
   // Layer k's mbarrier (k < n_layers - 1): complete when the other ranks' shares of its output are here.
   [[maybe_unused]] uint64_t* ready = reinterpret_cast<uint64_t*>(reinterpret_cast<float*>(smem) + p.table_floats);
-  float* buffer0 = reinterpret_cast<float*>(smem) + p.table_floats + kSeqBarrierFloats;
-  float* buffer1 = buffer0 + p.buffer_floats;
-  float* buffer2 = buffer1 + p.buffer_floats;
-  float* partials = buffer2 + p.aux_floats;
+  float* act = reinterpret_cast<float*>(smem) + p.table_floats + kSeqBarrierFloats;
+  float* partials = act + p.act_floats;
   float* weights = partials + p.partial_floats;
   const int* taps = reinterpret_cast<const int*>(weights + p.weight_floats);
   [[maybe_unused]] const int ranks = p.ranks;  // (clusters: compute capability 9.0)
@@ -407,15 +445,16 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   wait_for_prior_grid();
   trace_point(p.trace, 2);
   {
-    // Layer 0's input, all of it in every rank: its padded planes, zeros around the image's values, by cp.async
-    // too (its layout from the parameters: in flight with the table and weights, one wait for all).
+    // The input, all of it in every rank: its padded planes, zeros around the image's values, by cp.async too (its
+    // layout from the parameters: in flight with the table and weights, one wait for all).
     const float* x = p.x + static_cast<size_t>(image) * p.in_image;
+    float* staged = act + p.in_base;
     for (int i = threadIdx.x; i < p.in_c * p.in_cs; i += kSeqThreads) {
       const int c = p.in_cs_d.div(i), q = i - c * p.in_cs;
       const int qy = p.in_rs_d.div(q);
       const int yy = qy - p.in_pt, xx = q - qy * p.in_rs - p.in_pl;
       const bool inside = yy >= 0 && yy < p.in_h && xx >= 0 && xx < p.in_w;
-      cp_async_4(buffer0 + i, inside ? x + (c * p.in_h + yy) * p.in_w + xx : x, inside);
+      cp_async_4(staged + i, inside ? x + (c * p.in_h + yy) * p.in_w + xx : x, inside);
     }
   }
   cp_async_commit();
@@ -438,9 +477,9 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   for (int k = 0; k < p.n_layers; ++k) {
     const SeqLayer& l = layers[k];
     const bool last = k + 1 == p.n_layers;
-    const float* in = l.in_buf == 0 ? buffer0 : l.in_buf == 1 ? buffer1 : buffer2;
+    const float* in = act + l.in_base;
     float* y = last ? p.y + static_cast<size_t>(image) * p.out_image : nullptr;
-    const Sink sink{l, l.out_buf == 0 ? buffer0 : l.out_buf == 1 ? buffer1 : buffer2, y};
+    const Sink sink{l, act, act + l.out_base, y};
     const int c_lo = min(l.OC, rank * l.cb), c_hi = min(l.OC, c_lo + l.cb);
     switch (l.kind) {
       case NetOpKind::Conv:
@@ -448,14 +487,16 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
         break;
       case NetOpKind::Pool: run_pool(l, in, sink, c_lo, c_hi); break;
       case NetOpKind::GlobalPool: run_global_pool(l, in, sink, c_lo, c_hi); break;
+      case NetOpKind::Binary: run_binary(l, in, sink, c_lo, c_hi); break;
+      case NetOpKind::Permute: run_permute(l, in, taps + l.t_at, sink, c_lo, c_hi); break;
       default: run_affine(l, in, sink, c_lo, c_hi); break;
     }
     sink.zero_halo(c_lo, c_hi);
     trace_point(p.trace, 4 + 3 * k);
     if (last) break;
-    // The layer's outputs in every rank before the next reads them (a local layer's in this rank only). The buffer a
-    // layer's shares go to is one no rank still reads (build_seqnet): every rank has sent the last shared layer
-    // before it, after its own reads.
+    // The layer's outputs in every rank before the next layer (a local layer's in this rank only). Where a layer's
+    // shares go no rank still reads (build_seqnet): every rank has sent the last shared layer before it, after its
+    // own reads.
     __syncthreads();
 #if !CNNRT_ARCH_BELOW(900)
     if (ranks > 1 && !l.local) sink.share(c_lo, c_hi, rank, ranks, ready + k);
@@ -470,7 +511,7 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
 
 static_assert(sizeof(SeqLayer) % sizeof(int4) == 0);
 
-// Layer k's input layout: dense [C][H][W], or with the zero halo of a convolution's padding.
+// A tensor's layout: dense [C][H][W], or with the zero halo of a convolution's padding.
 struct Layout {
   int cs = 1, rs = 1, off = 0, pt = 0, pl = 0, hp = 1, wp = 1;
 };
@@ -480,8 +521,7 @@ Layout dense_layout(int H, int W) { return {H * W, W, 0, 0, 0, H, W}; }
 
 size_t SeqProgram::smem_bytes() const {
   return layers.size() * sizeof(SeqLayer) +
-         (kSeqBarrierFloats + 2 * static_cast<size_t>(buffer_floats) + aux_floats + partial_floats + staged_floats()) *
-             sizeof(float);
+         (kSeqBarrierFloats + static_cast<size_t>(act_floats) + partial_floats + staged_floats()) * sizeof(float);
 }
 
 std::vector<SeqVariant> seqnet_variants(int arch, int max_cluster) {
@@ -501,7 +541,8 @@ std::vector<std::string> seqnet_variant_names() {
   return names;
 }
 
-std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why) {
+std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why,
+                                       const SeqAliases* aliases) {
   auto refuse = [why](const std::string& reason) {
     if (why) *why = reason;
     return std::optional<SeqProgram>{};
@@ -510,15 +551,31 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   SeqProgram prog;
   prog.ranks = ranks;
   prog.in_image_floats = ops.front().in0_stride;
-  // The ops as layers: a Conv and the Pool that reads it (the network kernel's pooled convolution, or a pooling
-  // node after one) as one layer.
-  int prev_out = -1;
+  const int input = ops.front().in0;
+  // Each layer's tensors by slot: what it reads (in; res: a residual or a binary op's b) and writes (out, from float
+  // out_at of it: a Concat's block copied); `bcast`: res has one value a channel.
+  struct Io {
+    int in = -1, res = -1, out = -1;
+    int64_t out_at = 0;
+    bool bcast = false;
+  };
+  std::vector<Io> io;
+  std::map<int, int> op_readers;
+  for (const NetOp& o : ops) {
+    for (int s : {o.in0, o.in1}) {
+      if (s >= 0) ++op_readers[s];
+    }
+  }
+  std::map<int, std::array<int, 3>> written_shape;  // per slot an op wrote: its [C, H, W]
+  // The ops as layers: a Conv and the Pool that alone reads it (the network kernel's pooled convolution, or a
+  // pooling node after one) as one layer.
   for (size_t k = 0; k < ops.size(); ++k) {
     const NetOp& o = ops[k];
-    if (k > 0 && o.in0 != prev_out) return refuse("an op that does not read the one before");
-    if (o.in1 >= 0) return refuse("an op of two inputs");
     SeqLayer l;
     l.kind = o.kind;
+    Io t;
+    t.in = o.in0;
+    t.out = o.out;
     switch (o.kind) {
       case NetOpKind::Conv: {
         const ConvGeometry& g = o.g;
@@ -531,16 +588,15 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
         l.act = o.act;
         l.alpha = o.alpha;
         l.beta = o.beta;
-        if (k + 1 < ops.size() && ops[k + 1].kind == NetOpKind::Pool && ops[k + 1].in0 == o.out) {
+        t.res = o.in1;
+        if (o.in1 < 0 && k + 1 < ops.size() && ops[k + 1].kind == NetOpKind::Pool && ops[k + 1].in0 == o.out &&
+            op_readers[o.out] == 1) {
           const NetOp& pool = ops[k + 1];
           if (pool.g.C != g.F || pool.g.H != g.OH || pool.g.W != g.OW) return refuse("a pool of another shape");
           l.pool = pool.pool;
           l.OH = pool.g.OH, l.OW = pool.g.OW;
-          prev_out = pool.out;
-          prog.out_image_floats = pool.out_stride;
+          t.out = pool.out;
           ++k;
-          prog.layers.push_back(l);
-          continue;
         }
         break;
       }
@@ -550,76 +606,245 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
         l.pool = o.pool;
         break;
       case NetOpKind::GlobalPool:
-        l.C = l.OC = o.g.C, l.H = o.g.H, l.W = o.g.W;
+        l.C = l.OC = o.g.C, l.H = o.g.H, l.W = std::max(1, o.g.W);
         l.pool = o.pool;
         break;
-      case NetOpKind::Affine: {
+      case NetOpKind::Affine:
         if (o.inner < 1 || o.count % o.inner != 0) return refuse("an affine map's extents");
         l.C = l.OC = o.count / o.inner, l.H = l.OH = o.inner, l.W = l.OW = 1;
-        // The extents of the layer before (a map's rows and columns), where it has as many values.
-        if (!prog.layers.empty()) {
-          const SeqLayer& before = prog.layers.back();
-          if (before.OC == l.C && before.OH * before.OW == o.inner) l.H = l.OH = before.OH, l.W = l.OW = before.OW;
-        }
         l.w = o.w;
         l.bias = o.bias;
         l.act = o.act;
         l.alpha = o.alpha;
         l.beta = o.beta;
         break;
+      case NetOpKind::Binary: {
+        // [C], [C][W] or [C][H][W]: a and b dense, or one of them one value a channel (b, swapped where the op
+        // commutes).
+        const int r = o.rank;
+        if (r < 1 || r > 3 || o.in1 < 0) return refuse("a binary op of rank other than 1 to 3");
+        auto dense = [&](const int* st) {
+          int64_t stride = 1;
+          for (int d = r - 1; d >= 0; --d) {
+            if (o.dims[d] != 1 && st[d] != stride) return false;
+            stride *= o.dims[d];
+          }
+          return true;
+        };
+        auto per_channel = [&](const int* st) {
+          for (int d = 1; d < r; ++d) {
+            if (o.dims[d] != 1 && st[d] != 0) return false;
+          }
+          return o.dims[0] == 1 || st[0] == 1;
+        };
+        t.res = o.in1;
+        if (dense(o.sa) && dense(o.sb)) {
+        } else if (dense(o.sa) && per_channel(o.sb)) {
+          t.bcast = true;
+        } else if (dense(o.sb) && per_channel(o.sa) && (o.binary == NetBinary::Add || o.binary == NetBinary::Mul)) {
+          std::swap(t.in, t.res);
+          t.bcast = true;
+        } else {
+          return refuse("a binary op that broadcasts other than one value a channel");
+        }
+        l.C = l.OC = o.dims[0];
+        l.H = l.OH = r == 3 ? o.dims[1] : 1;
+        l.W = l.OW = r == 1 ? 1 : o.dims[r - 1];
+        l.binary = o.binary;
+        break;
       }
-      default: return refuse("an op other than a convolution, pool, global pool or affine map");
+      case NetOpKind::Permute: {
+        // A channel shuffle: the axes after the batch permuted, the last two (rows, columns) kept; out channel c
+        // reads in channel map[c] (staged with the tap offsets).
+        const int r = o.rank;
+        if (r < 3 || o.sa[r - 1] != 1 || o.sa[r - 2] != o.dims[r - 1]) {
+          return refuse("a transpose that moves a map's rows or columns");
+        }
+        const int H = o.dims[r - 2], W = o.dims[r - 1], plane = H * W;
+        int C = 1;
+        for (int d = 0; d < r - 2; ++d) C *= o.dims[d];
+        l.C = l.OC = C, l.H = l.OH = H, l.W = l.OW = W;
+        l.t_at = static_cast<int>(prog.channel_maps.size());
+        for (int c = 0; c < C; ++c) {
+          int64_t at = 0;
+          for (int d = r - 3, rest = c; d >= 0; --d) {
+            at += int64_t(rest % o.dims[d]) * o.sa[d];
+            rest /= o.dims[d];
+          }
+          if (at % plane != 0 || at / plane >= C) return refuse("a transpose that is not a channel permutation");
+          prog.channel_maps.push_back(static_cast<int>(at / plane));
+        }
+        break;
+      }
+      case NetOpKind::Copy: {
+        // A block of a Concat that is not written in place: the input copied (an affine map of scale 1, shift 0).
+        auto at = written_shape.find(o.in0);
+        if (at == written_shape.end()) return refuse("a Concat block of the cut's input");
+        l.kind = NetOpKind::Affine;
+        l.C = l.OC = at->second[0], l.H = l.OH = at->second[1], l.W = l.OW = at->second[2];
+        t.out_at = o.out_offset;
+        break;
+      }
+      default: return refuse("an op other than a convolution, pool, global pool, affine map, binary op, Concat or channel shuffle");
     }
-    prev_out = o.out;
-    prog.out_image_floats = o.out_stride;
+    if (t.out_at == 0) written_shape[t.out] = {l.OC, l.OH, l.OW};
+    prog.out_image_floats = ops[k].out_stride;
     prog.layers.push_back(l);
+    io.push_back(t);
   }
-  if (prog.layers.size() > size_t(kSeqMaxLayers)) return refuse("more layers than the kernel's table holds");
+  const size_t n = prog.layers.size();
+  if (n > size_t(kSeqMaxLayers)) return refuse("more layers than the kernel's table holds");
+  if (io.back().out_at != 0 || (aliases && aliases->count(io.back().out))) return refuse("an output inside another tensor");
 
-  // Each layer's input layout (a convolution's with its padding as a zero halo), checked against the layer before.
-  std::vector<Layout> in_layout(prog.layers.size());
-  for (size_t k = 0; k < prog.layers.size(); ++k) {
-    SeqLayer& l = prog.layers[k];
-    Layout lay = dense_layout(l.H, l.W);
-    if (l.kind == NetOpKind::Conv) {
-      const ConvGeometry& g = l.g;
-      lay.pt = g.pad_top, lay.pl = g.pad_left;
-      lay.hp = g.H + g.pad_top + g.pad_bottom, lay.wp = g.W + g.pad_left + g.pad_right;
-      // (Padded planes a multiple of 16 bytes apart: a rank's channels go to the others by 16-byte stores.)
-      const int plane = lay.hp * lay.wp;
-      lay.rs = lay.wp, lay.cs = plane == l.H * l.W ? plane : (plane + 3) / 4 * 4, lay.off = lay.pt * lay.rs + lay.pl;
+  // The tensors in shared memory: each slot a block of a root (itself, or the in-place Concat's output it lies in),
+  // `c0` its first channel there. A root's channels are written once each, by a layer or the staged input (-1).
+  struct Root {
+    int H = 0, W = 0, C = 0;
+    int pt = 0, pb = 0, pl = 0, pr = 0;  // the most padding of a convolution that reads it
+    bool flat = false;                   // read as other extents of as many values (a flatten)
+    std::vector<int> writer;             // per channel: the layer that writes it (-1: the input)
+    std::vector<int> writes, reads;      // the layers
+    Layout lay;
+    int base = 0, begin = 0, end = 0;
+  };
+  struct View {
+    int root = -1, c0 = 0, C = 1, H = 1, W = 1;
+    bool flat = false;  // read as the reader's extents (the root dense)
+  };
+  std::map<int, Root> roots;
+  auto root_of = [aliases](int slot) -> std::pair<int, int64_t> {
+    if (aliases) {
+      auto at = aliases->find(slot);
+      if (at != aliases->end()) return {at->second.first, at->second.second / static_cast<int64_t>(sizeof(float))};
     }
-    if (k > 0) {
-      const SeqLayer& before = prog.layers[k - 1];
-      const bool dense = lay.cs == l.H * l.W;
-      const bool same = before.OC == l.C && before.OH == l.H && before.OW == l.W;
-      const bool flat = int64_t(before.OC) * before.OH * before.OW == int64_t(l.C) * l.H * l.W;
-      if (!(same || (dense && flat))) return refuse("a layer whose input is not the output of the one before");
+    return {slot, 0};
+  };
+  constexpr int kUnwritten = INT_MAX;
+  // A block of C channels of H x W from float `at` of root `r`'s image, written by `layer`.
+  auto write = [&](int r, int64_t at, int C, int H, int W, int layer, View* view) -> std::string {
+    Root& root = roots[r];
+    if (root.H == 0) root.H = H, root.W = W;
+    if (root.H != H || root.W != W) return "Concat blocks of other extents";
+    if (at % (int64_t(H) * W) != 0) return "a Concat block that does not start at a channel";
+    const int c0 = static_cast<int>(at / (int64_t(H) * W));
+    if (int(root.writer.size()) < c0 + C) root.writer.resize(static_cast<size_t>(c0 + C), kUnwritten);
+    for (int c = c0; c < c0 + C; ++c) {
+      if (root.writer[static_cast<size_t>(c)] != kUnwritten) return "a tensor written twice";
+      root.writer[static_cast<size_t>(c)] = layer;
     }
-    in_layout[k] = lay;
-    l.in_cs = lay.cs, l.in_rs = lay.rs, l.in_off = lay.off;
-    prog.buffer_floats = std::max<int64_t>(prog.buffer_floats, int64_t(lay.cs) * l.C + 4);
+    root.C = std::max(root.C, c0 + C);
+    if (layer >= 0) root.writes.push_back(layer);
+    *view = {r, c0, C, H, W, false};
+    return {};
+  };
+  // What layer j reads from slot s as [C][H][W]: the block the layer before wrote there, the input, or the whole of a
+  // Concat (or a block of one) written before it. With `adopt` (a per-channel layer that takes its input's extents),
+  // H and W become the tensor's where it has C channels of H * W values.
+  std::map<int, View> latest;  // per slot: the block last written there
+  auto read = [&](int s, int j, int C, int& H, int& W, bool adopt, View* view) -> std::string {
+    if (s == input && !latest.count(s)) {
+      const auto [r, at] = root_of(s);
+      if (std::string e = write(r, at, C, H, W, -1, view); !e.empty()) return e;
+      latest[s] = *view;
+    }
+    auto it = latest.find(s);
+    if (it != latest.end()) {
+      *view = it->second;
+    } else {
+      const auto [r, at] = root_of(s);
+      auto root = roots.find(r);
+      if (root == roots.end() || root->second.H == 0) return "an op that reads a tensor from before the cut";
+      const int64_t plane = int64_t(root->second.H) * root->second.W, numel = int64_t(C) * H * W;
+      if (at % plane != 0 || numel % plane != 0) return "a read of a Concat's channels that is not whole channels";
+      *view = {r, static_cast<int>(at / plane), static_cast<int>(numel / plane), root->second.H, root->second.W, false};
+    }
+    Root& root = roots[view->root];
+    for (int c = view->c0; c < view->c0 + view->C; ++c) {
+      if (c >= int(root.writer.size()) || root.writer[static_cast<size_t>(c)] >= j) {
+        return "an op that reads a tensor from before the cut";
+      }
+    }
+    if (adopt && view->C == C && view->H * view->W == H * W) H = view->H, W = view->W;
+    if (!(view->C == C && view->H == H && view->W == W)) {
+      if (int64_t(view->C) * view->H * view->W != int64_t(C) * H * W) {
+        return "a layer whose input has other extents";
+      }
+      view->flat = true;
+      view->C = C, view->H = H, view->W = W;
+      root.flat = true;
+    }
+    root.reads.push_back(j);
+    return {};
+  };
+  std::vector<View> in_view(n), res_view(n), out_view(n);
+  for (size_t j = 0; j < n; ++j) {
+    SeqLayer& l = prog.layers[j];
+    const Io& t = io[j];
+    const int J = static_cast<int>(j);
+    // An affine map and a global pool take their input's extents (an affine map's output has them too).
+    const bool adopt = l.kind == NetOpKind::Affine || l.kind == NetOpKind::GlobalPool;
+    if (std::string e = read(t.in, J, l.C, l.H, l.W, adopt, &in_view[j]); !e.empty()) return refuse(e);
+    if (l.kind == NetOpKind::Affine) l.OH = l.H, l.OW = l.W;
+    if (t.res >= 0) {
+      // A residual has the convolution's output extents (no pool after it: build merges none after a residual).
+      int rh = t.bcast ? 1 : l.OH, rw = t.bcast ? 1 : l.OW;
+      if (std::string e = read(t.res, J, l.OC, rh, rw, false, &res_view[j]); !e.empty()) return refuse(e);
+      if (res_view[j].flat && t.bcast) return refuse("a binary op's operand of other extents");
+    }
+    if (j + 1 == n) break;
+    const auto [r, at] = root_of(t.out);
+    if (std::string e = write(r, at + t.out_at, l.OC, l.OH, l.OW, J, &out_view[j]); !e.empty()) return refuse(e);
+    if (t.out_at == 0) latest[t.out] = out_view[j];
   }
-  prog.buffer_floats = (prog.buffer_floats + 3) / 4 * 4;
-
-  // The outputs' layouts (the next layer's input's; the last one's dense), the ranks' shares, the convolutions' work.
-  int tap_at = 0;
-  for (size_t k = 0; k < prog.layers.size(); ++k) {
+  for (size_t j = 0; j + 1 < n; ++j) {
+    if (io[j].out == io.back().out) return refuse("an output inside another tensor");
+  }
+  // The roots' layouts: a convolution's padding as a zero halo (the most of any convolution that reads it; planes a
+  // multiple of 16 bytes apart: a rank's channels go to the others by 16-byte stores); dense where read flattened.
+  for (size_t j = 0; j < n; ++j) {
+    const SeqLayer& l = prog.layers[j];
+    if (l.kind != NetOpKind::Conv || in_view[j].flat) continue;
+    Root& root = roots[in_view[j].root];
+    root.pt = std::max(root.pt, l.g.pad_top), root.pb = std::max(root.pb, l.g.pad_bottom);
+    root.pl = std::max(root.pl, l.g.pad_left), root.pr = std::max(root.pr, l.g.pad_right);
+  }
+  for (auto& [slot, root] : roots) {
+    Layout lay = dense_layout(root.H, root.W);
+    if (root.pt + root.pb + root.pl + root.pr > 0) {
+      if (root.flat) return refuse("a tensor read both padded and flattened");
+      lay.pt = root.pt, lay.pl = root.pl;
+      lay.hp = root.H + root.pt + root.pb, lay.wp = root.W + root.pl + root.pr;
+      lay.rs = lay.wp, lay.cs = (lay.hp * lay.wp + 3) / 4 * 4, lay.off = lay.pt * lay.rs + lay.pl;
+    }
+    root.lay = lay;
+  }
+  // Each layer's reads and writes in those layouts, the ranks' shares, the convolutions' work.
+  auto read_layout = [&roots](const View& v, int* cs, int* rs, int* off) {
+    const Layout& lay = roots[v.root].lay;
+    if (v.flat) {
+      *cs = v.H * v.W, *rs = v.W, *off = 0;
+    } else {
+      *cs = lay.cs, *rs = lay.rs, *off = lay.off;
+    }
+  };
+  int tap_at = static_cast<int>(prog.channel_maps.size());  // (the channel maps first)
+  for (size_t k = 0; k < n; ++k) {
     SeqLayer& l = prog.layers[k];
-    const bool last = k + 1 == prog.layers.size();
-    // The next buffer as the next layer reads it where it is padded (same extents: checked above), else dense
-    // in this layer's own [OC][OH][OW] order (a flatten in between changes nothing then).
-    Layout out = dense_layout(l.OH, l.OW);
-    if (!last && in_layout[k + 1].cs != prog.layers[k + 1].H * prog.layers[k + 1].W) out = in_layout[k + 1];
+    const bool last = k + 1 == n;
+    read_layout(in_view[k], &l.in_cs, &l.in_rs, &l.in_off);
+    if (io[k].res >= 0) {
+      read_layout(res_view[k], &l.res_cs, &l.res_rs, &l.res_off);
+      l.res_xs = 1;
+      if (io[k].bcast) l.res_rs = l.res_xs = 0;
+    }
+    const Layout out = last ? dense_layout(l.OH, l.OW) : roots[out_view[k].root].lay;
     l.out_cs = out.cs, l.out_rs = out.rs, l.out_off = out.off;
     l.out_pt = out.pt, l.out_pl = out.pl, l.out_hp = out.hp, l.out_wp = out.wp;
     l.cb = (l.OC + ranks - 1) / ranks;
     l.in_p_d = FastDiv(std::max(1, l.H * l.W)), l.in_w_d = FastDiv(std::max(1, l.W));
-    l.in_cs_d = FastDiv(std::max(1, l.in_cs)), l.in_rs_d = FastDiv(std::max(1, l.in_rs));
     l.out_p_d = FastDiv(std::max(1, l.OH * l.OW)), l.out_w_d = FastDiv(std::max(1, l.OW));
     if (!last) {
-      // The next buffer's zero halo a channel: the rows above the interior, the side columns of its rows, the rows
-      // below.
+      // The output's zero halo a channel: the rows above the interior, the side columns of its rows, the rows below.
       l.halo_top = out.pt * out.wp;
       l.halo_sides = out.wp - l.OW;
       l.halo_n = l.halo_top + l.OH * l.halo_sides + (out.hp - out.pt - l.OH) * out.wp;
@@ -670,65 +895,93 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   }
   prog.partial_floats = (prog.partial_floats + 3) / 4 * 4;
   prog.tap_ints = tap_at;
-  // Local layers: the next one reads only the rank's own channels of their output (per channel, the same split).
-  for (size_t k = 0; k + 1 < prog.layers.size(); ++k) {
-    const SeqLayer& next = prog.layers[k + 1];
-    const bool depthwise = next.kind == NetOpKind::Conv && next.g.groups == next.g.C && next.g.F == next.g.C;
-    const bool per_channel = next.kind == NetOpKind::Pool || next.kind == NetOpKind::GlobalPool ||
-                             next.kind == NetOpKind::Affine || depthwise;
-    prog.layers[k].local = per_channel && next.C == prog.layers[k].OC && next.cb == prog.layers[k].cb ? 1 : 0;
-  }
-  // The buffers: a layer writes one it does not read, and where it shares its output (other ranks store into it),
-  // one that no layer since the last shared one reads (a rank may still be there: every rank has sent that layer,
-  // after its reads, and no later one). Buffers 0 and 1 first; the third sized to what goes in it. Runs of local
-  // layers can leave none free: then no layer is local (with every layer shared, two buffers always do).
-  auto assign_buffers = [&prog]() {
-    prog.aux_floats = 0;
-    int last_shared = -1;
-    for (size_t k = 0; k + 1 < prog.layers.size(); ++k) {
-      SeqLayer& l = prog.layers[k];
-      bool busy[3] = {false, false, false};
-      busy[l.in_buf] = true;
-      if (!l.local) {
-        for (size_t i = static_cast<size_t>(last_shared + 1); i <= k; ++i) busy[prog.layers[i].in_buf] = true;
-        last_shared = static_cast<int>(k);
+  // Local layers: every layer that reads their output reads only the rank's own channels of it (per channel, the same
+  // split: a pool, global pool, affine map, binary op, a residual, a depthwise convolution), and it is a tensor of its
+  // own (not a block of a Concat).
+  std::vector<int> can_be_local(n, 0);
+  for (size_t k = 0; k + 1 < n; ++k) {
+    const SeqLayer& l = prog.layers[k];
+    const Root& root = roots[out_view[k].root];
+    bool ok = root.writes.size() == 1 && root.C == l.OC && out_view[k].c0 == 0;
+    for (size_t j = k + 1; ok && j < n; ++j) {
+      const SeqLayer& r = prog.layers[j];
+      for (int operand = 0; operand < 2 && ok; ++operand) {
+        const View& v = operand == 0 ? in_view[j] : res_view[j];
+        if ((operand == 1 && io[j].res < 0) || v.root != out_view[k].root) continue;
+        const bool depthwise = r.kind == NetOpKind::Conv && r.g.groups == r.g.C && r.g.F == r.g.C;
+        const bool per_channel = operand == 1 || r.kind == NetOpKind::Pool || r.kind == NetOpKind::GlobalPool ||
+                                 r.kind == NetOpKind::Affine || r.kind == NetOpKind::Binary || depthwise;
+        ok = per_channel && !v.flat && v.C == l.OC && r.OC == l.OC && r.cb == l.cb;
       }
-      const int order[3] = {1 - std::min(l.in_buf, 1), std::min(l.in_buf, 1), 2};
-      l.out_buf = -1;
-      for (int b : order) {
-        if (!busy[b]) {
-          l.out_buf = b;
-          break;
+    }
+    can_be_local[k] = ok ? 1 : 0;
+  }
+  // Where each tensor lies: from the first layer any rank may write it at (a local layer's own; a shared layer's: the
+  // one after the last shared layer before it, which every rank has sent, after its reads, before any rank's share
+  // of this one arrives) to its last reader, no two of overlapping spans in overlapping floats (first fit).
+  auto place_tensors = [&](bool locals) {
+    int last_shared = -1;
+    std::vector<int> first_at(n, 0);
+    for (size_t k = 0; k + 1 < n; ++k) {
+      SeqLayer& l = prog.layers[k];
+      l.local = locals ? can_be_local[k] : 0;
+      first_at[k] = l.local ? static_cast<int>(k) : last_shared + 1;
+      if (!l.local) last_shared = static_cast<int>(k);
+    }
+    std::vector<Root*> order;
+    for (auto& [slot, root] : roots) {
+      root.begin = root.writer.empty() || *std::min_element(root.writer.begin(), root.writer.end()) < 0 ? 0 : INT_MAX;
+      for (int w : root.writes) root.begin = std::min(root.begin, first_at[static_cast<size_t>(w)]);
+      root.end = root.begin;
+      for (int w : root.writes) root.end = std::max(root.end, w);
+      for (int r : root.reads) root.end = std::max(root.end, r);
+      order.push_back(&root);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Root* a, const Root* b) { return a->begin < b->begin; });
+    std::vector<const Root*> placed;
+    prog.act_floats = 0;
+    for (Root* root : order) {
+      const int size = (root->C * root->lay.cs + 4 + 3) / 4 * 4;
+      int at = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (const Root* other : placed) {
+          const int other_size = (other->C * other->lay.cs + 4 + 3) / 4 * 4;
+          const bool live = other->begin <= root->end && root->begin <= other->end;
+          if (live && other->base < at + size && at < other->base + other_size) {
+            at = other->base + other_size;
+            moved = true;
+          }
         }
       }
-      if (l.out_buf < 0) return false;
-      SeqLayer& next = prog.layers[k + 1];
-      next.in_buf = l.out_buf;
-      if (l.out_buf == 2) prog.aux_floats = std::max(prog.aux_floats, (next.in_cs * next.C + 4 + 3) / 4 * 4);
+      root->base = at;
+      placed.push_back(root);
+      prog.act_floats = std::max(prog.act_floats, at + size);
     }
-    return true;
+    for (size_t k = 0; k < n; ++k) {
+      SeqLayer& l = prog.layers[k];
+      auto base = [&roots](const View& v) { return roots[v.root].base + v.c0 * roots[v.root].lay.cs; };
+      l.in_base = base(in_view[k]);
+      if (io[k].res >= 0) l.res_base = base(res_view[k]);
+      if (k + 1 < n) l.out_base = base(out_view[k]);
+    }
   };
-  if (!assign_buffers()) {
-    for (SeqLayer& l : prog.layers) l.local = 0;
-    assign_buffers();
-  }
   // Where each rank stages its weights: the direct layers' tap-major (rows 16-byte aligned) with their biases beside
   // them, the lanes' layers' as they are; those of one output position (each weight read once) too where all fit,
   // else they are read from global memory.
-  auto place = [&prog](bool stage_single) {
+  auto place_weights = [&prog](bool stage_single) {
     int at = 0;
     for (SeqLayer& l : prog.layers) {
       if (l.kind != NetOpKind::Conv) continue;
-      const int T = l.g.C / l.g.groups * l.g.KH * l.g.KW;
       if (l.direct) {
         at = (at + 3) / 4 * 4;
         l.w_at = at;
-        at += T * seq_weight_row(l.cb);
+        at += l.T * seq_weight_row(l.cb);
         l.b_at = at;
         at += l.cb;
       } else if (stage_single || l.g.OH * l.g.OW > 1) {
         l.w_at = at;
-        at += l.cb * T;
+        at += l.cb * l.T;
       } else {
         l.w_at = -1;
       }
@@ -736,9 +989,19 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     prog.weight_floats = (at + 3) / 4 * 4;  // (each rank's block 16-byte aligned: copied by 16-byte cp.async)
   };
   const size_t limit = static_cast<size_t>(std::max(0, smem_optin - 1024));
-  place(true);
-  if (prog.smem_bytes() > limit) place(false);
+  place_tensors(true);
+  place_weights(true);
+  if (prog.smem_bytes() > limit) place_weights(false);
+  if (prog.smem_bytes() > limit) place_tensors(false);
   if (prog.smem_bytes() > limit) return refuse("activations and weights beyond a block's shared memory");
+  // The input as it is staged.
+  {
+    const View& v = in_view[0];
+    const Root& root = roots[v.root];
+    prog.in_base = root.base + v.c0 * root.lay.cs;
+    prog.in_c = v.C, prog.in_h = root.H, prog.in_w = root.W;
+    prog.in_cs = root.lay.cs, prog.in_rs = root.lay.rs, prog.in_pt = root.lay.pt, prog.in_pl = root.lay.pl;
+  }
   return prog;
 }
 
@@ -759,6 +1022,12 @@ std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopie
     return it->second;
   };
   static const std::vector<float> none;
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    if (!program.channel_maps.empty()) {
+      std::memcpy(packed.data() + static_cast<size_t>(rank) * WF + program.weight_floats, program.channel_maps.data(),
+                  program.channel_maps.size() * sizeof(int));
+    }
+  }
   for (const SeqLayer& l : program.layers) {
     if (l.kind != NetOpKind::Conv || l.t_at < 0) continue;
     // Tap t's offset in the input (its channel, filter row and column), after every rank's weights.
@@ -774,7 +1043,7 @@ std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopie
   }
   for (const SeqLayer& l : program.layers) {
     if (l.kind != NetOpKind::Conv || l.w_at < 0) continue;
-    const int T = l.g.C / l.g.groups * l.g.KH * l.g.KW;
+    const int T = l.T;
     const std::vector<float>& w = fetch(l.w, static_cast<size_t>(l.OC) * T);
     const std::vector<float>& b = l.bias ? fetch(l.bias, static_cast<size_t>(l.OC)) : none;
     for (int r = 0; r < program.ranks; ++r) {
@@ -808,15 +1077,14 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
   p.n_layers = n;
   p.ranks = program.ranks;
   p.table_floats = n * static_cast<int>(sizeof(SeqLayer) / sizeof(float));
-  p.buffer_floats = program.buffer_floats;
-  p.aux_floats = program.aux_floats;
+  p.act_floats = program.act_floats;
   p.partial_floats = program.partial_floats;
   p.weight_floats = program.weight_floats;
   p.staged_floats = program.staged_floats();
-  const SeqLayer& first = program.layers.front();
-  p.in_c = first.C, p.in_h = first.H, p.in_w = first.W, p.in_cs = first.in_cs, p.in_rs = first.in_rs;
-  p.in_pt = first.in_off / first.in_rs, p.in_pl = first.in_off % first.in_rs;
-  p.in_cs_d = first.in_cs_d, p.in_rs_d = first.in_rs_d;
+  p.in_base = program.in_base;
+  p.in_c = program.in_c, p.in_h = program.in_h, p.in_w = program.in_w;
+  p.in_cs = program.in_cs, p.in_rs = program.in_rs, p.in_pt = program.in_pt, p.in_pl = program.in_pl;
+  p.in_cs_d = FastDiv(std::max(1, program.in_cs)), p.in_rs_d = FastDiv(std::max(1, program.in_rs));
   p.in_image = program.in_image_floats;
   p.out_image = program.out_image_floats;
   p.packed = program.packed;

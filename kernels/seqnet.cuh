@@ -1,12 +1,12 @@
-// A sequential network in one launch with its activations in shared memory: the sequence kernel.
+// A small network in one launch with its activations in shared memory: the sequence kernel.
 //
 // Why: the network kernel (net.cuh) keeps activations in L2 and stages each op's input and weights from there,
-// about a microsecond an op before any sum. A chain of layers whose activations fit in a block's shared memory
+// about a microsecond an op before any sum. Layers whose activations fit in a block's shared memory
 // (1-D networks of sensor series and audio, the small maps at the end of a CNN) needs neither: one cluster of
 // `ranks` blocks an image holds every activation of its image in each rank's shared memory. Rank r computes its
 // share of a layer's output channels from its own copy of the layer's input and stores them into every rank's
-// copy of the next layer's input (distributed shared memory), laid out with the zero halo the next layer's
-// padding needs, so that the sums test no bounds. Those stores are asynchronous, counted by the receiving rank's
+// copy of the output (distributed shared memory), laid out with the zero halo its readers' padding needs, so that
+// the sums test no bounds. Those stores are asynchronous, counted by the receiving rank's
 // mbarrier for the layer, which is all a rank waits for before the next layer (no cluster barrier between layers);
 // every layer's weights for the rank's filters are staged once, at the start, before the wait for the grid before
 // (they are constants).
@@ -21,14 +21,18 @@
 // packed per rank at plan time as they lie in shared memory, and copied in by 16-byte cp.async; the weights of
 // layers of one output position (read once an image) stay in global memory where they do not all fit.
 //
-// The layers it runs: convolutions of any geometry (groups, stride, dilation, padding) with bias and activation,
-// and a max or average pool after them; pools; global pools; per-channel affine maps with an activation. Each
-// reads the one before. The planner (plan/gpu/lower_net.cpp) offers it for the same cuts as the network kernel,
+// The layers it runs: convolutions of any geometry (groups, stride, dilation, padding) with bias, a residual and an
+// activation, and a max or average pool after them; pools; global pools; per-channel affine maps with an activation;
+// elementwise binary ops (one operand per channel where it broadcasts: a squeeze-excitation gate); the blocks of a
+// concatenation, which their producers write in place; channel shuffles. A layer reads any tensor an earlier layer wrote (or the
+// input): tensors lie at offsets of one activation area assigned at plan time, so that no tensor a rank may still
+// read is overwritten. The planner (plan/gpu/lower_net.cpp) offers it for the same cuts as the network kernel,
 // measured against the steps.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -45,25 +49,29 @@ constexpr int kSeqMaxLayers = 64;
 constexpr int kSeqMaxBatch = 64;  // one cluster an image: beyond this the step plan's kernels win
 
 struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
-  NetOpKind kind = NetOpKind::Conv;  // Conv (a pool after it where pool.kind is set), Pool, GlobalPool, Affine
-  // The input [C][H][W]: element (c, y, x) at c * in_cs + y * in_rs + x + in_off of this layer's buffer (layer 0:
-  // staged from global memory, where it is dense).
+  // Conv (a pool after it where pool.kind is set), Pool, GlobalPool, Affine, Binary, Permute (a channel shuffle)
+  NetOpKind kind = NetOpKind::Conv;
+  // The input [C][H][W]: element (c, y, x) at c * in_cs + y * in_rs + x + in_off from in_base of the activation area.
   int C = 1, H = 1, W = 1;
-  int in_cs = 1, in_rs = 1, in_off = 0;
-  // The output [OC][OH][OW] (after the pool): element (c, y, x) at c * out_cs + y * out_rs + x + out_off of every
-  // rank's next buffer, each channel's plane out_hp x out_wp floats with the interior from row out_pt, column out_pl
-  // (zeros around it); the last layer's into global memory, dense.
+  int in_base = 0, in_cs = 1, in_rs = 1, in_off = 0;
+  // The output [OC][OH][OW] (after the pool): element (c, y, x) at c * out_cs + y * out_rs + x + out_off from
+  // out_base of every rank's activation area, each channel's plane out_hp x out_wp floats with the interior from row
+  // out_pt, column out_pl (zeros around it); the last layer's into global memory, dense.
   int OC = 1, OH = 1, OW = 1;
-  int out_cs = 1, out_rs = 1, out_off = 0, out_pt = 0, out_pl = 0, out_hp = 1, out_wp = 1;
+  int out_base = 0, out_cs = 1, out_rs = 1, out_off = 0, out_pt = 0, out_pl = 0, out_hp = 1, out_wp = 1;
   int cb = 1;  // output channels a rank: rank r computes [r * cb, min(OC, (r + 1) * cb))
-  // The buffers (0, 1, 2) the layer reads and writes; `local`: the next layer reads only the rank's own channels of
-  // this one's output (a per-channel layer: pool, global pool, affine map, depthwise convolution), which then stays
-  // in the rank (no share, no wait).
-  int in_buf = 0, out_buf = 1, local = 0;
+  // `local`: every layer that reads the output reads only the rank's own channels of it (a per-channel layer: pool,
+  // global pool, affine map, binary op, depthwise convolution, a residual), so it stays in the rank (no share, no
+  // wait).
+  int local = 0;
+  // The second operand (res_base >= 0): Conv, the residual added before the activation; Binary, b. Element (c, y, x)
+  // at res_base + c * res_cs + y * res_rs + x * res_xs + res_off (one value a channel: res_rs = res_xs = 0).
+  int res_base = -1, res_cs = 0, res_rs = 0, res_xs = 0, res_off = 0;
+  NetBinary binary = NetBinary::Add;  // Binary: out = in op res
   // Conv: the geometry (OH, OW: before the pool); the register block (fb filters x 32 * pb positions a warp item)
   // and the splits of its taps (ks) where `direct`, else the lanes an output; where the rank's weights and biases
   // are staged (floats into the weight area; -1: read from global memory) and the taps' offsets (ints into the
-  // tap area; -1: none).
+  // tap area; -1: none). Permute: its channel map at t_at of the tap area.
   int direct = 0;  // 1: warp items; 0: lanes an output
   int fb = 1, pb = 1, ks = 1, lanes = 1;
   int w_at = -1, b_at = -1, t_at = -1;
@@ -82,22 +90,24 @@ struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   FastDiv kk_d, kw_d;          // Conv: by KH * KW and by KW (the tap table)
   FastDiv out_p_d, out_w_d;    // by the layer's OH * OW and OW (after the pool)
   FastDiv in_p_d, in_w_d;      // by the input's H * W and W
-  FastDiv in_cs_d, in_rs_d;    // by the input buffer's channel and row pitch (layer 0's staging)
-  // The next buffer's zero halo a channel: its floats, those above the interior, the side columns a row; by each.
+  // The output's zero halo a channel: its floats, those above the interior, the side columns a row; by each.
   int halo_n = 0, halo_top = 0, halo_sides = 0;
   FastDiv halo_d, halo_wp_d, halo_sides_d;  // by halo_n, out_wp, halo_sides
 };
 
-// A chain of layers as the kernel runs it, for clusters of `ranks` blocks.
+// A program of layers as the kernel runs it, for clusters of `ranks` blocks.
 struct SeqProgram {
   std::vector<SeqLayer> layers;
   int ranks = 1;
-  int buffer_floats = 0;   // each of the two activation buffers
-  int aux_floats = 0;      // the third buffer (the output of a layer after a local one)
+  int act_floats = 0;      // the activation area: every tensor a layer reads, at the offsets the layers name
   int partial_floats = 0;  // a convolution's sums before its epilogue (split, or pooled)
   int weight_floats = 0;   // the rank's staged weights of every layer
-  int tap_ints = 0;        // the tap offsets of every convolution summed over one index
+  int tap_ints = 0;        // the channel maps of the shuffles, then the tap offsets of the direct convolutions
+  std::vector<int> channel_maps;  // Permute: out channel c reads in channel channel_maps[t_at + c]
   int in_image_floats = 0, out_image_floats = 0;  // from one image to the next in global memory
+  // The input [in_c][in_h][in_w] (dense in global memory) as it is staged: planes in_cs floats apart from in_base,
+  // rows in_rs, the interior from row in_pt, column in_pl (zeros around it).
+  int in_base = 0, in_c = 1, in_h = 1, in_w = 1, in_cs = 1, in_rs = 1, in_pt = 0, in_pl = 0;
   // Device: every rank's weights and biases, then the tap offsets, as they lie in its shared memory
   // (seqnet_packed_weights, uploaded), staged_floats() a rank.
   const float* packed = nullptr;
@@ -116,11 +126,17 @@ std::vector<SeqVariant> seqnet_variants(int arch, int max_cluster = 16);
 // Every name seqnet_variants can return.
 std::vector<std::string> seqnet_variant_names();
 
-// The network kernel's ops `ops` (from a cut to the end of a network; tensors as the planner's slots) as the
-// sequence kernel's program for clusters of `ranks` blocks, where it runs them: each op reads the one before (the
-// first the cut's input), no residual, of the kinds above, and the buffers, the sums and the staged weights fit
-// `smem_optin` bytes of shared memory. Otherwise nullopt, and `why` says why.
-std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why);
+// Per tensor slot that lies inside another (a block of an in-place Concat): that tensor's slot and the byte offset
+// of the block in an image.
+using SeqAliases = std::map<int, std::pair<int, int64_t>>;
+
+// The network kernel's ops `ops` (from a cut to the end of a network; tensors as the planner's slots, `aliases`
+// the blocks of in-place Concats among them) as the sequence kernel's program for clusters of `ranks` blocks, where
+// it runs them: each op reads the first op's input or what an op before it wrote, of the kinds above, the last op
+// writes the output, and the tensors, the sums and the staged weights fit `smem_optin` bytes of shared memory.
+// Otherwise nullopt, and `why` says why.
+std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why,
+                                       const SeqAliases* aliases = nullptr);
 
 // Host copies of device arrays, each read back once (by device address) for every program packed with it.
 using SeqHostCopies = std::unordered_map<const float*, std::vector<float>>;

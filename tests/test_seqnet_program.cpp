@@ -4,6 +4,8 @@
 #ifdef CNNRT_WITH_CUDA
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -114,21 +116,66 @@ TEST_CASE("sequence kernel program: a 1-D network's layers, layouts and shares")
   CHECK(p->smem_bytes() < static_cast<size_t>(kOptin));
 }
 
-// A shared layer's output buffer (other ranks store into it) is one that no layer since the last shared layer reads;
-// every layer writes a buffer it does not read; a layer reads what the one before wrote.
-void check_buffers(const kernels::SeqProgram& p) {
+// Float ranges of the activation area: [at, at + n).
+struct Region {
+  int at = 0, n = 0;
+  bool overlaps(const Region& o) const { return n > 0 && o.n > 0 && at < o.at + o.n && o.at < at + n; }
+};
+Region in_region(const kernels::SeqLayer& l) { return {l.in_base, l.C * l.in_cs}; }
+Region res_region(const kernels::SeqLayer& l) { return l.res_base < 0 ? Region{} : Region{l.res_base, l.OC * l.res_cs}; }
+Region out_region(const kernels::SeqLayer& l) { return {l.out_base, l.OC * l.out_cs}; }
+
+// What the kernel relies on, where layer j reads what the layers in_from[j] (and res_from[j], its second operand)
+// wrote (-1: the staged input): a write lands in every rank at some time from the first layer it can (a local
+// layer's own; a shared layer's: the one after the last shared layer before it) to its own layer, so no write other
+// than those can land in the floats a layer reads between the writes it reads and the read.
+void check_regions(const kernels::SeqProgram& p, const std::vector<std::vector<int>>& in_from,
+                   const std::vector<std::vector<int>>& res_from = {}) {
+  const size_t n = p.layers.size();
+  REQUIRE(in_from.size() == n);
+  std::vector<int> first_at(n, 0);
   int last_shared = -1;
-  for (size_t k = 0; k + 1 < p.layers.size(); ++k) {
+  for (size_t k = 0; k + 1 < n; ++k) {
     const kernels::SeqLayer& l = p.layers[k];
-    CAPTURE(k);
-    CHECK(l.out_buf != l.in_buf);
-    CHECK(p.layers[k + 1].in_buf == l.out_buf);
-    if (!l.local) {
-      for (size_t i = static_cast<size_t>(last_shared + 1); i <= k; ++i) CHECK(p.layers[i].in_buf != l.out_buf);
-      last_shared = static_cast<int>(k);
+    first_at[k] = l.local ? static_cast<int>(k) : last_shared + 1;
+    if (!l.local) last_shared = static_cast<int>(k);
+    CHECK(out_region(l).at + out_region(l).n <= p.act_floats);
+  }
+  const Region input{p.in_base, p.in_c * p.in_cs};
+  CHECK(input.at + input.n <= p.act_floats);
+  auto region_of = [&](int k) { return k < 0 ? input : out_region(p.layers[static_cast<size_t>(k)]); };
+  auto start_of = [&](int k) { return k < 0 ? -1 : first_at[static_cast<size_t>(k)]; };
+  for (size_t j = 0; j < n; ++j) {
+    for (int operand = 0; operand < 2; ++operand) {
+      const Region r = operand == 0 ? in_region(p.layers[j]) : res_region(p.layers[j]);
+      const std::vector<int> none;
+      const std::vector<int>& from = operand == 0 ? in_from[j] : (j < res_from.size() ? res_from[j] : none);
+      CAPTURE(j);
+      CAPTURE(operand);
+      CHECK((r.n == 0) == from.empty());
+      if (r.n == 0) continue;
+      CHECK((r.at >= 0 && r.at + r.n <= p.act_floats));
+      int earliest = INT_MAX;
+      for (int w : from) {
+        CHECK(w < static_cast<int>(j));
+        CHECK(region_of(w).overlaps(r));
+        earliest = std::min(earliest, start_of(w));
+      }
+      for (size_t k = 0; k + 1 < n; ++k) {
+        if (std::find(from.begin(), from.end(), static_cast<int>(k)) != from.end()) continue;
+        if (!out_region(p.layers[k]).overlaps(r)) continue;
+        CAPTURE(k);
+        CHECK((static_cast<int>(k) < earliest || first_at[k] > static_cast<int>(j)));
+      }
     }
   }
-  CHECK(p.layers.front().in_buf == 0);
+}
+
+// A chain: layer j reads what layer j - 1 wrote.
+std::vector<std::vector<int>> chain_of(size_t n) {
+  std::vector<std::vector<int>> from(n);
+  for (size_t j = 0; j < n; ++j) from[j] = {static_cast<int>(j) - 1};
+  return from;
 }
 
 TEST_CASE("sequence kernel program: per-channel layers read the rank's own channels, in buffers no rank still reads") {
@@ -143,9 +190,7 @@ TEST_CASE("sequence kernel program: per-channel layers read the rank's own chann
   CHECK(p->layers[1].local == 0);
   CHECK(p->layers[2].local == 1);
   CHECK(p->layers[3].local == 0);
-  CHECK(p->layers[3].out_buf == 2);
-  CHECK(p->aux_floats >= 128);
-  check_buffers(*p);
+  check_regions(*p, chain_of(p->layers.size()));
   // A depthwise convolution (and its pool) after a convolution of as many channels: that convolution is local.
   std::vector<NetOp> ops = {conv1d(0, 1, 8, 64, 32, 3, 1, 1, 1), conv1d(1, 2, 32, 64, 32, 3, 1, 1, 1, 32),
                             max_pool1d(2, 3, 32, 64, 2), conv1d(3, 4, 32, 32, 16, 1, 1, 0, 0)};
@@ -153,38 +198,190 @@ TEST_CASE("sequence kernel program: per-channel layers read the rank's own chann
   REQUIRE_MESSAGE(q.has_value(), why);
   REQUIRE(q->layers.size() == 3);  // (the depthwise convolution and its pool are one layer)
   CHECK(q->layers[0].local == 1);
-  check_buffers(*q);
-  // A shared layer into the third buffer, then two local layers: the shared layer after them would find all three
-  // buffers read since the last shared one, so no layer is local (two buffers, alternating).
+  check_regions(*q, chain_of(q->layers.size()));
+  // A shared layer, then two local layers, then a shared one: the last's output goes where no rank still reads.
   const std::vector<NetOp> chain = {conv1d(0, 1, 8, 64, 32, 3, 1, 1, 1),          conv1d(1, 2, 32, 64, 32, 3, 1, 1, 1, 32),
                                     conv1d(2, 3, 32, 64, 32, 1, 1, 0, 0),         conv1d(3, 4, 32, 64, 32, 3, 1, 1, 1, 32),
                                     conv1d(4, 5, 32, 64, 32, 3, 1, 1, 1, 32),      conv1d(5, 6, 32, 64, 16, 1, 1, 0, 0)};
   const std::optional<kernels::SeqProgram> r = kernels::build_seqnet(chain, 8, kOptin, &why);
   REQUIRE_MESSAGE(r.has_value(), why);
   REQUIRE(r->layers.size() == 6);
-  for (const kernels::SeqLayer& l : r->layers) CHECK(l.local == 0);
-  CHECK(r->aux_floats == 0);
-  check_buffers(*r);
+  CHECK(r->layers[2].local == 1);
+  CHECK(r->layers[3].local == 1);
+  check_regions(*r, chain_of(r->layers.size()));
   // Every ranks' count: locals are the same decision for any split of equal channels.
   for (int ranks : {1, 4, 8}) {
     const std::optional<kernels::SeqProgram> s = kernels::build_seqnet(series(), ranks, kOptin, &why);
     REQUIRE_MESSAGE(s.has_value(), why);
-    check_buffers(*s);
+    check_regions(*s, chain_of(s->layers.size()));
   }
+}
+
+NetOp conv2d(int in, int out, int C, int H, int F, int K, int stride, int pad, int groups = 1) {
+  NetOp o;
+  o.kind = NetOpKind::Conv;
+  o.in0 = in;
+  o.out = out;
+  o.g.C = C, o.g.H = H, o.g.W = H, o.g.F = F, o.g.KH = K, o.g.KW = K, o.g.groups = groups;
+  o.g.stride_h = o.g.stride_w = stride, o.g.pad_top = o.g.pad_left = o.g.pad_bottom = o.g.pad_right = pad;
+  o.g.OH = o.g.OW = (H + 2 * pad - K) / stride + 1;
+  o.in0_stride = C * H * H;
+  o.out_stride = F * o.g.OH * o.g.OW;
+  return o;
+}
+
+NetOp binary(int a, int b, int out, kernels::NetBinary op, int C, int H, bool b_per_channel) {
+  NetOp o;
+  o.kind = NetOpKind::Binary;
+  o.binary = op;
+  o.in0 = a, o.in1 = b, o.out = out;
+  o.rank = 3;
+  o.dims[0] = C, o.dims[1] = H, o.dims[2] = H;
+  o.sa[0] = H * H, o.sa[1] = H, o.sa[2] = 1;
+  if (b_per_channel) {
+    o.sb[0] = 1;
+  } else {
+    o.sb[0] = H * H, o.sb[1] = H, o.sb[2] = 1;
+  }
+  o.out_stride = o.count = C * H * H;
+  return o;
+}
+
+TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a squeeze-excitation gate") {
+  std::string why;
+  // A basic residual block at 7x7: conv + ReLU, conv + the block's input (residual) + ReLU; a strided block with a
+  // 1x1 shortcut; the global pool and a dense layer.
+  std::vector<NetOp> ops = {conv2d(0, 1, 32, 7, 32, 3, 1, 1), conv2d(1, 2, 32, 7, 32, 3, 1, 1),
+                            conv2d(2, 3, 32, 7, 64, 3, 2, 1),  conv2d(2, 4, 32, 7, 64, 1, 2, 0),
+                            conv2d(3, 5, 64, 4, 64, 3, 1, 1),  global_pool(5, 6, 64, 16), dense(6, 7, 64, 10)};
+  ops[1].in1 = 0;
+  ops[4].in1 = 4;
+  for (int ranks : {4, 16}) {  // (one block cannot hold the weights)
+    CAPTURE(ranks);
+    const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(ops, ranks, kOptin, &why);
+    REQUIRE_MESSAGE(p.has_value(), why);
+    REQUIRE(p->layers.size() == 7);
+    // The residuals read the input and the shortcut where they lie; the input padded for the first convolution.
+    CHECK(p->layers[1].res_base == p->in_base);
+    CHECK((p->layers[1].res_cs == p->in_cs && p->layers[1].res_off == p->in_pt * p->in_rs + p->in_pl));
+    CHECK(p->layers[4].res_base == p->layers[3].out_base);
+    CHECK(p->layers[0].res_base == -1);
+    // Both strided layers read layer 1's output; the shortcut is local (its only reader adds it per channel).
+    CHECK(p->layers[2].in_base == p->layers[1].out_base);
+    CHECK(p->layers[3].in_base == p->layers[1].out_base);
+    CHECK(p->layers[3].local == 1);
+    CHECK(p->layers[1].local == 0);
+    check_regions(*p, {{-1}, {0}, {1}, {1}, {2}, {4}, {5}}, {{}, {-1}, {}, {}, {3}, {}, {}});
+  }
+  // SqueezeNet's fire module: a squeeze 1x1, two expand layers (1x1 and 3x3) whose outputs are the blocks of a
+  // Concat written in place (slot 4, the 3x3's block 16 channels in), a 1x1 over the Concat.
+  const std::vector<NetOp> fire = {conv2d(0, 1, 32, 13, 8, 1, 1, 0), conv2d(1, 2, 8, 13, 16, 1, 1, 0),
+                                   conv2d(1, 3, 8, 13, 16, 3, 1, 1), conv2d(4, 5, 32, 13, 10, 1, 1, 0)};
+  const kernels::SeqAliases aliases = {{2, {4, 0}}, {3, {4, 16 * 13 * 13 * 4}}};
+  for (int ranks : {1, 8}) {
+    CAPTURE(ranks);
+    const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(fire, ranks, kOptin, &why, &aliases);
+    REQUIRE_MESSAGE(p.has_value(), why);
+    REQUIRE(p->layers.size() == 4);
+    const kernels::SeqLayer& e1 = p->layers[1];
+    const kernels::SeqLayer& e3 = p->layers[2];
+    CHECK(e3.out_base == e1.out_base + 16 * e1.out_cs);
+    CHECK(p->layers[3].in_base == e1.out_base);
+    CHECK(p->layers[3].C == 32);
+    CHECK((e1.local == 0 && e3.local == 0));
+    check_regions(*p, {{-1}, {0}, {0}, {1, 2}});
+  }
+  // Without the aliases the last layer reads a tensor no layer wrote.
+  CHECK_FALSE(kernels::build_seqnet(fire, 8, kOptin, &why).has_value());
+  CHECK(why.find("before the cut") != std::string::npos);
+  // A Concat block of channels it does not start at is refused.
+  const kernels::SeqAliases misaligned = {{2, {4, 0}}, {3, {4, 16 * 13 * 13 * 4 + 4}}};
+  CHECK_FALSE(kernels::build_seqnet(fire, 8, kOptin, &why, &misaligned).has_value());
+  // A squeeze-excitation block: depthwise 3x3, global pool, 1x1 down + ReLU, 1x1 up + Sigmoid, the depthwise output
+  // times the gate (one value a channel), a projection.
+  std::vector<NetOp> se = {conv2d(0, 1, 48, 8, 48, 3, 1, 1, 48), global_pool(1, 2, 48, 64),    dense(2, 3, 48, 12),
+                           dense(3, 4, 12, 48), binary(1, 4, 5, kernels::NetBinary::Mul, 48, 8, true),
+                           conv2d(5, 6, 48, 8, 16, 1, 1, 0)};
+  se[3].act = kernels::ParamAct::Sigmoid;
+  for (int ranks : {1, 4, 16}) {
+    CAPTURE(ranks);
+    const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(se, ranks, kOptin, &why);
+    REQUIRE_MESSAGE(p.has_value(), why);
+    REQUIRE(p->layers.size() == 6);
+    const kernels::SeqLayer& gate = p->layers[4];
+    CHECK(gate.kind == NetOpKind::Binary);
+    CHECK(gate.in_base == p->layers[0].out_base);
+    CHECK(gate.res_base == p->layers[3].out_base);
+    CHECK((gate.res_rs == 0 && gate.res_xs == 0));
+    // The depthwise output is read per channel only (the pool and the product): local; the gate's up layer is read
+    // per channel too.
+    CHECK(p->layers[0].local == 1);
+    CHECK(p->layers[3].local == 1);
+    CHECK(p->layers[1].local == 0);
+    check_regions(*p, {{-1}, {0}, {1}, {2}, {0}, {4}}, {{}, {}, {}, {}, {3}, {}});
+  }
+  // The gate as a's operand commutes (b * a): swapped.
+  se[4] = binary(4, 1, 5, kernels::NetBinary::Mul, 48, 8, false);
+  std::swap(se[4].sa, se[4].sb);
+  se[4].sa[0] = 1, se[4].sa[1] = 0, se[4].sa[2] = 0;
+  const std::optional<kernels::SeqProgram> swapped = kernels::build_seqnet(se, 8, kOptin, &why);
+  REQUIRE_MESSAGE(swapped.has_value(), why);
+  CHECK(swapped->layers[4].in_base == swapped->layers[0].out_base);
+  // Subtraction does not commute.
+  se[4].binary = kernels::NetBinary::Sub;
+  CHECK_FALSE(kernels::build_seqnet(se, 8, kOptin, &why).has_value());
+  CHECK(why.find("broadcasts") != std::string::npos);
+}
+
+TEST_CASE("sequence kernel program: a channel shuffle reads its channels through a map") {
+  std::string why;
+  // Grouped 1x1 (3 groups of 8) -> shuffle [3][8] -> [8][3] -> depthwise 3x3.
+  NetOp shuffle;
+  shuffle.kind = NetOpKind::Permute;
+  shuffle.in0 = 1, shuffle.out = 2;
+  shuffle.rank = 4;
+  const int dims[4] = {8, 3, 7, 7}, sa[4] = {49, 8 * 49, 7, 1};
+  for (int d = 0; d < 4; ++d) shuffle.dims[d] = dims[d], shuffle.sa[d] = sa[d];
+  shuffle.out_stride = shuffle.count = 24 * 49;
+  std::vector<NetOp> ops = {conv2d(0, 1, 24, 7, 24, 1, 1, 0, 3), shuffle, conv2d(2, 3, 24, 7, 24, 3, 1, 1, 24),
+                            conv2d(3, 4, 24, 7, 12, 1, 1, 0)};
+  const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(ops, 4, kOptin, &why);
+  REQUIRE_MESSAGE(p.has_value(), why);
+  REQUIRE(p->layers.size() == 4);
+  const kernels::SeqLayer& s = p->layers[1];
+  CHECK(s.kind == NetOpKind::Permute);
+  CHECK((s.C == 24 && s.H == 7 && s.W == 7));
+  // Out channel i * 3 + j reads in channel j * 8 + i.
+  REQUIRE(p->channel_maps.size() == 24);
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 3; ++j) CHECK(p->channel_maps[static_cast<size_t>(s.t_at + i * 3 + j)] == j * 8 + i);
+  }
+  CHECK(p->layers[0].local == 0);  // (the shuffle reads every rank's channels)
+  CHECK(p->tap_ints == 24 + 8 + 9 + 24);  // (the map, then each direct layer's taps)
+  check_regions(*p, chain_of(4));
+  // A transpose that moves the rows is refused.
+  ops[1].sa[2] = 1, ops[1].sa[3] = 7;
+  CHECK_FALSE(kernels::build_seqnet(ops, 4, kOptin, &why).has_value());
+  CHECK(why.find("rows or columns") != std::string::npos);
 }
 
 TEST_CASE("sequence kernel program: what it refuses") {
   std::string why;
-  // A residual (two inputs).
+  // A residual of other extents than the convolution's output.
   std::vector<NetOp> ops = series();
   ops[2].in1 = 0;
   CHECK_FALSE(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
-  CHECK(why.find("two inputs") != std::string::npos);
-  // An op that reads another than the one before.
+  CHECK(why.find("other extents") != std::string::npos);
+  // An op that reads a tensor written before the cut (not its input).
+  ops = series();
+  ops[4].in0 = 99;
+  CHECK_FALSE(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
+  CHECK(why.find("before the cut") != std::string::npos);
+  // A tensor one convolution reads padded and a later layer flattened.
   ops = series();
   ops[4].in0 = 2;
   CHECK_FALSE(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
-  CHECK(why.find("does not read the one before") != std::string::npos);
+  CHECK(why.find("flattened") != std::string::npos);
   // A kind it does not run.
   ops = series();
   ops[5].kind = NetOpKind::Binary;

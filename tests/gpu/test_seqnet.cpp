@@ -1,8 +1,9 @@
-// The sequence kernel (kernels/seqnet.cuh): chains of layers planned through it, forced, against the CPU backend.
+// The sequence kernel (kernels/seqnet.cuh): networks planned through it, forced, against the CPU backend.
 // A 1-D network (odd channel counts and lengths, stride, unequal padding, dilation, a depthwise layer, max and
 // average pools, a standalone normalization, a global pool, two dense layers) and a 2-D one (a non-square
 // filter of uneven padding and stride, an average pool counting its padding, a grouped layer, a 1x1 layer and
-// a max pool, a flatten into dense layers), at batches 1, 3 and 7, on every variant; the zoo's time-series
+// a max pool, a flatten into dense layers), and one of residuals, nested Concats, a depthwise layer and a
+// squeeze-excitation gate, at batches 1, 3 and 7, on every variant; the zoo's time-series
 // network and VGG's tail. Random inputs and weights; the kernel writes no intermediate to global memory, so a
 // halo or share it forgot to write shows up in the output.
 #include <string>
@@ -106,6 +107,50 @@ std::string image_model() {
   return m.bytes();
 }
 
+// x [N, 8, 9, 9] -> Conv 3x3 8->12 + Relu (a) -> Conv 3x3 12->12 + a + Relu (b) -> Conv 1x1 12->6 and Conv 3x3
+// 12->6 p1, concatenated (d) -> Concat(b, d) (e: 24 channels) -> a channel shuffle of 3 groups -> depthwise 3x3 s2
+// p1 + Relu (f, 5x5) -> the
+// squeeze-excitation gate: GlobalAveragePool, Conv 1x1 24->6 + Relu, Conv 1x1 6->24 + Sigmoid, f times it (g) ->
+// Conv 1x1 24->24 + f + Relu -> GlobalAveragePool -> Flatten -> Gemm 24->5.
+std::string graph_model() {
+  Builder b;
+  ModelBuilder& m = b.m;
+  m.input("x", {-1, 8, 9, 9}).output("y");
+  auto pads = [](onnx::NodeProto& n, int64_t p) { ModelBuilder::attr_ints(n, "pads", {p, p, p, p}); };
+  pads(b.conv("x", "ca", {12, 8, 3, 3}), 1);
+  m.node("Relu", {"ca"}, {"a"}, "a");
+  pads(b.conv("a", "cb", {12, 12, 3, 3}), 1);
+  m.node("Add", {"cb", "a"}, {"ab"}, "ab");
+  m.node("Relu", {"ab"}, {"b"}, "b");
+  b.conv("b", "d1", {6, 12, 1, 1});
+  pads(b.conv("b", "d3", {6, 12, 3, 3}), 1);
+  ModelBuilder::attr_int(m.node("Concat", {"d1", "d3"}, {"d"}, "d"), "axis", 1);
+  ModelBuilder::attr_int(m.node("Concat", {"b", "d"}, {"e"}, "e"), "axis", 1);
+  // A channel shuffle of 3 groups.
+  m.int_initializer("shape5", {5}, {0, 3, 8, 9, 9}).int_initializer("shape4", {4}, {0, 24, 9, 9});
+  m.node("Reshape", {"e", "shape5"}, {"e5"}, "e5");
+  ModelBuilder::attr_ints(m.node("Transpose", {"e5"}, {"t5"}, "t5"), "perm", {0, 2, 1, 3, 4});
+  m.node("Reshape", {"t5", "shape4"}, {"es"}, "es");
+  auto& dw = b.conv("es", "cf", {24, 1, 3, 3});
+  ModelBuilder::attr_int(dw, "group", 24);
+  ModelBuilder::attr_ints(dw, "strides", {2, 2});
+  pads(dw, 1);
+  m.node("Relu", {"cf"}, {"f"}, "f");
+  m.node("GlobalAveragePool", {"f"}, {"s0"}, "s0");
+  b.conv("s0", "s1", {6, 24, 1, 1});
+  m.node("Relu", {"s1"}, {"s2"}, "s2");
+  b.conv("s2", "s3", {24, 6, 1, 1});
+  m.node("Sigmoid", {"s3"}, {"s4"}, "s4");
+  m.node("Mul", {"f", "s4"}, {"g"}, "g");
+  b.conv("g", "h0", {24, 24, 1, 1});
+  m.node("Add", {"h0", "f"}, {"h1"}, "h1");
+  m.node("Relu", {"h1"}, {"h"}, "h");
+  m.node("GlobalAveragePool", {"h"}, {"p"}, "p");
+  m.node("Flatten", {"p"}, {"fl"}, "fl");
+  b.gemm("fl", "y", 24, 5);
+  return m.bytes();
+}
+
 // `bytes` planned with `forced` at `batch` (the plan must run it) against the CPU backend on one random input.
 void check_forced(const std::string& bytes, const char* name, std::vector<int64_t> shape, const std::string& forced,
                   uint32_t seed) {
@@ -142,6 +187,7 @@ TEST_CASE("sequence kernel: 1-D and 2-D chains on every variant match the CPU ba
       CAPTURE(batch);
       check_forced(series_model(), "series.onnx", {batch, 7, 333}, variant, seed++);
       check_forced(image_model(), "image.onnx", {batch, 3, 31, 33}, variant, seed++);
+      check_forced(graph_model(), "graph.onnx", {batch, 8, 9, 9}, variant, seed++);
     }
   }
 }

@@ -6,7 +6,7 @@
 // stages of a CNN: the later, the fewer multiply-adds the generic kernel has to do; the first and the last ones up to
 // kMaxCuts); a candidate is the steps before its cut replayed, then the kernel,
 // so that every candidate computes the same thing from the same inputs as the reference, the steps from the first
-// cut on. The sequence kernel (kernels/seqnet.cuh) is offered the same cuts where their ops form a chain it runs.
+// cut on. The sequence kernel (kernels/seqnet.cuh) is offered the same cuts where it runs their ops.
 // The tuner checks each against the reference and times it; the choice is cached like every other.
 #include "plan/gpu/lower_net.hpp"
 
@@ -557,7 +557,8 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     }
     for (const kernels::SeqVariant& v : seq_variants) {
       std::string why;
-      std::optional<kernels::SeqProgram> program = kernels::build_seqnet(cuts[c].ops, v.ranks, optin, &why);
+      std::optional<kernels::SeqProgram> program = kernels::build_seqnet(cuts[c].ops, v.ranks, optin, &why,
+                                                                         &offer.aliases);
       if (!program) {
         if (seq_why.empty()) {
           seq_why = fmt::format("from {}: {}",

@@ -20,7 +20,7 @@ struct NetOffer {
 };
 
 // Where the network kernel (batch <= kernels::kNetMaxBatch, compute capability 9.0) or the sequence kernel
-// (kernels/seqnet.cuh: batch <= kernels::kSeqMaxBatch, a chain of layers whose activations fit in shared memory)
+// (kernels/seqnet.cuh: batch <= kernels::kSeqMaxBatch, layers whose activations fit in shared memory)
 // runs the nodes from some cut on (every node from the cut on of a kind it runs) and one of their variants, with
 // the steps before the cut, measures faster than the steps, the plan's steps from the cut on become one step. A
 // note says what was measured.
