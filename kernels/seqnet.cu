@@ -30,12 +30,15 @@ struct SeqParams {
   int ranks;
   int table_floats, act_floats, partial_floats, weight_floats;
   int staged_floats;  // a rank's packed block: its weights (weight_floats), then the tap offsets
-  // The input as it lies in shared memory (SeqProgram's, for the staging before the table is there).
-  int in_base, in_c, in_h, in_w, in_cs, in_rs, in_pt, in_pl;
-  FastDiv in_cs_d, in_rs_d;
-  int in_image, out_image;
+  // The inputs as they lie in shared memory (SeqProgram's, for the staging before the table is there).
+  struct Input {
+    const float* x;
+    int image, base, c, h, w, cs, rs, pt, pl;
+    FastDiv cs_d, rs_d;
+  } in[kSeqMaxInputs];
+  int n_inputs;
+  int out_image;
   const float* packed;
-  const float* x;
   float* y;
   unsigned long long* trace;  // null, or the phases' times of block 0 (seqnet_lab): 4 + 3 a layer
 };
@@ -444,17 +447,18 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   trace_point(p.trace, 1);
   wait_for_prior_grid();
   trace_point(p.trace, 2);
-  {
-    // The input, all of it in every rank: its padded planes, zeros around the image's values, by cp.async too (its
-    // layout from the parameters: in flight with the table and weights, one wait for all).
-    const float* x = p.x + static_cast<size_t>(image) * p.in_image;
-    float* staged = act + p.in_base;
-    for (int i = threadIdx.x; i < p.in_c * p.in_cs; i += kSeqThreads) {
-      const int c = p.in_cs_d.div(i), q = i - c * p.in_cs;
-      const int qy = p.in_rs_d.div(q);
-      const int yy = qy - p.in_pt, xx = q - qy * p.in_rs - p.in_pl;
-      const bool inside = yy >= 0 && yy < p.in_h && xx >= 0 && xx < p.in_w;
-      cp_async_4(staged + i, inside ? x + (c * p.in_h + yy) * p.in_w + xx : x, inside);
+  for (int s = 0; s < p.n_inputs; ++s) {
+    // The inputs, all of them in every rank: their padded planes, zeros around the image's values, by cp.async too
+    // (their layouts from the parameters: in flight with the table and weights, one wait for all).
+    const SeqParams::Input& in = p.in[s];
+    const float* x = in.x + static_cast<size_t>(image) * in.image;
+    float* staged = act + in.base;
+    for (int i = threadIdx.x; i < in.c * in.cs; i += kSeqThreads) {
+      const int c = in.cs_d.div(i), q = i - c * in.cs;
+      const int qy = in.rs_d.div(q);
+      const int yy = qy - in.pt, xx = q - qy * in.rs - in.pl;
+      const bool inside = yy >= 0 && yy < in.h && xx >= 0 && xx < in.w;
+      cp_async_4(staged + i, inside ? x + (c * in.h + yy) * in.w + xx : x, inside);
     }
   }
   cp_async_commit();
@@ -550,12 +554,13 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   if (ops.empty()) return refuse("no ops");
   SeqProgram prog;
   prog.ranks = ranks;
-  prog.in_image_floats = ops.front().in0_stride;
   const int input = ops.front().in0;
-  // Each layer's tensors by slot: what it reads (in; res: a residual or a binary op's b) and writes (out, from float
-  // out_at of it: a Concat's block copied); `bcast`: res has one value a channel.
+  // Each layer's tensors by slot: what it reads (in; res: a residual or a binary op's b; their floats from one image
+  // to the next in global memory, where they come from before the cut) and writes (out, from float out_at of it: a
+  // Concat's block copied); `bcast`: res has one value a channel.
   struct Io {
     int in = -1, res = -1, out = -1;
+    int in_stride = 0, res_stride = 0;
     int64_t out_at = 0;
     bool bcast = false;
   };
@@ -575,6 +580,7 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     l.kind = o.kind;
     Io t;
     t.in = o.in0;
+    t.in_stride = o.in0_stride, t.res_stride = o.in1_stride;
     t.out = o.out;
     switch (o.kind) {
       case NetOpKind::Conv: {
@@ -643,6 +649,7 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
           t.bcast = true;
         } else if (dense(o.sb) && per_channel(o.sa) && (o.binary == NetBinary::Add || o.binary == NetBinary::Mul)) {
           std::swap(t.in, t.res);
+          std::swap(t.in_stride, t.res_stride);
           t.bcast = true;
         } else {
           return refuse("a binary op that broadcasts other than one value a channel");
@@ -737,26 +744,36 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     *view = {r, c0, C, H, W, false};
     return {};
   };
-  // What layer j reads from slot s as [C][H][W]: the block the layer before wrote there, the input, or the whole of a
-  // Concat (or a block of one) written before it. With `adopt` (a per-channel layer that takes its input's extents),
-  // H and W become the tensor's where it has C channels of H * W values.
+  // What layer j reads from slot s as [C][H][W]: the block the layer before wrote there, the whole of a Concat (or a
+  // block of one) written before it, or a tensor from before the cut (the first op's input first), staged as an input
+  // (`stride`: its floats from one image to the next). With `adopt` (a per-channel layer that takes its input's
+  // extents), H and W become the tensor's where it has C channels of H * W values.
   std::map<int, View> latest;  // per slot: the block last written there
-  auto read = [&](int s, int j, int C, int& H, int& W, bool adopt, View* view) -> std::string {
-    if (s == input && !latest.count(s)) {
+  std::vector<std::pair<int, int>> staged;  // the inputs: slot, stride
+  auto read = [&](int s, int j, int C, int& H, int& W, bool adopt, int stride, View* view) -> std::string {
+    auto it = latest.find(s);
+    bool found = it != latest.end();
+    if (found) {
+      *view = it->second;
+    } else if (s != input) {
+      // A Concat or a block of one, where layers before j wrote every channel of it.
+      const auto [r, at] = root_of(s);
+      auto root = roots.find(r);
+      if (root != roots.end() && root->second.H > 0) {
+        const int64_t plane = int64_t(root->second.H) * root->second.W, numel = int64_t(C) * H * W;
+        if (at % plane != 0 || numel % plane != 0) return "a read of a Concat's channels that is not whole channels";
+        const int c0 = static_cast<int>(at / plane), n_c = static_cast<int>(numel / plane);
+        found = c0 + n_c <= int(root->second.writer.size());
+        for (int c = c0; found && c < c0 + n_c; ++c) found = root->second.writer[static_cast<size_t>(c)] < j;
+        if (found) *view = {r, c0, n_c, root->second.H, root->second.W, false};
+      }
+    }
+    if (!found) {
+      if (staged.size() == size_t(kSeqMaxInputs)) return "more tensors from before the cut than the kernel stages";
       const auto [r, at] = root_of(s);
       if (std::string e = write(r, at, C, H, W, -1, view); !e.empty()) return e;
       latest[s] = *view;
-    }
-    auto it = latest.find(s);
-    if (it != latest.end()) {
-      *view = it->second;
-    } else {
-      const auto [r, at] = root_of(s);
-      auto root = roots.find(r);
-      if (root == roots.end() || root->second.H == 0) return "an op that reads a tensor from before the cut";
-      const int64_t plane = int64_t(root->second.H) * root->second.W, numel = int64_t(C) * H * W;
-      if (at % plane != 0 || numel % plane != 0) return "a read of a Concat's channels that is not whole channels";
-      *view = {r, static_cast<int>(at / plane), static_cast<int>(numel / plane), root->second.H, root->second.W, false};
+      staged.emplace_back(s, stride);
     }
     Root& root = roots[view->root];
     for (int c = view->c0; c < view->c0 + view->C; ++c) {
@@ -783,12 +800,14 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     const int J = static_cast<int>(j);
     // An affine map and a global pool take their input's extents (an affine map's output has them too).
     const bool adopt = l.kind == NetOpKind::Affine || l.kind == NetOpKind::GlobalPool;
-    if (std::string e = read(t.in, J, l.C, l.H, l.W, adopt, &in_view[j]); !e.empty()) return refuse(e);
+    if (std::string e = read(t.in, J, l.C, l.H, l.W, adopt, t.in_stride, &in_view[j]); !e.empty()) return refuse(e);
     if (l.kind == NetOpKind::Affine) l.OH = l.H, l.OW = l.W;
     if (t.res >= 0) {
       // A residual has the convolution's output extents (no pool after it: build merges none after a residual).
       int rh = t.bcast ? 1 : l.OH, rw = t.bcast ? 1 : l.OW;
-      if (std::string e = read(t.res, J, l.OC, rh, rw, false, &res_view[j]); !e.empty()) return refuse(e);
+      if (std::string e = read(t.res, J, l.OC, rh, rw, false, t.res_stride, &res_view[j]); !e.empty()) {
+        return refuse(e);
+      }
       if (res_view[j].flat && t.bcast) return refuse("a binary op's operand of other extents");
     }
     if (j + 1 == n) break;
@@ -994,13 +1013,17 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   if (prog.smem_bytes() > limit) place_weights(false);
   if (prog.smem_bytes() > limit) place_tensors(false);
   if (prog.smem_bytes() > limit) return refuse("activations and weights beyond a block's shared memory");
-  // The input as it is staged.
-  {
-    const View& v = in_view[0];
+  // The inputs as they are staged.
+  for (const auto& [slot, stride] : staged) {
+    const View& v = latest[slot];
     const Root& root = roots[v.root];
-    prog.in_base = root.base + v.c0 * root.lay.cs;
-    prog.in_c = v.C, prog.in_h = root.H, prog.in_w = root.W;
-    prog.in_cs = root.lay.cs, prog.in_rs = root.lay.rs, prog.in_pt = root.lay.pt, prog.in_pl = root.lay.pl;
+    SeqInput in;
+    in.slot = slot;
+    in.image_floats = stride;
+    in.base = root.base + v.c0 * root.lay.cs;
+    in.c = v.C, in.h = root.H, in.w = root.W;
+    in.cs = root.lay.cs, in.rs = root.lay.rs, in.pt = root.lay.pt, in.pl = root.lay.pl;
+    prog.inputs.push_back(in);
   }
   return prog;
 }
@@ -1065,12 +1088,14 @@ std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopie
   return packed;
 }
 
-void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
+void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* const* x, float* y, int batch,
                    cudaStream_t stream, unsigned long long* trace) {
   const int n = static_cast<int>(program.layers.size());
-  if (n < 1 || n > kSeqMaxLayers || batch < 1 || batch > 65535 || (program.staged_floats() > 0 && !program.packed)) {
-    throw std::invalid_argument("launch_seqnet: " + std::to_string(n) + " layers, batch " + std::to_string(batch) +
-                                ": beyond the kernel's limits");
+  const int n_inputs = static_cast<int>(program.inputs.size());
+  if (n < 1 || n > kSeqMaxLayers || batch < 1 || batch > 65535 || (program.staged_floats() > 0 && !program.packed) ||
+      n_inputs < 1 || n_inputs > kSeqMaxInputs) {
+    throw std::invalid_argument("launch_seqnet: " + std::to_string(n) + " layers, " + std::to_string(n_inputs) +
+                                " inputs, batch " + std::to_string(batch) + ": beyond the kernel's limits");
   }
   SeqParams p{};
   p.layers = layers;
@@ -1081,20 +1106,29 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
   p.partial_floats = program.partial_floats;
   p.weight_floats = program.weight_floats;
   p.staged_floats = program.staged_floats();
-  p.in_base = program.in_base;
-  p.in_c = program.in_c, p.in_h = program.in_h, p.in_w = program.in_w;
-  p.in_cs = program.in_cs, p.in_rs = program.in_rs, p.in_pt = program.in_pt, p.in_pl = program.in_pl;
-  p.in_cs_d = FastDiv(std::max(1, program.in_cs)), p.in_rs_d = FastDiv(std::max(1, program.in_rs));
-  p.in_image = program.in_image_floats;
+  p.n_inputs = n_inputs;
+  for (int s = 0; s < n_inputs; ++s) {
+    const SeqInput& in = program.inputs[static_cast<size_t>(s)];
+    p.in[s] = {x[s], in.image_floats, in.base, in.c, in.h, in.w, in.cs, in.rs, in.pt, in.pl,
+               FastDiv(std::max(1, in.cs)), FastDiv(std::max(1, in.rs))};
+  }
   p.out_image = program.out_image_floats;
   p.packed = program.packed;
-  p.x = x;
   p.y = y;
   p.trace = trace;
   allow_all_dynamic_smem<seqnet_kernel>();  // (the table and the staging may take all a block can have)
   if (program.ranks > 8) allow_large_clusters<seqnet_kernel>();
   launch_overlapped(seqnet_kernel, dim3(1, static_cast<unsigned>(batch), static_cast<unsigned>(program.ranks)),
                     dim3(kSeqThreads), program.smem_bytes(), stream, static_cast<unsigned>(program.ranks), p);
+}
+
+void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
+                   cudaStream_t stream, unsigned long long* trace) {
+  if (program.inputs.size() != 1) {
+    throw std::invalid_argument("launch_seqnet: a program of " + std::to_string(program.inputs.size()) +
+                                " inputs given one");
+  }
+  launch_seqnet(program, layers, &x, y, batch, stream, trace);
 }
 
 }  // namespace cnnrt::kernels

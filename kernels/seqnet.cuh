@@ -47,6 +47,7 @@ namespace cnnrt::kernels {
 constexpr int kSeqThreads = 512;
 constexpr int kSeqMaxLayers = 64;
 constexpr int kSeqMaxBatch = 64;  // one cluster an image: beyond this the step plan's kernels win
+constexpr int kSeqMaxInputs = 4;  // tensors from before the cut it stages (the first op's input, residuals)
 
 struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   // Conv (a pool after it where pool.kind is set), Pool, GlobalPool, Affine, Binary, Permute (a channel shuffle)
@@ -95,6 +96,15 @@ struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   FastDiv halo_d, halo_wp_d, halo_sides_d;  // by halo_n, out_wp, halo_sides
 };
 
+// A tensor the program reads from global memory, [c][h][w] dense there (`image_floats` from one image to the next), as
+// it is staged: planes cs floats apart from `base` of the activation area, rows rs, the interior from row pt, column
+// pl (zeros around it).
+struct SeqInput {
+  int slot = -1;  // the op tables' tensor
+  int image_floats = 0;
+  int base = 0, c = 1, h = 1, w = 1, cs = 1, rs = 1, pt = 0, pl = 0;
+};
+
 // A program of layers as the kernel runs it, for clusters of `ranks` blocks.
 struct SeqProgram {
   std::vector<SeqLayer> layers;
@@ -104,10 +114,8 @@ struct SeqProgram {
   int weight_floats = 0;   // the rank's staged weights of every layer
   int tap_ints = 0;        // the channel maps of the shuffles, then the tap offsets of the direct convolutions
   std::vector<int> channel_maps;  // Permute: out channel c reads in channel channel_maps[t_at + c]
-  int in_image_floats = 0, out_image_floats = 0;  // from one image to the next in global memory
-  // The input [in_c][in_h][in_w] (dense in global memory) as it is staged: planes in_cs floats apart from in_base,
-  // rows in_rs, the interior from row in_pt, column in_pl (zeros around it).
-  int in_base = 0, in_c = 1, in_h = 1, in_w = 1, in_cs = 1, in_rs = 1, in_pt = 0, in_pl = 0;
+  int out_image_floats = 0;       // from one output image to the next in global memory
+  std::vector<SeqInput> inputs;   // the first op's input first
   // Device: every rank's weights and biases, then the tap offsets, as they lie in its shared memory
   // (seqnet_packed_weights, uploaded), staged_floats() a rank.
   const float* packed = nullptr;
@@ -132,8 +140,8 @@ using SeqAliases = std::map<int, std::pair<int, int64_t>>;
 
 // The network kernel's ops `ops` (from a cut to the end of a network; tensors as the planner's slots, `aliases`
 // the blocks of in-place Concats among them) as the sequence kernel's program for clusters of `ranks` blocks, where
-// it runs them: each op reads the first op's input or what an op before it wrote, of the kinds above, the last op
-// writes the output, and the tensors, the sums and the staged weights fit `smem_optin` bytes of shared memory.
+// it runs them: each op reads what an op before it wrote or a tensor from before (the first op's input, and up to
+// kSeqMaxInputs in all), of the kinds above, the last op writes the output, and the tensors, the sums and the staged weights fit `smem_optin` bytes of shared memory.
 // Otherwise nullopt, and `why` says why.
 std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks, int smem_optin, std::string* why,
                                        const SeqAliases* aliases = nullptr);
@@ -146,8 +154,12 @@ using SeqHostCopies = std::unordered_map<const float*, std::vector<float>>;
 // SeqProgram::packed: rank r's block at r * staged_floats(), each value where the rank stages it.
 std::vector<float> seqnet_packed_weights(const SeqProgram& program, SeqHostCopies* copies = nullptr);
 
-// Runs `program` (its layers uploaded at `layers`) for `batch` images from `x` into `y`. `trace` (the lab's): null,
-// or 4 + 3 * layers device words for the global timer at the phases of the first block.
+// Runs `program` (its layers uploaded at `layers`) for `batch` images from its inputs `x` (program.inputs' order)
+// into `y`. `trace` (the lab's): null, or 4 + 3 * layers device words for the global timer at the phases of the first
+// block.
+void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* const* x, float* y, int batch,
+                   cudaStream_t stream, unsigned long long* trace = nullptr);
+// The same for a program of one input.
 void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
                    cudaStream_t stream, unsigned long long* trace = nullptr);
 

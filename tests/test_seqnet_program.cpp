@@ -111,7 +111,8 @@ TEST_CASE("sequence kernel program: a 1-D network's layers, layouts and shares")
   CHECK(p->tap_ints == 9 * 7 + 32 * 5 + 64 * 3);
   // Each convolution's weights tap-major (rows of its 4, 8, 16 filters) and its biases.
   CHECK(p->weight_floats == 4 * 9 * 7 + 4 + 8 * 32 * 5 + 8 + 16 * 64 * 3 + 16 + 1 * 128);
-  CHECK(p->in_image_floats == 9 * 128);
+  REQUIRE(p->inputs.size() == 1);
+  CHECK((p->inputs[0].slot == 0 && p->inputs[0].image_floats == 9 * 128));
   CHECK(p->out_image_floats == 6);
   CHECK(p->smem_bytes() < static_cast<size_t>(kOptin));
 }
@@ -126,7 +127,7 @@ Region res_region(const kernels::SeqLayer& l) { return l.res_base < 0 ? Region{}
 Region out_region(const kernels::SeqLayer& l) { return {l.out_base, l.OC * l.out_cs}; }
 
 // What the kernel relies on, where layer j reads what the layers in_from[j] (and res_from[j], its second operand)
-// wrote (-1: the staged input): a write lands in every rank at some time from the first layer it can (a local
+// wrote (-1 - i: the staged input i): a write lands in every rank at some time from the first layer it can (a local
 // layer's own; a shared layer's: the one after the last shared layer before it) to its own layer, so no write other
 // than those can land in the floats a layer reads between the writes it reads and the read.
 void check_regions(const kernels::SeqProgram& p, const std::vector<std::vector<int>>& in_from,
@@ -141,9 +142,15 @@ void check_regions(const kernels::SeqProgram& p, const std::vector<std::vector<i
     if (!l.local) last_shared = static_cast<int>(k);
     CHECK(out_region(l).at + out_region(l).n <= p.act_floats);
   }
-  const Region input{p.in_base, p.in_c * p.in_cs};
-  CHECK(input.at + input.n <= p.act_floats);
-  auto region_of = [&](int k) { return k < 0 ? input : out_region(p.layers[static_cast<size_t>(k)]); };
+  std::vector<Region> inputs;
+  for (const kernels::SeqInput& in : p.inputs) {
+    inputs.push_back({in.base, in.c * in.cs});
+    CHECK(inputs.back().at + inputs.back().n <= p.act_floats);
+  }
+  // (-1 - i: the staged input i)
+  auto region_of = [&](int k) {
+    return k < 0 ? inputs.at(static_cast<size_t>(-1 - k)) : out_region(p.layers[static_cast<size_t>(k)]);
+  };
   auto start_of = [&](int k) { return k < 0 ? -1 : first_at[static_cast<size_t>(k)]; };
   for (size_t j = 0; j < n; ++j) {
     for (int operand = 0; operand < 2; ++operand) {
@@ -262,8 +269,10 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
     REQUIRE_MESSAGE(p.has_value(), why);
     REQUIRE(p->layers.size() == 7);
     // The residuals read the input and the shortcut where they lie; the input padded for the first convolution.
-    CHECK(p->layers[1].res_base == p->in_base);
-    CHECK((p->layers[1].res_cs == p->in_cs && p->layers[1].res_off == p->in_pt * p->in_rs + p->in_pl));
+    REQUIRE(p->inputs.size() == 1);
+    const kernels::SeqInput& in = p->inputs[0];
+    CHECK(p->layers[1].res_base == in.base);
+    CHECK((p->layers[1].res_cs == in.cs && p->layers[1].res_off == in.pt * in.rs + in.pl));
     CHECK(p->layers[4].res_base == p->layers[3].out_base);
     CHECK(p->layers[0].res_base == -1);
     // Both strided layers read layer 1's output; the shortcut is local (its only reader adds it per channel).
@@ -291,9 +300,13 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
     CHECK((e1.local == 0 && e3.local == 0));
     check_regions(*p, {{-1}, {0}, {0}, {1, 2}});
   }
-  // Without the aliases the last layer reads a tensor no layer wrote.
-  CHECK_FALSE(kernels::build_seqnet(fire, 8, kOptin, &why).has_value());
-  CHECK(why.find("before the cut") != std::string::npos);
+  // Without the aliases the last layer reads a tensor no layer wrote: one from before the cut, staged too.
+  const std::optional<kernels::SeqProgram> apart = kernels::build_seqnet(fire, 8, kOptin, &why);
+  REQUIRE_MESSAGE(apart.has_value(), why);
+  REQUIRE(apart->inputs.size() == 2);
+  CHECK((apart->inputs[0].slot == 0 && apart->inputs[1].slot == 4));
+  CHECK(apart->layers[3].in_base == apart->inputs[1].base);
+  check_regions(*apart, {{-1}, {0}, {0}, {-2}});
   // A Concat block of channels it does not start at is refused.
   const kernels::SeqAliases misaligned = {{2, {4, 0}}, {3, {4, 16 * 13 * 13 * 4 + 4}}};
   CHECK_FALSE(kernels::build_seqnet(fire, 8, kOptin, &why, &misaligned).has_value());
@@ -372,11 +385,23 @@ TEST_CASE("sequence kernel program: what it refuses") {
   ops[2].in1 = 0;
   CHECK_FALSE(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
   CHECK(why.find("other extents") != std::string::npos);
-  // An op that reads a tensor written before the cut (not its input).
+  // Ops that read tensors written before the cut (not its input): staged, up to four in all.
   ops = series();
   ops[4].in0 = 99;
+  ops[4].in0_stride = 64 * 32;
+  const std::optional<kernels::SeqProgram> two = kernels::build_seqnet(ops, 8, kOptin, &why);
+  REQUIRE_MESSAGE(two.has_value(), why);
+  REQUIRE(two->inputs.size() == 2);
+  CHECK((two->inputs[1].slot == 99 && two->inputs[1].image_floats == 64 * 32 && two->inputs[1].c == 64));
+  ops = {conv1d(0, 1, 8, 64, 8, 3, 1, 1, 1)};
+  for (int k = 1; k <= 4; ++k) {
+    ops.push_back(conv1d(k, k + 1, 8, 64, 8, 3, 1, 1, 1));
+    ops.back().in1 = 100 + k;
+  }
   CHECK_FALSE(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
-  CHECK(why.find("before the cut") != std::string::npos);
+  CHECK(why.find("more tensors from before the cut") != std::string::npos);
+  ops.pop_back();
+  CHECK(kernels::build_seqnet(ops, 8, kOptin, &why).has_value());
   // A tensor one convolution reads padded and a later layer flattened.
   ops = series();
   ops[4].in0 = 2;

@@ -3,8 +3,7 @@
 // average pools, a standalone normalization, a global pool, two dense layers) and a 2-D one (a non-square
 // filter of uneven padding and stride, an average pool counting its padding, a grouped layer, a 1x1 layer and
 // a max pool, a flatten into dense layers), and one of residuals, nested Concats, a depthwise layer and a
-// squeeze-excitation gate, at batches 1, 3 and 7, on every variant; the zoo's time-series
-// network and VGG's tail. Random inputs and weights; the kernel writes no intermediate to global memory, so a
+// squeeze-excitation gate, at batches 1, 3 and 7, on every variant; zoo networks' tails. Random inputs and weights; the kernel writes no intermediate to global memory, so a
 // halo or share it forgot to write shows up in the output.
 #include <string>
 #include <vector>
@@ -193,23 +192,31 @@ TEST_CASE("sequence kernel: 1-D and 2-D chains on every variant match the CPU ba
 }
 
 // The zoo's time-series network whole (three Conv1d + BN + ReLU, two with a max pool, the global pool and the
-// dense layer), and VGG's last layers after its steps, at batches 1, 3 and 16.
+// dense layer) and VGG's last layers after its steps, at batches 1, 3 and 16; the tails of ResNet-20 (a residual
+// from before the cut), DenseNet-BC (Concats in place) and MobileNet v2 (inverted residuals) at batches 1 and 3.
 TEST_CASE("sequence kernel: zoo networks forced through it match the CPU backend") {
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   uint32_t seed = 90;
-  for (const char* zoo : {"ts_cnn1d", "vgg_small"}) {
-    const std::string path = repo_path(std::string("models/zoo/") + zoo + "/model.onnx");
+  struct Case {
+    const char* zoo;
+    std::vector<int64_t> image;
+    std::vector<int64_t> batches;
+  };
+  const std::vector<Case> cases = {{"ts_cnn1d", {9, 128}, {1, 3, 16}},        {"vgg_small", {1, 64, 64}, {1, 3, 16}},
+                                   {"resnet20", {3, 32, 32}, {1, 3}},          {"densenet_bc", {3, 32, 32}, {1, 3}},
+                                   {"mobilenet_v2", {3, 96, 96}, {1, 3}}};
+  for (const Case& c : cases) {
+    const std::string path = repo_path(std::string("models/zoo/") + c.zoo + "/model.onnx");
     const Model cpu = Model::load(path, cpu_options);
     const Model gpu = Model::load(path, forced_gpu_options("seqnet"));
-    const std::vector<int64_t> image = std::string(zoo) == "ts_cnn1d" ? std::vector<int64_t>{9, 128}
-                                                                       : std::vector<int64_t>{1, 64, 64};
-    for (int64_t batch : {1, 3, 16}) {
-      CAPTURE(zoo);
+    for (int64_t batch : c.batches) {
+      CAPTURE(c.zoo);
       CAPTURE(batch);
-      CHECK(gpu.describe_plan(batch).find("one launch, seqnet") != std::string::npos);
+      const std::string plan = gpu.describe_plan(batch);
+      CHECK_MESSAGE(plan.find("one launch, seqnet") != std::string::npos, plan);
       std::vector<int64_t> shape = {batch};
-      shape.insert(shape.end(), image.begin(), image.end());
+      shape.insert(shape.end(), c.image.begin(), c.image.end());
       const Tensor x{shape, random_floats(static_cast<size_t>(product(shape)), seed++)};
       CHECK(max_rel_error(Context(gpu).run({x})[0], Context(cpu).run({x})[0]) < 1e-4);
     }

@@ -574,16 +574,19 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
       auto seq = std::make_shared<const kernels::SeqProgram>(std::move(*program));
       const auto* layers = static_cast<const kernels::SeqLayer*>(lc.context.weights.upload_bytes(
           seq->layers.data(), seq->layers.size() * sizeof(kernels::SeqLayer), "seqnet_layers"));
-      const TuningLayout::Ref x = layout->ref(cuts[c].ops.front().in0), y = layout->ref(out_slot);
+      std::vector<TuningLayout::Ref> xs;
+      for (const kernels::SeqInput& staged : seq->inputs) xs.push_back(layout->ref(staged.slot));
+      const TuningLayout::Ref y = layout->ref(out_slot);
       const size_t n_in = layout->inputs();
       KernelCandidate cand;
       cand.name = fmt::format("{}_cut{}", v.name, c);
       cand.config = fmt::format("{} layers from {} in shared memory, a cluster of {} blocks an image", seq->layers.size(),
                                 ir::node_short_name(g.nodes[static_cast<size_t>(offer.nodes[cuts[c].k])]), v.ranks);
-      cand.launch = [before, seq, layers, x, y, n_in, batch](const float* const* in, float* const* out, Stream s) {
+      cand.launch = [before, seq, layers, xs, y, n_in, batch](const float* const* in, float* const* out, Stream s) {
         if (before) before(in, out, s);
-        kernels::launch_seqnet(*seq, layers, TuningLayout::resolve(x, in, n_in, out),
-                               TuningLayout::resolve(y, in, n_in, out), static_cast<int>(batch),
+        const float* x[kernels::kSeqMaxInputs] = {};
+        for (size_t i = 0; i < xs.size(); ++i) x[i] = TuningLayout::resolve(xs[i], in, n_in, out);
+        kernels::launch_seqnet(*seq, layers, x, TuningLayout::resolve(y, in, n_in, out), static_cast<int>(batch),
                                static_cast<cudaStream_t>(s));
       };
       candidates.push_back(std::move(cand));
@@ -626,9 +629,11 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   if (chosen.seq) {
     const std::shared_ptr<const kernels::SeqProgram> seq = chosen.seq;
     const kernels::SeqLayer* layers = chosen.seq_layers;
-    replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, {cut.ops.front().in0},
-                               {out_slot}, [seq, layers, batch](const float* const* in, float* const* out, Stream s) {
-                                 kernels::launch_seqnet(*seq, layers, in[0], out[0], static_cast<int>(batch),
+    std::vector<int> inputs;
+    for (const kernels::SeqInput& staged : seq->inputs) inputs.push_back(staged.slot);
+    replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
+                               [seq, layers, batch](const float* const* in, float* const* out, Stream s) {
+                                 kernels::launch_seqnet(*seq, layers, in, out[0], static_cast<int>(batch),
                                                         static_cast<cudaStream_t>(s));
                                }));
     return;
