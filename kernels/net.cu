@@ -290,15 +290,7 @@ __device__ void run_binary(const NetOp& op, float* const* tensors, int image, in
   for (int o = t; o < op.count; o += threads) {
     int ia, ib;
     strided_offsets(op, o, ia, ib);
-    const float u = a[ia], v = b[ib];
-    float z;
-    switch (op.binary) {
-      case NetBinary::Add: z = u + v; break;
-      case NetBinary::Sub: z = u - v; break;
-      case NetBinary::Mul: z = u * v; break;
-      default: z = u / v; break;
-    }
-    y[o] = z;
+    y[o] = apply_binary(op.binary, a[ia], b[ib]);
   }
 }
 

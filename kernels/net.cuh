@@ -50,6 +50,16 @@ enum class NetOpKind : int {
 
 enum class NetBinary : int { Add = 0, Sub, Mul, Div };
 
+// a op b (the network and sequence kernels' binary ops).
+__host__ __device__ inline float apply_binary(NetBinary op, float a, float b) {
+  switch (op) {
+    case NetBinary::Add: return a + b;
+    case NetBinary::Sub: return a - b;
+    case NetBinary::Mul: return a * b;
+    default: return a / b;
+  }
+}
+
 struct alignas(16) NetOp {  // (blocks copy the table as 16-byte words)
   NetOpKind kind = NetOpKind::Conv;
   int out = -1, in0 = -1, in1 = -1;         // tensor indices; in1: the residual (Conv), operand b (Binary)

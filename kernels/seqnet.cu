@@ -402,11 +402,7 @@ __device__ __forceinline__ void run_binary(const SeqLayer& l, const float* in, c
     const int cl = l.in_p_d.div(i), q = i - cl * hw, c = c_lo + cl;
     const int yy = l.in_w_d.div(q), xx = q - yy * l.W;
     const float a = in[c * l.in_cs + yy * l.in_rs + xx + l.in_off], b = seq_operand(l, sink.act, c, yy, xx);
-    const float v = l.binary == NetBinary::Add   ? a + b
-                    : l.binary == NetBinary::Sub ? a - b
-                    : l.binary == NetBinary::Mul ? a * b
-                                                 : a / b;
-    sink.put(c, yy, xx, v);  // (the output has the input's extents)
+    sink.put(c, yy, xx, apply_binary(l.binary, a, b));  // (the output has the input's extents)
   }
 }
 
