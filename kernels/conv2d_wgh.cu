@@ -269,7 +269,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
-      if constexpr (C::BN == 64) {
+      if constexpr (C::BN == 32) {
+        wgmma::wgmma_rs_m64n32k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
+      } else if constexpr (C::BN == 64) {
         wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
         wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
         wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
@@ -362,7 +366,11 @@ struct Entry {
 // of 4 stages; and 128 x 128, two warpgroups on one halo and one filter tile (one block an SM), splits 1, 2,
 // partials of 2 stages. Both partials were built for both tiles once: 4 stages won
 // every 64 x 64 layer (0.5-4.5%), and lost every 128 x 128 one (255 registers and a 192-byte stack there).
+// 64 x 32, for layers of at most 32 filters (half of a 64-filter tile would be padding): the same pipeline at half
+// the tensor work a stage, splits 1 and 2.
 const Entry kEntries[] = {
+    WGH_ENTRY(1, 32, Act::Relu, 4, 1),   WGH_ENTRY(1, 32, Act::Relu, 4, 2),
+    WGH_ENTRY(1, 32, Act::Param, 4, 1),  WGH_ENTRY(1, 32, Act::Param, 4, 2),
     WGH_ENTRY(1, 64, Act::Relu, 4, 1),   WGH_ENTRY(1, 64, Act::Relu, 4, 2),   WGH_ENTRY(1, 64, Act::Relu, 4, 4),
     WGH_ENTRY(1, 64, Act::Param, 4, 1),  WGH_ENTRY(1, 64, Act::Param, 4, 2),  WGH_ENTRY(1, 64, Act::Param, 4, 4),
     WGH_ENTRY(2, 128, Act::Relu, 2, 1),  WGH_ENTRY(2, 128, Act::Relu, 2, 2),
@@ -410,6 +418,7 @@ class WghFamily final : public ConvFamily {
     for (const wgh::Entry& en : wgh::kEntries) {
       if ((en.act == Act::Relu) != relu) continue;
       if (en.bn > 64 && g.F <= 64) continue;
+      if (en.bn < 64 && g.F > 32) continue;
       if (en.split > cgroups) continue;  // a rank runs whole channel groups
       const int bm = 64 * en.wgs;
       const wgh::Tile t = wgh::choose_tile(g, bm, en.max_halo_px);

@@ -199,7 +199,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
       // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
-      if constexpr (C::BN == 64) {
+      if constexpr (C::BN == 32) {
+        wgmma::wgmma_rs_m64n32k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
+        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
+        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
+      } else if constexpr (C::BN == 64) {
         wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
         wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
         wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
@@ -269,6 +273,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
 }
 
 // The instantiated configurations (BM pixels x BN filters), 4 stages each:
+//    64 x  32: 1 warpgroup, 70 KB (3 blocks an SM): F <= 32 (1x1 squeezes and projections), splits 1, 2, 4
 //    64 x  64: 1 warpgroup, 101 KB (2 blocks an SM): F <= 64 and the batch-1 grids
 //    64 x 128: 1 warpgroup, 165 KB
 //   128 x 128: 2 warpgroups share the filter tiles, 197 KB
@@ -285,6 +290,12 @@ struct Entry {
       Entry { WGS, BN, PER_SM, 8, ACT, &launch<Cfg<WGS, BN, ACT>, 8> }
 
 const Entry kEntries[] = {
+    Entry{1, 32, 3, 1, Act::Relu, &launch<Cfg<1, 32, Act::Relu>, 1>},
+    Entry{1, 32, 3, 2, Act::Relu, &launch<Cfg<1, 32, Act::Relu>, 2>},
+    Entry{1, 32, 3, 4, Act::Relu, &launch<Cfg<1, 32, Act::Relu>, 4>},
+    Entry{1, 32, 3, 1, Act::Param, &launch<Cfg<1, 32, Act::Param>, 1>},
+    Entry{1, 32, 3, 2, Act::Param, &launch<Cfg<1, 32, Act::Param>, 2>},
+    Entry{1, 32, 3, 4, Act::Param, &launch<Cfg<1, 32, Act::Param>, 4>},
     WGR_ENTRY_SPLITS(1, 64, 2, Act::Relu),  WGR_ENTRY_SPLITS(1, 64, 2, Act::Param),
     WGR_ENTRY_SPLITS(1, 128, 1, Act::Relu), WGR_ENTRY_SPLITS(1, 128, 1, Act::Param),
     WGR_ENTRY_SPLITS(2, 128, 1, Act::Relu), WGR_ENTRY_SPLITS(2, 128, 1, Act::Param),
@@ -360,6 +371,7 @@ class WgrFamily final : public ConvFamily {
     for (const wgr::Entry& en : wgr::kEntries) {
       if ((en.act == Act::Relu) != relu) continue;      // Param serves every other activation
       if (en.bn > 64 && g.F <= 64) continue;            // half the filter tile would be padding
+      if (en.bn < 64 && g.F > 32) continue;             // more tiles, each reading every input again
       if (en.split > 1 && nk < 2 * en.split) continue;  // at least two stages a block
       const int bm = 64 * en.wgs;
       const double tiles = double((npix + bm - 1) / bm) * double((g.F + en.bn - 1) / en.bn);

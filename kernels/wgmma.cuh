@@ -81,6 +81,22 @@ __device__ __forceinline__ void wgmma_ss_m64n128k8(float (&d)[16][4], uint64_t d
 #endif
 }
 
+// d (+)= A * B, m64n32k8, A from registers (the fragment above), B from shared memory.
+__device__ __forceinline__ void wgmma_rs_m64n32k8(float (&d)[4][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                   int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+#endif
+}
+
 // d (+)= A * B, m64n64k8, A from registers (the fragment above), B from shared memory.
 __device__ __forceinline__ void wgmma_rs_m64n64k8(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc_b,
                                                    int scale_d) {

@@ -421,6 +421,9 @@ inline std::vector<Layer> wg_layers(bool halo) {
     }
   }
   all.push_back(tc_layer(1, 32, 31, 1000, 33, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true));
+  // At most 32 filters with ReLU (wgh's 64 x 32 tiles), over one and two channel groups.
+  all.push_back(tc_layer(2, 64, 33, 35, 32, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu, true));
+  all.push_back(tc_layer(1, 32, 7, 31, 17, 5, 5, 1, 2, 0, 2, 1, ParamAct::Relu));
   all.push_back(tc_layer(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
   all.push_back(tc_layer(2, 128, 28, 28, 128, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu));
   all.push_back(tc_layer(1, 32, 33, 31, 200, 2, 3, 1, 0, 1, 1, 1, ParamAct::Clip, true));
