@@ -50,6 +50,9 @@ const std::vector<PoolCase>& pool_cases() {
       {{1, 1, 6, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true},  // last window overhangs the end padding
       {{2, 64, 56, 56}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},     // ResNet stem pool
       {{1, 2, 7, 1}, {3, 1}, {1, 1}, {3, 1}, {3, 0, 3, 0}, true},
+      {{3, 5, 33, 31}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // 2x2 windows, the last row and column cut short
+      {{2, 8, 55, 55}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // SqueezeNet's pools
+      {{1, 2, 31, 33}, {4, 5}, {3, 4}, {1, 1}, {1, 2, 2, 1}, true},  // a window size the kernel does not compile in
   };
   return cases;
 }
