@@ -74,6 +74,23 @@ __device__ __forceinline__ FastWindow fast_window(const FastAxis& a, int o) {
   return w;
 }
 
+// Folds the taps of a window that lie inside the input, row by row, unrolled when the size is compiled in.
+template <int KH, int KW, class Fold>
+__device__ __forceinline__ float fold_window(const float* __restrict__ window, int pitch, int kh, int kw,
+                                             const FastWindow& wy, const FastWindow& wx, float init, Fold fold) {
+  float acc = init;
+#pragma unroll
+  for (int ty = 0; ty < (KH > 0 ? KH : kh); ++ty) {
+    if (ty < wy.first || ty >= wy.end) continue;
+#pragma unroll
+    for (int tx = 0; tx < (KW > 0 ? KW : kw); ++tx) {
+      if (tx < wx.first || tx >= wx.end) continue;
+      acc = fold(acc, __ldg(window + ty * pitch + tx));
+    }
+  }
+  return acc;
+}
+
 // The undilated windows (every MaxPool and AveragePool of the zoo): 32-bit tap arithmetic with no division, the
 // window's taps unrolled when its size is compiled in (KH, KW > 0), one thread per output element.
 template <int KH, int KW>
@@ -95,27 +112,11 @@ __global__ void pool2d_fast_kernel(PoolOp op, const float* __restrict__ x, float
         x + static_cast<int64_t>(plane) * rows.input * cols.input + static_cast<int64_t>(wy.start) * cols.input + wx.start;
     float result;
     if (op == PoolOp::Max) {
-      result = -INFINITY;
-#pragma unroll
-      for (int ty = 0; ty < kh; ++ty) {
-        if (ty < wy.first || ty >= wy.end) continue;
-#pragma unroll
-        for (int tx = 0; tx < kw; ++tx) {
-          if (tx < wx.first || tx >= wx.end) continue;
-          result = fmaxf(result, __ldg(x_window + ty * cols.input + tx));
-        }
-      }
+      result = fold_window<KH, KW>(x_window, cols.input, kh, kw, wy, wx, -INFINITY,
+                                   [](float acc, float v) { return fmaxf(acc, v); });
     } else {
-      float sum = 0.0f;
-#pragma unroll
-      for (int ty = 0; ty < kh; ++ty) {
-        if (ty < wy.first || ty >= wy.end) continue;
-#pragma unroll
-        for (int tx = 0; tx < kw; ++tx) {
-          if (tx < wx.first || tx >= wx.end) continue;
-          sum += __ldg(x_window + ty * cols.input + tx);
-        }
-      }
+      const float sum = fold_window<KH, KW>(x_window, cols.input, kh, kw, wy, wx, 0.0f,
+                                            [](float acc, float v) { return acc + v; });
       const int divisor = count_include_pad ? max(0, wy.padded) * max(0, wx.padded)
                                             : max(0, wy.end - wy.first) * max(0, wx.end - wx.first);
       result = divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f;
@@ -140,10 +141,8 @@ FastAxis fast_axis(const SlidingAxis& a) {
           static_cast<int>(a.pad_end), static_cast<int>(a.kernel)};
 }
 
-void launch_pool2d_fast(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count,
+void launch_pool2d_fast(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count, int64_t out_gap,
                         cudaStream_t stream) {
-  const int64_t out_gap =
-      desc.out_image_floats > 0 ? desc.out_image_floats - desc.channels * desc.rows.output * desc.cols.output : 0;
   const auto launch = [&](auto kernel) {
     launch_overlapped(kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y,
                       fast_axis(desc.rows), fast_axis(desc.cols), desc.count_include_pad,
@@ -163,10 +162,8 @@ void launch_pool2d_fast(PoolOp op, const float* x, float* y, const Pool2dDesc& d
 }
 
 template <class Index>
-void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count,
+void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, int64_t count, int64_t out_gap,
                         cudaStream_t stream) {
-  const int64_t out_gap =
-      desc.out_image_floats > 0 ? desc.out_image_floats - desc.channels * desc.rows.output * desc.cols.output : 0;
   launch_overlapped(pool2d_kernel<Index>, dim3(blocks_for(count, kThreads)), dim3(kThreads), 0, stream, 1, op, x, y,
                     desc, FixedDivisor<Index>::make(static_cast<Index>(desc.cols.output)),
                     FixedDivisor<Index>::make(static_cast<Index>(desc.rows.output)), static_cast<Index>(count), out_gap);
@@ -177,15 +174,18 @@ void launch_pool2d_with(PoolOp op, const float* x, float* y, const Pool2dDesc& d
 void launch_pool2d(PoolOp op, const float* x, float* y, const Pool2dDesc& desc, cudaStream_t stream) {
   const int64_t count = desc.planes * desc.rows.output * desc.cols.output;
   if (count <= 0) return;
+  // A strided output (a Concat's slice): the floats between one image's planes and the next image's.
+  const int64_t out_gap =
+      desc.out_image_floats > 0 ? desc.out_image_floats - desc.channels * desc.rows.output * desc.cols.output : 0;
   if (fast_pool_applies(desc, count)) {
-    launch_pool2d_fast(op, x, y, desc, count, stream);
+    launch_pool2d_fast(op, x, y, desc, count, out_gap, stream);
     return;
   }
   // Output indices in 32 bits; input offsets are 64-bit either way.
   if (count < (int64_t{1} << 31)) {
-    launch_pool2d_with<uint32_t>(op, x, y, desc, count, stream);
+    launch_pool2d_with<uint32_t>(op, x, y, desc, count, out_gap, stream);
   } else {
-    launch_pool2d_with<uint64_t>(op, x, y, desc, count, stream);
+    launch_pool2d_with<uint64_t>(op, x, y, desc, count, out_gap, stream);
   }
 }
 
