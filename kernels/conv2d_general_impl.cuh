@@ -313,6 +313,10 @@ struct Entry {
 //   F as D, one channel per stage                 (D's shape at batch 1, channels split across a cluster)
 //   G 4x2 per thread, 8 filters x 12x12 pixels    (D's layer at batch 64: 16 filters in two blocks, so 64
 //                                                  images fill 128 SMs, and half of D's FMA chain a thread)
+//   H 4x4 per thread, 16 filters x 16x8 pixels    (few filters on maps of a multiple of 16 wide: no tile
+//                                                  past the map's edge; 4 channels a stage, so that 16 channels
+//                                                  make a pipeline of four)
+//   J 8x4 per thread, 16 filters x 32x8 pixels    (as H with twice a thread's filters: fewer loads a multiply)
 #define GEN_CFG_A 8, 8, 8, 4, 4, 4
 #define GEN_CFG_B 8, 7, 8, 2, 8, 4
 #define GEN_CFG_C 4, 7, 16, 2, 4, 4
@@ -320,6 +324,8 @@ struct Entry {
 #define GEN_CFG_E 8, 8, 16, 4, 4, 4
 #define GEN_CFG_F 4, 4, 4, 3, 12, 1
 #define GEN_CFG_G 4, 2, 2, 6, 12, 8
+#define GEN_CFG_H 4, 4, 4, 4, 8, 4
+#define GEN_CFG_J 8, 4, 2, 8, 8, 4
 
 #define GEN_RELU(K, S, CFG, POOL, SPLIT) GEN_ENTRY(K, S, CFG, ::cnnrt::kernels::Act::Relu, POOL, SPLIT)
 #define GEN_ACTS(K, S, CFG, POOL, SPLIT) \
@@ -336,5 +342,9 @@ struct Entry {
 #define GEN_POOLED(K) \
   GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false), GEN_ACTS(K, 1, GEN_CFG_F, true, true), \
       GEN_RELU(K, 1, GEN_CFG_G, true, false)
+// 3x3 only: H and J with ReLU, plain and pooled (VGG-style 16-filter layers on 64x64 and 32x32 maps).
+#define GEN_WHOLE_TILES(K)                                                                                        \
+  GEN_RELU(K, 1, GEN_CFG_H, false, false), GEN_RELU(K, 1, GEN_CFG_H, true, false),                               \
+      GEN_RELU(K, 1, GEN_CFG_J, false, false), GEN_RELU(K, 1, GEN_CFG_J, true, false)
 
 }  // namespace cnnrt::kernels::general

@@ -222,6 +222,9 @@ inline std::vector<Layer> gen_layers(int K) {
     out.push_back({2, 16, 15, 15, 24, K, 1, pad, pad, pad, pad, 1, ParamAct::Tanh, false, FusedPool::Max, 2, 2});
     out.push_back({1, 9, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
     out.push_back({1, 7, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+    // VGG's 16 -> 16 layer on 64x64 with its 2x2 max pool (whole 16- and 32-wide tiles), and without it on 32x32.
+    out.push_back({2, 16, 64, 64, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu, false, FusedPool::Max, 2, 2});
+    out.push_back({3, 16, 32, 32, 32, K, 1, pad, pad, pad, pad, 1, ParamAct::Relu});
     out.push_back({1, 9, 13, 13, 16, K, 1, pad, pad, pad, pad, 1, ParamAct::LeakyRelu, false, FusedPool::Max, 2, 2});
   }
   return out;
