@@ -47,37 +47,54 @@ struct Params {
   const float* residual;
   int th, tw, fb, ks, ih, iw, tiles_x, kk;
   int ranks;  // blocks of a cluster (the tile's filter groups) sharing the depthwise outputs, or 1
+  int groups;  // the pointwise layer's groups
   FastDiv tile_w, in_plane, in_w, tile_p, tiles_x_div;
+  FastDiv group_pad;  // a group's channels rounded up to 4: the depthwise outputs' group pitch in channels
+  FastDiv shuffle;    // the channel shuffle's groups (1: none)
 };
 
-// Shared memory, in floats, each region a whole number of float4s: the pointwise rows [FB][CP + 4] (CP: the
-// channels rounded up to 4, zeros past C; the pitch keeps a warp's two filter groups off each other's banks), the
-// depthwise weights [C][KK] and biases [C], the input tile [C][IH][IW], the depthwise outputs [CP][TH*TW] (zeros
-// past C), and with a channel split the groups' partial sums [KS][FB][TH*TW].
+// A group's channels rounded up to 4, and all groups' (the depthwise outputs' channels in shared memory).
+__host__ __device__ inline int group_pitch(int C, int groups) { return round4(C / groups); }
+// The channel of padded index `pc` (group pc / pitch, channel pc % pitch of it, clamped to the group's end):
+// maps a range of padded indices to the range of real channels it holds.
+__device__ __forceinline__ int real_channel(int pc, int cg, const FastDiv& pitch) {
+  const int grp = pitch.div(pc);
+  return grp * cg + min(pc - grp * static_cast<int>(pitch.d), cg);
+}
+
+// Shared memory, in floats, each region a whole number of float4s: the pointwise rows [FB][CGP + 4] (CGP: a
+// group's channels rounded up to 4, zeros past them; the pitch keeps a warp's two filter groups off each other's
+// banks), the depthwise weights [C][KK] and biases [C], the input tile [C][IH][IW], the depthwise outputs
+// [G][CGP][TH*TW] (zeros past each group's channels), and with a channel split the groups' partial sums
+// [KS][FB][TH*TW].
 struct SmemLayout {
   int w_pw = 0, w_dw = 0, b_dw = 0, in = 0, dw_out = 0, part = 0, floats = 0;
 };
 
-__host__ __device__ inline SmemLayout smem_layout(int C, int kk, int fb, int ks, int ih, int iw, int p) {
+__host__ __device__ inline SmemLayout smem_layout(int C, int groups, int kk, int fb, int ks, int ih, int iw, int p) {
   SmemLayout L;
-  L.w_dw = L.w_pw + fb * (round4(C) + 4);
+  const int cgp = group_pitch(C, groups);
+  L.w_dw = L.w_pw + fb * (cgp + 4);
   L.b_dw = L.w_dw + round4(C * kk);
   L.in = L.b_dw + round4(C);
   L.dw_out = L.in + round4(C * ih * iw);
-  L.part = L.dw_out + round4(C) * p;
+  L.part = L.dw_out + groups * cgp * p;
   L.floats = L.part + (ks > 1 ? ks * fb * p : 0);
   return L;
 }
 
-template <int RF, int RP>
+// GROUPED: a grouped pointwise layer or a channel shuffle in front (the padded channel layout's index arithmetic);
+// without, the plain pair's.
+template <int RF, int RP, bool GROUPED>
 __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, float* __restrict__ y,
                                                   const __grid_constant__ Params p) {
   extern __shared__ __align__(16) float smem[];
   const DwPwDesc& d = p.d;
   const ConvGeometry& g = d.dw;
-  const int C = g.C, CP = round4(C), WP = CP + 4, F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
+  const int C = g.C, G = GROUPED ? p.groups : 1, CG = C / G, CGP = group_pitch(C, G), CT = G * CGP, WP = CGP + 4;
+  const int F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
   const int tid = threadIdx.x;
-  const SmemLayout L = smem_layout(C, KK, FB, p.ks, p.ih, p.iw, P);
+  const SmemLayout L = smem_layout(C, G, KK, FB, p.ks, p.ih, p.iw, P);
   float* w_pw = smem + L.w_pw;
   float* w_dw = smem + L.w_dw;
   float* b_dw = smem + L.b_dw;
@@ -87,24 +104,26 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   const int tile_x = static_cast<int>(blockIdx.x) - tile_y * p.tiles_x;
   const int f0 = static_cast<int>(blockIdx.z) * FB, n = static_cast<int>(blockIdx.y);
   // In a cluster (its ranks: the tile's filter groups along z) each rank computes the depthwise outputs of a share
-  // of the channels and stores them into every rank; alone, a block computes them all.
+  // of the (padded) channels and stores them into every rank; alone, a block computes them all.
   const int R = p.ranks, rank = R > 1 ? static_cast<int>(blockIdx.z) : 0;
-  const int c_share = R > 1 ? round4((CP + R - 1) / R) : CP;
-  const int cd0 = min(CP, rank * c_share), cd1 = min(CP, cd0 + c_share), cin1 = min(C, cd1);
+  const int c_share = R > 1 ? round4((CT + R - 1) / R) : CT;
+  const int cd0 = min(CT, rank * c_share), cd1 = min(CT, cd0 + c_share);
+  const int cin0 = GROUPED ? real_channel(cd0, CG, p.group_pad) : min(C, cd0);
+  const int cin1 = GROUPED ? real_channel(cd1, CG, p.group_pad) : min(C, cd1);
 
   // 0. The weights (constants: before the prior grid's end): pointwise rows f0 .. f0 + FB, row by row (zeros past F
-  // and past C), 16 bytes a copy where the rows are whole float4s.
-  if (C % 4 == 0) {
-    const int q = CP / 4;
+  // and past the group's channels), 16 bytes a copy where the rows are whole float4s.
+  if (CG % 4 == 0) {
+    const int q = CGP / 4;
     for (int i = tid; i < FB * q; i += T) {
       const int j = i / q, c = (i - j * q) * 4, f = f0 + j;
-      cp_async_16(w_pw + j * WP + c, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * C + c, f < F);
+      cp_async_16(w_pw + j * WP + c, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * CG + c, f < F);
     }
   } else {
-    for (int i = tid; i < FB * CP; i += T) {
-      const int j = i / CP, c = i - j * CP, f = f0 + j;
-      const bool valid = f < F && c < C;
-      cp_async_4(w_pw + j * WP + c, d.w_pw + (valid ? static_cast<int64_t>(f) * C + c : 0), valid);
+    for (int i = tid; i < FB * CGP; i += T) {
+      const int j = i / CGP, c = i - j * CGP, f = f0 + j;
+      const bool valid = f < F && c < CG;
+      cp_async_4(w_pw + j * WP + c, d.w_pw + (valid ? static_cast<int64_t>(f) * CG + c : 0), valid);
     }
   }
   for (int i = tid; i < C * KK; i += T) cp_async_4(w_dw + i, d.w_dw + i, true);
@@ -113,26 +132,30 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   cp_async_commit();
   chain_detail::wait_for_prior_grid_in_cluster(R);  // every rank has started before any rank stores into it
 
-  // 1. The input tile with its halo, this block's channels; zeros outside the image.
+  // 1. The input tile with its halo, this block's channels (channel c read from its place before the shuffle);
+  // zeros outside the image.
   const int iy0 = tile_y * p.th * g.stride_h - g.pad_top, ix0 = tile_x * TW * g.stride_w - g.pad_left;
   const float* xn = x + static_cast<int64_t>(n) * C * g.H * g.W;
-  const int plane = p.ih * p.iw, tile_in = (cin1 > cd0 ? cin1 - cd0 : 0) * plane;
-  for (int i = cd0 * plane + tid; i < cd0 * plane + tile_in; i += T) {
+  const int plane = p.ih * p.iw, shuffle_rows = C / static_cast<int>(p.shuffle.d);
+  for (int i = cin0 * plane + tid; i < cin1 * plane; i += T) {
     const int c = p.in_plane.div(i), r = i - c * plane;
     const int ry = p.in_w.div(r), rx = r - ry * p.iw;
     const int gy = iy0 + ry, gx = ix0 + rx;
     const bool inside = gy >= 0 && gy < g.H && gx >= 0 && gx < g.W;
-    cp_async_4(in + i, inside ? xn + (static_cast<int64_t>(c) * g.H + gy) * g.W + gx : xn, inside);
+    const int c_mem = GROUPED ? p.shuffle.mod(c) * shuffle_rows + p.shuffle.div(c) : c;
+    cp_async_4(in + i, inside ? xn + (static_cast<int64_t>(c_mem) * g.H + gy) * g.W + gx : xn, inside);
   }
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
 
-  // 2. The depthwise outputs of the tile, this block's channels (zeros for the channels past C), into every rank.
+  // 2. The depthwise outputs of the tile, this block's (padded) channels, zeros past each group's channels, into
+  // every rank.
   for (int i = cd0 * P + tid; i < cd1 * P; i += T) {
-    const int c = p.tile_p.div(i), q = i - c * P;
+    const int pc = p.tile_p.div(i), q = i - pc * P;
+    const int grp = GROUPED ? p.group_pad.div(pc) : 0, cl = pc - grp * CGP, c = grp * CG + cl;
     float v = 0.0f;
-    if (c < C) {
+    if (cl < CG) {
       const int qy = p.tile_w.div(q), qx = q - qy * TW;
       const float* src = in + (c * p.ih + qy * g.stride_h) * p.iw + qx * g.stride_w;
       const float* wc = w_dw + c * KK;
@@ -161,19 +184,20 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   __syncthreads();
 #endif
 
-  // 3. The pointwise sums: this thread's RF filters x RP adjacent pixels over its group's share of the channels,
-  // four channels a step (a float4 of each filter row).
+  // 3. The pointwise sums: this thread's RF filters (of one group: RF divides F / G) x RP adjacent pixels over its
+  // thread group's share of that group's channels, four channels a step (a float4 of each filter row).
   const int groups_p = P / RP, groups_f = FB / RF;
   const int pg = tid % groups_p, fg = (tid / groups_p) % groups_f, ks = tid / (groups_p * groups_f);
-  const int share = round4((CP + p.ks - 1) / p.ks);
-  const int c_begin = min(CP, ks * share), c_end = min(CP, c_begin + share);
+  const int share = round4((CGP + p.ks - 1) / p.ks);
+  const int c_begin = min(CGP, ks * share), c_end = min(CGP, c_begin + share);
+  const int filter_group = GROUPED ? min(G - 1, (f0 + fg * RF) / (F / G)) : 0;
   float acc[RF][RP];
 #pragma unroll
   for (int r = 0; r < RF; ++r) {
 #pragma unroll
     for (int k = 0; k < RP; ++k) acc[r][k] = 0.0f;
   }
-  const float* a_col = dw_out + pg * RP;
+  const float* a_col = dw_out + filter_group * CGP * P + pg * RP;
   const float* w_row = w_pw + fg * RF * WP;
 #pragma unroll 2
   for (int c = c_begin; c < c_end; c += 4) {
@@ -244,20 +268,36 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
 
 // Launches the RF x RP instantiation with `bytes` of shared memory (the device's opt-in allowed once).
 // With ranks > 1 the grid's z (the filter groups) is one cluster.
-template <int RF, int RP>
+template <int RF, int RP, bool GROUPED>
 void launch_tile(dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream, const float* x, float* y,
                  const Params& p) {
-  if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP>>(smem_optin_bytes);
-  if (p.ranks > 8) allow_large_clusters<dw_pw_kernel<RF, RP>>();
-  launch_overlapped(dw_pw_kernel<RF, RP>, grid, dim3(T), static_cast<size_t>(bytes), stream,
+  if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP, GROUPED>>(smem_optin_bytes);
+  if (p.ranks > 8) allow_large_clusters<dw_pw_kernel<RF, RP, GROUPED>>();
+  launch_overlapped(dw_pw_kernel<RF, RP, GROUPED>, grid, dim3(T), static_cast<size_t>(bytes), stream,
                     static_cast<unsigned>(p.ranks), x, y, p);
+}
+
+// The instantiation of v's register block.
+template <bool GROUPED>
+void launch_register_block(const DwPwVariant& v, dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream,
+                           const float* x, float* y, const Params& p) {
+  switch (v.rp * 16 + v.rf) {
+    case 16 + 1: launch_tile<1, 1, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 16 + 2: launch_tile<2, 1, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 16 + 4: launch_tile<4, 1, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 1: launch_tile<1, 4, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 2: launch_tile<2, 4, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 4: launch_tile<4, 4, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    case 64 + 8: launch_tile<8, 4, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+    default: break;  // dw_pw_variants offers no other register block
+  }
 }
 
 int halo(int tile, int stride, int kernel) { return (tile - 1) * stride + kernel; }
 
 int64_t smem_bytes(const DwPwDesc& d, const TileShape& t) {
   const ConvGeometry& g = d.dw;
-  return int64_t(smem_layout(g.C, g.KH * g.KW, t.fb, t.ks, halo(t.th, g.stride_h, g.KH),
+  return int64_t(smem_layout(g.C, d.pw_groups, g.KH * g.KW, t.fb, t.ks, halo(t.th, g.stride_h, g.KH),
                              halo(t.tw, g.stride_w, g.KW), t.th * t.tw).floats) * 4;
 }
 
@@ -275,6 +315,10 @@ bool dw_pw_supports(const DwPwDesc& d, std::string* why) {
     return false;
   };
   if (g.groups != g.C || g.F != g.C) return no("the first layer is not depthwise with one filter a channel");
+  if (d.pw_groups < 1 || g.C % d.pw_groups != 0 || d.F % d.pw_groups != 0) {
+    return no(fmt::format("{} pointwise groups of {} channels and {} filters", d.pw_groups, g.C, d.F));
+  }
+  if (d.shuffle < 1 || g.C % d.shuffle != 0) return no(fmt::format("a shuffle of {} groups of {} channels", d.shuffle, g.C));
   if (g.KH > 7 || g.KW > 7) return no(fmt::format("{}x{} depthwise filters (at most 7x7)", g.KH, g.KW));
   if (g.stride_h > 2 || g.stride_w > 2) return no("depthwise stride above 2");
   if (g.dil_h != 1 || g.dil_w != 1) return no("dilated depthwise filters");
@@ -297,7 +341,8 @@ std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes,
     const int tile = std::max(t.th, t.tw);
     if (tile > 4 && map <= tile / 2) continue;  // the smaller tile covers the map already
     if (t.fb > 16 && t.fb > f_room) continue;
-    if (t.ks > 1 && round4(g.C) < 16 * t.ks) continue;  // a split of few channels: the unsplit tile does it
+    if ((d.F / d.pw_groups) % t.rf != 0) continue;  // a thread's filters would straddle two groups
+    if (t.ks > 1 && group_pitch(g.C, d.pw_groups) < 16 * t.ks) continue;  // a split of few channels: the unsplit tile does it
     if (smem_bytes(d, t) > smem_optin_bytes) continue;
     out.push_back({variant_name(t, false), t.th, t.tw, t.fb, t.rf, t.rp, t.ks, 1});
   }
@@ -333,6 +378,9 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   p.fb = v.fb;
   p.ks = v.ks;
   p.ranks = v.ranks;
+  p.groups = d.pw_groups;
+  p.group_pad = FastDiv(group_pitch(g.C, d.pw_groups));
+  p.shuffle = FastDiv(d.shuffle);
   p.ih = halo(v.th, g.stride_h, g.KH);
   p.iw = halo(v.tw, g.stride_w, g.KW);
   p.kk = g.KH * g.KW;
@@ -347,15 +395,10 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   const int bytes = static_cast<int>(smem_bytes(d, t));
   const dim3 grid(static_cast<unsigned>(tiles_y * p.tiles_x), static_cast<unsigned>(g.N),
                   static_cast<unsigned>((d.F + v.fb - 1) / v.fb));
-  switch (v.rp * 16 + v.rf) {
-    case 16 + 1: launch_tile<1, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 16 + 2: launch_tile<2, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 16 + 4: launch_tile<4, 1>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 64 + 1: launch_tile<1, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 64 + 2: launch_tile<2, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 64 + 4: launch_tile<4, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    case 64 + 8: launch_tile<8, 4>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-    default: break;  // dw_pw_variants offers no other register block
+  if (d.pw_groups > 1 || d.shuffle > 1) {
+    launch_register_block<true>(v, grid, bytes, smem_optin_bytes, stream, x, y, p);
+  } else {
+    launch_register_block<false>(v, grid, bytes, smem_optin_bytes, stream, x, y, p);
   }
 }
 

@@ -1,5 +1,7 @@
 // A depthwise convolution and the pointwise (1x1) convolution after it in one launch: the MobileNet block's
-// pair, y = pw(act(dw(x) + b_dw)) with the pointwise layer's own epilogue (bias, residual, activation).
+// pair, y = pw(act(dw(x) + b_dw)) with the pointwise layer's own epilogue (bias, residual, activation). The
+// pointwise layer may be grouped and the depthwise layer may read its input through a channel shuffle (ShuffleNet's
+// unit: shuffle, depthwise, grouped 1x1).
 //
 // Why: at small batch each of the two is a launch of a few microseconds around a few hundred thousand
 // multiply-adds; one launch saves a step and the depthwise output's round trip through memory.
@@ -9,8 +11,10 @@
 //      depthwise weights and biases are copied into shared memory (cp.async);
 //   1. the input tile with its halo, every channel, into shared memory (zeros outside the image);
 //   2. the depthwise outputs of the tile, every channel, a thread an output, into shared memory;
-//   3. the pointwise outputs, each thread an RF x RP block of (filter, pixel) over every channel (or over a share of
-//      them, the KS shares' partials added in order through shared memory), then the epilogue, stored to NCHW.
+//   3. the pointwise outputs, each thread an RF x RP block of (filter, pixel) over every channel of its filters' group
+//      (or over a share of them, the KS shares' partials added in order through shared memory), then the epilogue,
+//      stored to NCHW. The depthwise outputs lie group by group, each group's channels rounded up to 4 with zeros,
+//      so that a thread's RF filters (one group) sum exactly their group's channels.
 // Blocks of other filter groups of the same tile recompute the depthwise outputs (K*K multiply-adds an output
 // against FB a pointwise output), and each loads the whole input tile: cheap on large maps of few channels. On
 // small maps of many channels (4x4 of 256) that work dominates; there the `_cl` variants (compute capability 9.0)
@@ -34,7 +38,9 @@ struct DwPwDesc {
   int F = 1;                  // the pointwise layer's outputs
   const float* w_dw = nullptr;  // [C][KH][KW]
   Epilogue dw_epilogue;         // the depthwise layer's bias and activation (no pool; it takes no residual)
-  const float* w_pw = nullptr;  // [F][C]
+  const float* w_pw = nullptr;  // [F][C / pw_groups]
+  int pw_groups = 1;            // the pointwise layer's groups (F and C multiples of it)
+  int shuffle = 1;              // > 1: the depthwise input read through a channel shuffle (InputPrologue::shuffle)
   Epilogue pw_epilogue;         // the pointwise layer's bias and activation (no pool); its residual bound per launch
   bool residual = false;        // whether launches add a residual operand [N, F, OH, OW]
 };
@@ -56,7 +62,7 @@ std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes,
 // Every name dw_pw_variants can return.
 std::vector<std::string> dw_pw_variant_names();
 
-// x: [N, C, H, W]; residual: [N, F, OH, OW] or null; y: [N, F, OH, OW], aliasing neither.
+// x: [N, C, H, W] (before the shuffle, where there is one); residual: [N, F, OH, OW] or null; y: [N, F, OH, OW], aliasing neither.
 void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, float* y, const DwPwDesc& d,
                   int smem_optin_bytes, cudaStream_t stream);
 

@@ -3,6 +3,7 @@
 // all passes on and with all passes off, on random non-zero inputs, and the outputs agree within 1e-5.
 #include <algorithm>
 #include <random>
+#include <utility>
 
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
@@ -1110,6 +1111,57 @@ TEST_CASE("the GPU planner's shuffle matcher: a channel shuffle read only by a d
     REQUIRE(q.graph.nodes.size() >= 3);
     REQUIRE(q.graph.nodes[2].op == "Transpose");
     CHECK_FALSE(passes::match_shuffled_depthwise(q.graph, 2).has_value());
+  }
+}
+
+TEST_CASE("the GPU planner's shuffled unit matcher: a shuffle, a depthwise and a grouped 1x1 convolution") {
+  // x [2, 6, 5, 5] -> Relu -> Reshape [2, 3, 2, 5, 5] -> Transpose -> Reshape [2, 6, 5, 5] -> depthwise 3x3 -> 1x1 of
+  // 3 groups (or 3x3) -> + x -> Relu -> y; the depthwise output also a graph output, or not.
+  auto model = [](bool pw_3x3, bool exposed) {
+    ModelBuilder m;
+    m.input("x", {2, 6, 5, 5}).output("y");
+    m.node("Relu", {"x"}, {"t"}, "t");
+    m.int_initializer("split", {5}, {2, 3, 2, 5, 5});
+    m.int_initializer("joined", {4}, {2, 6, 5, 5});
+    m.node("Reshape", {"t", "split"}, {"s"}, "split");
+    ModelBuilder::attr_ints(m.node("Transpose", {"s"}, {"p"}, "shuffle"), "perm", {0, 2, 1, 3, 4});
+    m.node("Reshape", {"p", "joined"}, {"u"}, "join");
+    random_initializer(m, "dw.w", {6, 1, 3, 3});
+    auto& dw = m.node("Conv", {"u", "dw.w"}, {"d"}, "dw");
+    ModelBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+    ModelBuilder::attr_int(dw, "group", 6);
+    random_initializer(m, "pw.w", {6, 2, pw_3x3 ? 3 : 1, pw_3x3 ? 3 : 1});
+    auto& pw = m.node("Conv", {"d", "pw.w"}, {"e"}, "pw");
+    if (pw_3x3) ModelBuilder::attr_ints(pw, "pads", {1, 1, 1, 1});
+    ModelBuilder::attr_int(pw, "group", 3);
+    m.node("Add", {"e", "x"}, {"r"}, "add");
+    m.node("Relu", {"r"}, {"y"}, "relu");
+    if (exposed) m.output("d");
+    return m;
+  };
+  auto transpose_of = [](const ir::Graph& g) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].op == "Transpose") return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const Passed p = check_unchanged(model(false, false), {{2, 6, 5, 5}});
+  const int tr = transpose_of(p.graph);
+  REQUIRE(tr >= 0);
+  const auto m = passes::match_shuffled_dw_pw(p.graph, tr);
+  REQUIRE(m.has_value());
+  CHECK(m->shuffle.transpose == tr);
+  CHECK(m->shuffle.groups == 3);
+  CHECK(m->pair.dw == m->shuffle.dw);
+  const ir::Node& pw = p.graph.nodes[static_cast<size_t>(m->pair.pw)];
+  CHECK(pw.attrs.get_int("group", 1) == 3);
+  CHECK(pw.has_input(ir::fused::kResidualInput));  // the Add, fused into the pointwise convolution
+  CHECK_FALSE(passes::match_shuffled_dw_pw(p.graph, m->pair.dw).has_value());  // not a Transpose
+  for (const auto& [pw_3x3, exposed] : {std::pair{true, false}, std::pair{false, true}}) {
+    const Passed q = prepare(model(pw_3x3, exposed), {{2, 6, 5, 5}}, {});
+    const int t = transpose_of(q.graph);
+    REQUIRE(t >= 0);
+    CHECK_FALSE(passes::match_shuffled_dw_pw(q.graph, t).has_value());
   }
 }
 

@@ -231,14 +231,18 @@ bool is_plain_conv2d(const ir::Graph& g, const ir::Node& n) {
 
 // A 1x1 convolution over [N, C, H, W] of one group, stride 1 and no padding, reading `value`, with weights
 // [F, C, 1, 1], its output [N, F, H, W]; no pool (is_plain_conv2d) and, unless `residual_ok`, no residual.
-bool is_pointwise_conv(const ir::Graph& g, const ir::Node& n, int value, bool residual_ok) {
-  if (!is_plain_conv2d(g, n) || n.input(0) != value || n.attrs.get_int("group", 1) != 1) return false;
+// A 1x1 convolution reading `value` over the same map; of one group, or (grouped_ok) of groups dividing its
+// channels and filters.
+bool is_pointwise_conv(const ir::Graph& g, const ir::Node& n, int value, bool residual_ok, bool grouped_ok = false) {
+  if (!is_plain_conv2d(g, n) || n.input(0) != value) return false;
+  const int64_t groups = n.attrs.get_int("group", 1);
+  if (groups != 1 && !grouped_ok) return false;
   if (!residual_ok && n.op == ir::fused::kFusedConv && n.has_input(ir::fused::kResidualInput)) return false;
   const ir::Shape& in = g.shape_of(value);
   const ir::Shape& w = g.constant_of(n.input(1))->shape();
   const ir::Shape& out = g.shape_of(n.outputs[0]);
-  return w[1] == in[1] && w[2] == 1 && w[3] == 1 && out.size() == 4 && out[0] == in[0] && out[1] == w[0] &&
-         out[2] == in[2] && out[3] == in[3];
+  return groups >= 1 && w[0] % groups == 0 && w[1] * groups == in[1] && w[2] == 1 && w[3] == 1 && out.size() == 4 &&
+         out[0] == in[0] && out[1] == w[0] && out[2] == in[2] && out[3] == in[3];
 }
 
 // A depthwise convolution (group = channels, weights [C, 1, KH, KW]) reading `value`, no residual, no pool.
@@ -259,7 +263,7 @@ bool residual_ready(const ir::Graph& g, const ir::Node& n, int first) {
 
 }  // namespace
 
-std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
+std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first, int run_at) {
   const ir::Node& dw = g.nodes.at(static_cast<size_t>(first));
   if (!dw.has_input(0) || !is_depthwise_conv(g, dw, dw.input(0))) return std::nullopt;
   const Readers readers = value_readers(g);
@@ -269,8 +273,18 @@ std::optional<DwPwMatch> match_dw_pw(const ir::Graph& g, int first) {
   if (m.pw < 0) return std::nullopt;
   // The pair runs where the depthwise layer is: a residual must be ready by then.
   const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
-  if (!is_pointwise_conv(g, pw, dw.outputs[0], true) || !residual_ready(g, pw, first)) return std::nullopt;
+  if (!is_pointwise_conv(g, pw, dw.outputs[0], true, true) || !residual_ready(g, pw, run_at < 0 ? first : run_at)) {
+    return std::nullopt;
+  }
   return m;
+}
+
+std::optional<ShuffledDwPwMatch> match_shuffled_dw_pw(const ir::Graph& g, int first) {
+  std::optional<ShuffledDepthwiseMatch> shuffle = match_shuffled_depthwise(g, first);
+  if (!shuffle) return std::nullopt;
+  const std::optional<DwPwMatch> pair = match_dw_pw(g, shuffle->dw, first);
+  if (!pair) return std::nullopt;
+  return ShuffledDwPwMatch{std::move(*shuffle), *pair};
 }
 
 std::optional<ShuffledDepthwiseMatch> match_shuffled_depthwise(const ir::Graph& g, int first) {

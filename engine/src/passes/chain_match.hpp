@@ -48,8 +48,8 @@ struct SqueezeExciteMatch {
 
 // A depthwise convolution and the pointwise convolution after it, for the pair kernel (kernels/dw_pw.cuh):
 // Conv|FusedConv over [N, C, H, W] with constant weights [C, 1, KH, KW] and group C (no residual or pool), whose
-// output is read only by a 1x1 Conv|FusedConv with constant weights [F, C, 1, 1], one group, an output of the
-// same map (stride 1, no padding) and no pool (a residual allowed), and is not a graph output.
+// output is read only by a 1x1 Conv|FusedConv with constant weights [F, C / G, 1, 1] of G groups (G divides C and
+// F), an output of the same map (stride 1, no padding) and no pool (a residual allowed), and is not a graph output.
 struct DwPwMatch {
   int dw = -1, pw = -1;  // node indices
 };
@@ -111,8 +111,19 @@ std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& graph, int
 // The block starting at node `first` (the expand layer, or the depthwise layer), or nullopt.
 std::optional<InvertedResidualMatch> match_inverted_residual(const ir::Graph& graph, int first);
 
-// The pair starting at node `first` (the depthwise convolution), or nullopt.
-std::optional<DwPwMatch> match_dw_pw(const ir::Graph& graph, int first);
+// The pair starting at node `first` (the depthwise convolution), or nullopt. The pair's step runs where node
+// `run_at` is (-1: `first`): a residual of the pointwise layer must be ready there.
+std::optional<DwPwMatch> match_dw_pw(const ir::Graph& graph, int first, int run_at = -1);
+
+// ShuffleNet's unit for the pair kernel reading through the shuffle: a channel shuffle in front of a depthwise
+// convolution (ShuffledDepthwiseMatch) whose pair (DwPwMatch, grouped or not) runs where the Transpose is.
+struct ShuffledDwPwMatch {
+  ShuffledDepthwiseMatch shuffle;
+  DwPwMatch pair;
+};
+
+// The shuffle, depthwise and pointwise convolutions whose Transpose is node `first`, or nullopt.
+std::optional<ShuffledDwPwMatch> match_shuffled_dw_pw(const ir::Graph& graph, int first);
 
 // The gate starting at node `first` (a GlobalAveragePool), or nullopt.
 std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& graph, int first);

@@ -523,11 +523,16 @@ std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vec
   return out;
 }
 
-std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> steps, LowerContext& lc) {
+std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> steps, LowerContext& lc,
+                              const passes::ShuffledDepthwiseMatch* shuffle) {
   const ir::Graph& g = lc.graph;
   const ir::Node& dw = g.nodes[static_cast<size_t>(m.dw)];
   const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
-  const std::string what = fmt::format("depthwise + pointwise {} .. {}", ir::node_short_name(dw), ir::node_short_name(pw));
+  const ir::Node* tr = shuffle ? &g.nodes[static_cast<size_t>(shuffle->transpose)] : nullptr;
+  const std::string what =
+      tr ? fmt::format("shuffled depthwise + pointwise {} .. {}", ir::node_short_name(*tr),
+                       ir::node_short_name(pw))
+         : fmt::format("depthwise + pointwise {} .. {}", ir::node_short_name(dw), ir::node_short_name(pw));
   const ConvStep a = describe_conv(dw, lc);
   const ConvStep b = describe_conv(pw, lc);
   kernels::DwPwDesc d;
@@ -536,6 +541,8 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   d.w_dw = lc.weight(dw.input(1));
   d.dw_epilogue = a.layer.e;
   d.w_pw = lc.weight(pw.input(1));
+  d.pw_groups = b.layer.g.groups;
+  d.shuffle = shuffle ? shuffle->groups : 1;
   d.pw_epilogue = b.layer.e;
   d.residual = b.layer.residual;
   std::string why;
@@ -558,21 +565,31 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
                             kernels::launch_dw_pw(v, in[0], d.residual ? in[1] : nullptr, out[0], d, optin, s);
                           }});
   }
-  std::vector<int> in_slots = {lc.slot(dw.input(0))};
+  const int input = tr ? tr->input(0) : dw.input(0);  // the shuffle's input is the tensor in memory
+  std::vector<int> in_slots = {lc.slot(input)};
   if (d.residual) in_slots.push_back(lc.slot(pw.input(ir::fused::kResidualInput)));
   const int out_slot = lc.slot(pw.outputs.at(0));
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
   TuneShapes shapes;
-  shapes.input_floats = {ir::numel(g.shape_of(dw.input(0)))};
+  shapes.input_floats = {ir::numel(g.shape_of(input))};
   if (d.residual) shapes.input_floats.push_back(b.layer.conv_floats());
   shapes.output_floats = b.layer.out_floats();
-  const Choice choice = choose_kernel(lc, "dw_pw [" + a.signature + "] [" + b.signature + "]", candidates, shapes);
+  const std::string signature = "dw_pw [" + a.signature + "] [" + b.signature + "]" +
+                                (tr ? fmt::format(" shuffle {}", d.shuffle) : std::string());
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const KernelCandidate& chosen = candidates[choice.index];
   if (chosen.reference) {
     lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
     return steps;
   }
-  Step step = replacing_step("DepthwisePointwise", {m.dw, m.pw}, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
+  std::vector<int> nodes;
+  if (shuffle) {
+    nodes.push_back(shuffle->transpose);
+    nodes.insert(nodes.end(), shuffle->views.begin(), shuffle->views.end());
+  }
+  nodes.push_back(m.dw);
+  nodes.push_back(m.pw);
+  Step step = replacing_step("DepthwisePointwise", nodes, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
                           double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
   return {std::move(step)};

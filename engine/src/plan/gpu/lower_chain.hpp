@@ -34,8 +34,11 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::v
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, std::vector<Step> steps, LowerContext& lc);
 
 // The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
-// `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`.
-std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc);
+// `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`. With
+// `shuffle` (ShuffleNet's unit) the kernel reads the Transpose's input through the channel shuffle, and `steps` are
+// the shuffled depthwise convolution's steps and the pointwise convolution's.
+std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> steps, LowerContext& lc,
+                              const passes::ShuffledDepthwiseMatch* shuffle = nullptr);
 
 // The steps the plan gets for convolutions of one input concatenated along the channels (`match`): `steps` are
 // the convolutions lowered one by one, then the Concat's step unless it runs in place (its inputs written into

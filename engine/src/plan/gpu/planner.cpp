@@ -369,7 +369,8 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
   // depthwise, gate, project) to the block kernel, against its steps with the gate's and pair's fusions inside, and
   // convolutions of one input whose outputs are concatenated (SqueezeNet's expand layers) to one merged convolution,
   // and a channel shuffle or a BatchNormalization (DenseNet's pre-activation) to the convolution after it, read
-  // through the shuffle or the affine.
+  // through the shuffle or the affine; ShuffleNet's shuffle, depthwise and grouped pointwise convolutions to the pair
+  // kernel reading through the shuffle, against the shuffled depthwise convolution's steps and the pointwise one's.
   auto lower_node = [&](const ir::Node& node) {
     const LowerFn fn = find_lowering(node.op);
     CNNRT_CHECK(fn != nullptr, ErrorCode::Unsupported, "{}: no GPU kernel for {} (run with --device cpu)",
@@ -460,6 +461,26 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
         pair && !writes_strided_block({pair->pw})) {
       lower_fused(node, {pair->dw, pair->pw},
                   [&](std::vector<Step> steps) { return lower_dw_pw(*pair, std::move(steps), lower); });
+      continue;
+    }
+    if (const std::optional<passes::ShuffledDwPwMatch> unit = passes::match_shuffled_dw_pw(g, static_cast<int>(i));
+        unit && !lowered[static_cast<size_t>(unit->shuffle.dw)] && !lowered[static_cast<size_t>(unit->pair.pw)] &&
+        !writes_strided_block({unit->pair.pw})) {
+      // Measured against the shuffled depthwise convolution's steps (where reading through the shuffle wins) and
+      // the pointwise convolution's.
+      const passes::ShuffledDepthwiseMatch& shuffled = unit->shuffle;
+      std::vector<Step> inner = lower.lower_apart([&] {
+        lower_fused(node, {shuffled.transpose, shuffled.dw}, [&](std::vector<Step> steps) {
+          return lower_shuffled_depthwise(shuffled, std::move(steps), lower);
+        });
+        lower_node(g.nodes[static_cast<size_t>(unit->pair.pw)]);
+        mark_lowered(unit->pair.pw);
+      });
+      try {
+        lower.append_steps(lower_dw_pw(unit->pair, std::move(inner), lower, &shuffled));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
       continue;
     }
     if (const std::optional<passes::ShuffledDepthwiseMatch> shuffled =
