@@ -342,9 +342,11 @@ struct Entry {
 #define GEN_POOLED(K) \
   GEN_ACTS(K, 1, GEN_CFG_B, true, false), GEN_ACTS(K, 1, GEN_CFG_D, true, false), GEN_ACTS(K, 1, GEN_CFG_F, true, true), \
       GEN_RELU(K, 1, GEN_CFG_G, true, false)
-// 3x3 only: H and J with ReLU, plain and pooled (VGG-style 16-filter layers on 64x64 and 32x32 maps).
+// 3x3 only: H and J, plain (both activations) and pooled (ReLU), and H split (VGG-style 16-filter layers on 64x64
+// and 32x32 maps; DenseNet's 12-filter growth layers, whose 32x32 maps of a batch of 16 make too few blocks alone).
 #define GEN_WHOLE_TILES(K)                                                                                        \
-  GEN_RELU(K, 1, GEN_CFG_H, false, false), GEN_RELU(K, 1, GEN_CFG_H, true, false),                               \
-      GEN_RELU(K, 1, GEN_CFG_J, false, false), GEN_RELU(K, 1, GEN_CFG_J, true, false)
+  GEN_ACTS(K, 1, GEN_CFG_H, false, false), GEN_RELU(K, 1, GEN_CFG_H, true, false),                               \
+      GEN_ACTS(K, 1, GEN_CFG_J, false, false), GEN_RELU(K, 1, GEN_CFG_J, true, false),                           \
+      GEN_ACTS(K, 1, GEN_CFG_H, false, true)
 
 }  // namespace cnnrt::kernels::general
