@@ -52,9 +52,15 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9'; then
   cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' \
               2>/dev/null || true)
 fi
-export LD_LIBRARY_PATH="$bundle_dir/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuBLASLt (the Gemm candidates): the CUDA Toolkit's, else the one inside Python's nvidia packages.
+cublas_dir=""
+if [ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.13'; then
+  cublas_dir=$(python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(f) for d in nvidia.__path__ for f in glob.glob(os.path.join(d, "**", "libcublasLt.so.13"), recursive=True)), ""))' \
+               2>/dev/null || true)
+fi
+export LD_LIBRARY_PATH="$bundle_dir/lib${cudnn_dir:+:$cudnn_dir}${cublas_dir:+:$cublas_dir}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle_dir/bin:$PATH"
-unset bundle_dir cudnn_dir
+unset bundle_dir cudnn_dir cublas_dir
 ENV
 
 if [ -n "$gdb_path" ]; then

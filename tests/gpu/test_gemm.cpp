@@ -4,8 +4,11 @@
 // of 16, K = 0 and 1000; K split over blocks (poisoned workspace) and the fused activation.
 #include <algorithm>
 
+#include "cnnrt/cnnrt.hpp"
 #include "kernel_test_util.hpp"
+#include "tests/model_builder.hpp"
 #include "kernels/gemm.cuh"
+#include "kernels/gemm_cublas.hpp"
 
 namespace cnnrt::testing {
 namespace {
@@ -122,6 +125,112 @@ TEST_CASE("Gemm with K split over blocks and a fused activation matches the CPU 
   }
 }
 
+// Every cuBLASLt algorithm the heuristic offers, against the CPU reference: each epilogue form (none, the row bias
+// with and without ReLU, a whole C matrix with beta; Tanh and Clip as a pass after the product), both transposes,
+// odd sizes from 1 to 1000, outputs poisoned before each run and a second run equal bit for bit; operands off the
+// alignment an algorithm was chosen for (run by launch_gemm instead, the same answer); then the forms cuBLASLt is
+// not offered.
+TEST_CASE("cuBLASLt Gemm candidates match the CPU reference") {
+  struct LtCase {
+    int64_t m, n, k;
+    bool trans_a, trans_b;
+    float alpha, beta;
+    ir::Shape c_shape;  // empty: no C
+    kernels::ParamAct act;
+  };
+  using kernels::ParamAct;
+  const std::vector<LtCase> cases = {
+      {1, 1, 1, false, false, 1.0f, 1.0f, {}, ParamAct::None},
+      {1, 128, 3136, false, true, 1.0f, 1.0f, {128}, ParamAct::Relu},    // a fully connected layer at batch 1
+      {7, 31, 33, true, false, 0.5f, 1.0f, {1, 31}, ParamAct::None},      // row bias [1, N], A transposed
+      {33, 1000, 31, false, true, 1.0f, 1.0f, {1000}, ParamAct::None},   // a classifier head
+      {31, 7, 1000, true, true, -1.5f, 0.5f, {31, 7}, ParamAct::Relu},   // C matrix with beta, ReLU after it
+      {1000, 33, 7, false, false, 1.0f, 2.0f, {1000, 33}, ParamAct::None},
+      {256, 120, 400, false, true, 1.0f, 1.0f, {120}, ParamAct::Relu},   // LeNet's first dense layer, batch 256
+      {4096, 10, 84, false, true, 1.0f, 1.0f, {10}, ParamAct::None},     // its last at batch 4096
+      {33, 120, 400, false, true, 1.0f, 1.0f, {120}, ParamAct::Tanh},    // LeNet-5's: Tanh in a pass of its own
+      {7, 9, 31, true, false, 1.0f, 1.0f, {}, ParamAct::Clip},          // Clip(-0.5, 0.5) after the product
+  };
+  uint32_t seed = 1500;
+  size_t algorithms = 0;
+  for (const LtCase& c : cases) {
+    const bool has_c = !c.c_shape.empty();
+    INFO("cuBLASLt Gemm M=" << c.m << " N=" << c.n << " K=" << c.k << " transA=" << c.trans_a << " transB="
+                            << c.trans_b << " C=" << (has_c ? ir::shape_str(c.c_shape) : "none"));
+    const ir::Shape a_shape = c.trans_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k};
+    const ir::Shape b_shape = c.trans_b ? ir::Shape{c.n, c.k} : ir::Shape{c.k, c.n};
+    const ir::HostTensor a = random_tensor(a_shape, seed++);
+    const ir::HostTensor b = random_tensor(b_shape, seed++);
+    const ir::HostTensor cin = random_tensor(has_c ? c.c_shape : ir::Shape{1}, seed++);
+    std::vector<const ir::HostTensor*> inputs = {&a, &b};
+    if (has_c) inputs.push_back(&cin);
+    const ir::Attributes attrs = make_attrs({{"alpha", c.alpha},
+                                             {"beta", c.beta},
+                                             {"transA", int64_t{c.trans_a ? 1 : 0}},
+                                             {"transB", int64_t{c.trans_b ? 1 : 0}}});
+    ir::HostTensor want = cpu_reference("Gemm", attrs, inputs, {c.m, c.n});
+    float* w = want.f32();
+    for (int64_t i = 0; i < want.numel(); ++i) w[i] = kernels::apply_activation(c.act, w[i], -0.5f, 0.5f);
+    kernels::GemmDesc desc =
+        kernels::onnx_gemm_desc(a_shape.data(), c.trans_a, b_shape.data(), c.trans_b, c.alpha, c.beta,
+                                has_c ? static_cast<int>(c.c_shape.size()) : -1, c.c_shape.data());
+    desc.act = c.act;
+    desc.act_alpha = -0.5f;
+    desc.act_beta = 0.5f;
+    REQUIRE(kernels::CublasGemm::unsupported(desc, has_c).empty());
+    const auto algos = kernels::CublasGemm::algorithms(desc, has_c, 3);
+    CHECK(!algos.empty());
+    // A and the output one float past an aligned address (a view's offset): launch_gemm runs them.
+    DeviceBuffer a_device(static_cast<size_t>(a.numel()) + 4);
+    DeviceBuffer b_device(b.float_values());
+    DeviceBuffer c_device(cin.float_values());
+    DeviceBuffer out(static_cast<size_t>(want.numel()) + 4);
+    DeviceBuffer workspace(kernels::CublasGemm::kWorkspaceBytes / 4);
+    for (const size_t offset : {size_t(0), size_t(1)}) {
+      std::vector<float> host_a(a_device.size(), 0.0f);
+      std::copy(a.float_values().begin(), a.float_values().end(), host_a.begin() + static_cast<std::ptrdiff_t>(offset));
+      a_device.upload(host_a);
+      for (size_t i = 0; i < algos.size(); ++i) {
+        INFO("algorithm " << i << ", operands " << offset << " floats off");
+        std::vector<float> first;
+        for (int run = 0; run < 2; ++run) {
+          out.poison();
+          algos[i]->launch(a_device.get() + offset, b_device.get(), has_c ? c_device.get() : nullptr,
+                           out.get() + offset, workspace.get(), nullptr);
+          finish_launch();
+          const std::vector<float> all = out.download();
+          const std::vector<float> got(all.begin() + static_cast<std::ptrdiff_t>(offset),
+                                       all.begin() + static_cast<std::ptrdiff_t>(offset + want.float_values().size()));
+          if (run == 0) {
+            CHECK(relative_error(got, want.float_values()) < kTolerance);
+            first = got;
+          } else {
+            CHECK(got == first);
+          }
+        }
+      }
+    }
+    algorithms += algos.size();
+  }
+  MESSAGE(algorithms << " cuBLASLt algorithms checked");
+
+  kernels::GemmDesc batched = kernels::onnx_gemm_desc(std::vector<int64_t>{4, 8}.data(), false,
+                                                      std::vector<int64_t>{8, 5}.data(), false, 1.0f, 1.0f, -1, nullptr);
+  CHECK(kernels::CublasGemm::unsupported(batched, false).empty());
+  batched.batch_rank = 1;
+  batched.batch_dims[0] = 3;
+  CHECK(!kernels::CublasGemm::unsupported(batched, false).empty());
+  const int64_t c_col[] = {4, 1};
+  kernels::GemmDesc column_c = kernels::onnx_gemm_desc(std::vector<int64_t>{4, 8}.data(), false,
+                                                       std::vector<int64_t>{8, 5}.data(), false, 1.0f, 1.0f, 2, c_col);
+  CHECK(!kernels::CublasGemm::unsupported(column_c, true).empty());
+  const int64_t c_row[] = {5};
+  kernels::GemmDesc scaled_bias = kernels::onnx_gemm_desc(std::vector<int64_t>{4, 8}.data(), false,
+                                                          std::vector<int64_t>{8, 5}.data(), false, 1.0f, 0.5f, 1, c_row);
+  CHECK(!kernels::CublasGemm::unsupported(scaled_bias, true).empty());
+  CHECK(kernels::CublasGemm::algorithms(scaled_bias, true, 3).empty());
+}
+
 // numpy matmul output shape: 1-D operands are promoted and their unit axis dropped again.
 ir::Shape matmul_shape(const ir::Shape& a, const ir::Shape& b) {
   const ir::Shape a_batch(a.begin(), a.size() > 2 ? a.end() - 2 : a.begin());
@@ -173,4 +282,49 @@ TEST_CASE("MatMul matches the CPU reference") {
 }
 
 }  // namespace
+
+// A classifier head at batch 256 (beyond the dense chain kernel's batches): Gemm + ReLU, then Gemm. Measured, the
+// plan times cuBLASLt beside our kernel and reports both; forced, cuBLASLt runs both steps. Either way the GPU's
+// outputs match the CPU backend's.
+TEST_CASE("Gemm steps offer cuBLASLt beside our kernel, measured") {
+  ModelBuilder m;
+  m.input("x", {-1, 256}).output("y");
+  const std::vector<float> w1 = random_floats(64 * 256, 1601, -0.1f, 0.1f), b1 = random_floats(64, 1602);
+  const std::vector<float> w2 = random_floats(10 * 64, 1603, -0.2f, 0.2f), b2 = random_floats(10, 1604);
+  m.initializer("w1", {64, 256}, w1).initializer("b1", {64}, b1).initializer("w2", {10, 64}, w2).initializer("b2", {10}, b2);
+  ModelBuilder::attr_int(m.node("Gemm", {"x", "w1", "b1"}, {"h"}, "fc1"), "transB", 1);
+  m.node("Relu", {"h"}, {"r"}, "relu");
+  ModelBuilder::attr_int(m.node("Gemm", {"r", "w2", "b2"}, {"y"}, "fc2"), "transB", 1);
+  const std::string bytes = m.bytes();
+  const int64_t batch = 256;
+  const std::vector<Tensor> inputs = {{{batch, 256}, random_floats(static_cast<size_t>(batch * 256), 1605)}};
+
+  auto run = [&](Device device, const std::string& forced, std::string* plan) {
+    Options options;
+    options.device = device;
+    options.batch_sizes = {batch};
+    options.tuning_cache = "none";
+    options.force_kernel = forced;
+    const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "head.onnx");
+    Context context(model);
+    std::vector<Tensor> out = context.run(inputs);
+    if (plan) *plan = model.describe_plan(batch, true);
+    return out;
+  };
+  const std::vector<Tensor> want = run(Device::Cpu, "", nullptr);
+  for (const std::string forced : {"", "cublaslt"}) {
+    std::string plan;
+    const std::vector<Tensor> got = run(Device::Gpu, forced, &plan);
+    INFO("forced '" << forced << "'\n" << plan);
+    CHECK(plan.find("cublaslt_h0") != std::string::npos);
+    if (forced.empty()) {
+      CHECK(plan.find("measured") != std::string::npos);
+    } else {
+      CHECK(occurrences(plan, "cuBLASLt's algorithm") == 2);
+    }
+    REQUIRE(got.size() == 1);
+    CHECK(relative_error(got[0].data, want[0].data) < kTolerance);
+  }
+}
+
 }  // namespace cnnrt::testing

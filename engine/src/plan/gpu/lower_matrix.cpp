@@ -1,6 +1,11 @@
-// Lowering of Gemm, MatMul and FusedGemm (Gemm + activation) to the batched SGEMM kernel.
+// Lowering of Gemm, MatMul and FusedGemm (Gemm + activation): our batched SGEMM kernel, measured against
+// cuBLASLt's ranked algorithms where cuBLASLt takes the product (kernels/gemm_cublas.hpp).
+#include <stdexcept>
+
+#include "core/log.hpp"
 #include "ir/fused.hpp"
 #include "kernels/gemm.cuh"
+#include "kernels/gemm_cublas.hpp"
 #include "plan/gpu/conv_step.hpp"
 #include "plan/gpu/lower_util.hpp"
 
@@ -8,24 +13,70 @@ namespace cnnrt::plan {
 
 namespace {
 
-// One product as a step: inputs A, B (and C when has_c), K split over the device's SMs where the tiles alone
-// would leave them idle (with a workspace input for the partial sums).
-void add_gemm_step(LowerContext& lc, const ir::Node& node, const char* kernel, std::string config,
+constexpr int kCublasCandidates = 3;  // cuBLASLt's first algorithms, each timed
+
+// One product as a step: inputs A, B (and C when has_c), then the chosen kernel's workspace (ours: K split over
+// the device's SMs where the tiles alone would leave them idle; cuBLASLt's: its scratch).
+void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& kernel, std::string config,
                    kernels::GemmDesc desc, bool has_c) {
   desc.split_k = kernels::gemm_split_k(desc, lc.context.device.sm_count);
-  const int64_t workspace = kernels::gemm_workspace_floats(desc);
-  std::vector<int> inputs;
-  for (size_t i = 0; i < (has_c ? 3u : 2u); ++i) inputs.push_back(lc.slot(node.input(i)));
-  if (workspace > 0) {
-    inputs.push_back(lc.workspace(workspace * 4, "gemm K splits"));
-    config += fmt::format(", K split {} ways", desc.split_k);
+  const size_t operands = has_c ? 3u : 2u;
+  std::vector<KernelCandidate> candidates;
+  {
+    KernelCandidate ours;
+    ours.name = kernel;
+    ours.workspace_floats = kernels::gemm_workspace_floats(desc);
+    ours.config = ours.workspace_floats > 0 ? fmt::format("{}, K split {} ways", config, desc.split_k) : config;
+    ours.reference = true;  // checked against the CPU reference by the GPU tests; the oracle of the others here
+    ours.contender = true;
+    const bool split = ours.workspace_floats > 0;
+    ours.launch = [desc, has_c, split, operands](const float* const* in, float* const* out, Stream s) {
+      kernels::launch_gemm(in[0], in[1], has_c ? in[2] : nullptr, out[0], desc, s,
+                           split ? const_cast<float*>(in[operands]) : nullptr);
+    };
+    candidates.push_back(std::move(ours));
   }
-  const size_t ws_input = inputs.size() - 1;
-  lc.add_step(node, kernel, config, inputs, output_slots(lc, node),
-              [desc, has_c, workspace, ws_input](const float* const* in, float* const* out, Stream s) {
-                kernels::launch_gemm(in[0], in[1], has_c ? in[2] : nullptr, out[0], desc, s,
-                                     workspace > 0 ? const_cast<float*>(in[ws_input]) : nullptr);
-              });
+  std::vector<std::shared_ptr<const kernels::CublasGemm>> algos;
+  try {
+    algos = kernels::CublasGemm::algorithms(desc, has_c, kCublasCandidates);
+  } catch (const std::runtime_error& e) {
+    log().warn("{}: {}; cuBLASLt not offered", node.name, e.what());
+  }
+  for (size_t i = 0; i < algos.size(); ++i) {
+    KernelCandidate c;
+    c.name = fmt::format("cublaslt_h{}", i);
+    const bool act_pass = desc.act != kernels::ParamAct::None && desc.act != kernels::ParamAct::Relu;
+    c.config = fmt::format("{}, cuBLASLt's algorithm {} by its heuristic{}", config, i,
+                           act_pass ? ", then the activation" : "");
+    c.workspace_floats = static_cast<int64_t>(kernels::CublasGemm::kWorkspaceBytes / 4);
+    c.launch = [algo = algos[i], has_c, operands](const float* const* in, float* const* out, Stream s) {
+      algo->launch(in[0], in[1], has_c ? in[2] : nullptr, out[0], const_cast<float*>(in[operands]), s);
+    };
+    candidates.push_back(std::move(c));
+  }
+
+  TuneShapes shapes;
+  for (size_t i = 0; i < operands; ++i) shapes.input_floats.push_back(ir::numel(input_shape(lc, node, i)));
+  shapes.output_floats = ir::numel(output_shape(lc, node));
+  std::string batch;
+  for (int axis = 0; axis < desc.batch_rank; ++axis) {
+    batch += fmt::format(" {}:{}/{}", desc.batch_dims[axis], desc.a_batch_strides[axis], desc.b_batch_strides[axis]);
+  }
+  const std::string signature = fmt::format(
+      "gemm m={} n={} k={} ta={} lda={} tb={} ldb={} alpha={} beta={} c={} cs={}x{} act={} a={} b={} batch{}", desc.m,
+      desc.n, desc.k, desc.trans_a, desc.lda, desc.trans_b, desc.ldb, desc.alpha, desc.beta, has_c, desc.c_row_stride,
+      desc.c_col_stride, static_cast<int>(desc.act), desc.act_alpha, desc.act_beta, batch);
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  std::vector<int> inputs;
+  for (size_t i = 0; i < operands; ++i) inputs.push_back(lc.slot(node.input(i)));
+  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "gemm workspace"));
+  Step& step = lc.add_step(node, chosen.name, chosen.config + ", " + choice.how, inputs, output_slots(lc, node),
+                           chosen.launch);
+  step.candidates = choice.timings;
+  const double products = double(shapes.output_floats);
+  step.flops = 2.0 * products * double(desc.k);
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.input_floats[1]) + products);
 }
 
 void lower_gemm(const ir::Node& node, LowerContext& lc) {
