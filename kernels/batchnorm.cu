@@ -4,6 +4,7 @@
 #include "kernels/batchnorm.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/nd_index.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -15,6 +16,7 @@ template <class Index, int kWidth>
 __global__ void channel_affine_kernel(const float* x, const float* __restrict__ scale, const float* __restrict__ shift,
                                       float* y, FixedDivisor<Index> inner, FixedDivisor<Index> channels, Index packs,
                                       ParamAct act, float alpha, float beta, Index x_gap) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   for (Index p = global_thread_index<Index>(); p < packs; p += global_thread_count<Index>()) {
     const Index first = p * kWidth;  // element index of the pack's first element
     const Index plane = inner.quotient(first);
@@ -34,10 +36,10 @@ void launch_channel_affine_with(const float* x, const float* scale, const float*
                                 int64_t channels, int64_t inner, cudaStream_t stream, ParamAct act, float alpha,
                                 float beta, int64_t x_gap) {
   const int64_t packs = count / kWidth;
-  channel_affine_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
-      x, scale, shift, y, FixedDivisor<Index>::make(static_cast<Index>(inner)),
-      FixedDivisor<Index>::make(static_cast<Index>(channels)), static_cast<Index>(packs), act, alpha, beta,
-      static_cast<Index>(x_gap));
+  launch_overlapped(channel_affine_kernel<Index, kWidth>, dim3(blocks_for(packs, kThreads)), dim3(kThreads), 0,
+                    stream, 1, x, scale, shift, y, FixedDivisor<Index>::make(static_cast<Index>(inner)),
+                    FixedDivisor<Index>::make(static_cast<Index>(channels)), static_cast<Index>(packs), act, alpha,
+                    beta, static_cast<Index>(x_gap));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "kernels/broadcast.cuh"
 #include "kernels/movement.cuh"
 #include "kernels/nd_index.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -29,6 +30,7 @@ __device__ float apply_binary(BinaryOp op, float a, float b) {
 template <class Index, int kWidth>
 __global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float* out, NdIndexer<Index, 3> indexer,
                               Index packs) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   using Offset = typename NdIndexer<Index, 3>::Offset;
   const bool a_repeated = indexer.innermost_stride(kA) == 0;
   const bool b_repeated = indexer.innermost_stride(kB) == 0;
@@ -48,7 +50,7 @@ template <class Index, int kWidth>
 void launch_binary_space(BinaryOp op, const float* a, const float* b, float* out, const StridedSpace<3>& space,
                          cudaStream_t stream) {
   const int64_t packs = space.count();
-  binary_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
+  launch_overlapped(binary_kernel<Index, kWidth>, dim3(blocks_for(packs, kThreads)), dim3(kThreads), 0, stream, 1,
       op, a, b, out, space.template indexer<Index>(), static_cast<Index>(packs));
 }
 

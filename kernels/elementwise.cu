@@ -3,6 +3,7 @@
 // keeps build time down, and the kernel stays bound by memory bandwidth either way.
 #include "kernels/elementwise.cuh"
 #include "kernels/nd_index.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -50,6 +51,7 @@ __device__ float apply_unary(UnaryOp op, const UnaryParams& p, float x) {
 
 // With `use_float4`, the first count / 4 * 4 elements go as float4 and the rest one by one.
 __global__ void unary_kernel(UnaryOp op, UnaryParams params, const float* x, float* y, int64_t count, bool use_float4) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   const int64_t first = global_thread_index<int64_t>();
   const int64_t step = global_thread_count<int64_t>();
   int64_t scalar_begin = 0;
@@ -72,7 +74,8 @@ void launch_unary(UnaryOp op, const UnaryParams& params, const float* x, float* 
   if (count <= 0) return;
   const bool use_float4 = aligned_16(x) && aligned_16(y);
   const int64_t work = use_float4 ? (count + 3) / 4 : count;
-  unary_kernel<<<blocks_for(work, kThreads), kThreads, 0, stream>>>(op, params, x, y, count, use_float4);
+  launch_overlapped(unary_kernel, dim3(blocks_for(work, kThreads)), dim3(kThreads), 0, stream, 1, op, params, x, y,
+                    count, use_float4);
 }
 
 void launch_activation(ParamAct act, float alpha, float beta, const float* x, float* y, int64_t count,

@@ -1,6 +1,7 @@
 // Data movement kernels over simplified N-D spaces (nd_index.cuh), each instantiated for both index widths.
 #include "kernels/movement.cuh"
 #include "kernels/nd_index.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -13,6 +14,7 @@ enum CopyOperand { kOut = 0, kIn = 1 };
 template <class Index, int kWidth>
 __global__ void strided_copy_kernel(const float* __restrict__ in, float* __restrict__ out, NdIndexer<Index, 2> indexer,
                                     Index packs) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   using Offset = typename NdIndexer<Index, 2>::Offset;
   const bool in_repeated = indexer.innermost_stride(kIn) == 0;
   for (Index i = global_thread_index<Index>(); i < packs; i += global_thread_count<Index>()) {
@@ -25,7 +27,7 @@ __global__ void strided_copy_kernel(const float* __restrict__ in, float* __restr
 template <class Index, int kWidth>
 void launch_copy_space(const float* in, float* out, const StridedSpace<2>& space, cudaStream_t stream) {
   const int64_t packs = space.count();
-  strided_copy_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
+  launch_overlapped(strided_copy_kernel<Index, kWidth>, dim3(blocks_for(packs, kThreads)), dim3(kThreads), 0, stream, 1,
       in, out, space.template indexer<Index>(), static_cast<Index>(packs));
 }
 
@@ -41,6 +43,7 @@ struct ConcatSources {
 template <class Index, int kWidth>
 __global__ void concat_kernel(const __grid_constant__ ConcatSources sources, float* __restrict__ out,
                               const __grid_constant__ ConcatDesc desc, FixedDivisor<Index> row, Index packs) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   for (Index i = global_thread_index<Index>(); i < packs; i += global_thread_count<Index>()) {
     const Index r = row.quotient(i);
     const Index column = i - r * row.divisor;
@@ -58,7 +61,7 @@ void launch_concat_with(const ConcatSources& sources, float* out, ConcatDesc des
   for (int k = 0; k <= desc.inputs; ++k) desc.starts[k] /= kWidth;
   desc.row /= kWidth;
   const int64_t packs = desc.outer * desc.row;
-  concat_kernel<Index, kWidth><<<blocks_for(packs, kThreads), kThreads, 0, stream>>>(
+  launch_overlapped(concat_kernel<Index, kWidth>, dim3(blocks_for(packs, kThreads)), dim3(kThreads), 0, stream, 1,
       sources, out, desc, FixedDivisor<Index>::make(static_cast<Index>(desc.row)), static_cast<Index>(packs));
 }
 

@@ -3,6 +3,7 @@
 #include "kernels/nd_index.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/row_reduce.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -28,6 +29,7 @@ struct ReduceCombine {
 // y[row] = reduction of the `length` contiguous floats of row `row`, for rows rows.
 __global__ void reduce_rows_kernel(ReduceCombine combine, const float* __restrict__ x, float* __restrict__ y,
                                    int64_t rows, int64_t length, bool whole_block, bool use_float4) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   __shared__ float scratch[kWarpSize];
   const RowGroup group = row_group(whole_block);
   for (int64_t row = group.first_row; row < rows; row += group.row_step) {
@@ -55,6 +57,7 @@ constexpr int kColumnSlices = 8;        // warps per block, each reducing every 
 __global__ void reduce_columns_kernel(ReduceCombine combine, const float* __restrict__ x, float* __restrict__ y,
                                       NdIndexer<uint64_t, 1> kept, int64_t outputs, NdIndexer<uint64_t, 1> reduced,
                                       int64_t reduced_count) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   __shared__ float partials[kColumnSlices][kColumnTile + 1];  // +1: the final column reads avoid bank conflicts
   const int64_t tiles = (outputs + kColumnTile - 1) / kColumnTile;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -113,14 +116,14 @@ void launch_reduce(ReduceOp op, const float* x, float* y, const ReduceDesc& desc
   if (trailing) {
     const bool whole_block = rows_need_whole_blocks(outputs, reduced_count);
     const bool use_float4 = reduced_count % 4 == 0 && aligned_16(x);
-    reduce_rows_kernel<<<row_blocks(outputs, whole_block), kRowThreads, 0, stream>>>(
+    launch_overlapped(reduce_rows_kernel, dim3(row_blocks(outputs, whole_block)), dim3(kRowThreads), 0, stream, 1,
         combine, x, y, outputs, reduced_count, whole_block, use_float4);
     return;
   }
   const dim3 block(kColumnTile, kColumnSlices);
   const int64_t tiles = (outputs + kColumnTile - 1) / kColumnTile;
-  reduce_columns_kernel<<<blocks_for(tiles, 1), block, 0, stream>>>(combine, x, y, kept.indexer<uint64_t>(), outputs,
-                                                                    reduced.indexer<uint64_t>(), reduced_count);
+  launch_overlapped(reduce_columns_kernel, dim3(blocks_for(tiles, 1)), block, 0, stream, 1, combine, x, y,
+                    kept.indexer<uint64_t>(), outputs, reduced.indexer<uint64_t>(), reduced_count);
 }
 
 }  // namespace cnnrt::kernels

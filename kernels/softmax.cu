@@ -3,6 +3,7 @@
 #include "kernels/nd_index.cuh"
 #include "kernels/row_reduce.cuh"
 #include "kernels/softmax.cuh"
+#include "kernels/launch.cuh"
 
 namespace cnnrt::kernels {
 namespace {
@@ -66,6 +67,7 @@ __device__ void row_output(SoftmaxKind kind, const float* row, float* out, int64
 // inner == 1: contiguous rows. use_float4: length % 4 == 0 and x, y 16-byte aligned.
 __global__ void softmax_rows_kernel(SoftmaxKind kind, const float* __restrict__ x, float* __restrict__ y, int64_t rows,
                                     int64_t length, bool whole_block, bool use_float4) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   __shared__ MaxSum scratch[kWarpSize];
   const RowGroup group = row_group(whole_block);
   for (int64_t row = group.first_row; row < rows; row += group.row_step) {
@@ -85,6 +87,7 @@ __global__ void softmax_rows_kernel(SoftmaxKind kind, const float* __restrict__ 
 // neighbouring i, so every step of the walk is a coalesced access.
 __global__ void softmax_columns_kernel(SoftmaxKind kind, const float* __restrict__ x, float* __restrict__ y,
                                        int64_t columns, int64_t length, int64_t inner) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
   for (int64_t column = global_thread_index<int64_t>(); column < columns; column += global_thread_count<int64_t>()) {
     const int64_t o = column / inner;
     const int64_t start = o * length * inner + (column - o * inner);
@@ -107,13 +110,13 @@ void launch_softmax(SoftmaxKind kind, const float* x, float* y, int64_t outer, i
   if (inner == 1) {
     const bool whole_block = rows_need_whole_blocks(outer, length);
     const bool use_float4 = length % 4 == 0 && aligned_16(x) && aligned_16(y);
-    softmax_rows_kernel<<<row_blocks(outer, whole_block), kRowThreads, 0, stream>>>(kind, x, y, outer, length,
-                                                                                    whole_block, use_float4);
+    launch_overlapped(softmax_rows_kernel, dim3(row_blocks(outer, whole_block)), dim3(kRowThreads), 0, stream, 1, kind,
+                      x, y, outer, length, whole_block, use_float4);
     return;
   }
   const int64_t columns = outer * inner;
-  softmax_columns_kernel<<<blocks_for(columns, kColumnThreads), kColumnThreads, 0, stream>>>(kind, x, y, columns,
-                                                                                             length, inner);
+  launch_overlapped(softmax_columns_kernel, dim3(blocks_for(columns, kColumnThreads)), dim3(kColumnThreads), 0, stream,
+                    1, kind, x, y, columns, length, inner);
 }
 
 }  // namespace cnnrt::kernels
