@@ -40,11 +40,18 @@ void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
   check(cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(value)), "set a product attribute");
 }
 
-GemmAddend addend_of(const GemmDesc& desc, bool has_c) {
+// C's form for the epilogue; None, with `why` set, for the forms cuBLASLt is not offered.
+GemmAddend addend_of(const GemmDesc& desc, bool has_c, std::string* why = nullptr) {
   if (!has_c || desc.beta == 0.0f) return GemmAddend::None;
-  if (desc.c_row_stride == 0 && desc.c_col_stride == 1) return GemmAddend::RowBias;
-  if (desc.c_row_stride == desc.n && desc.c_col_stride == 1) return GemmAddend::Matrix;
-  return GemmAddend::None;  // unsupported() refuses the other forms
+  if (desc.c_row_stride == 0 && desc.c_col_stride == 1) {
+    if (desc.beta == 1.0f) return GemmAddend::RowBias;
+    if (why) *why = "a row bias scaled by beta";
+  } else if (desc.c_row_stride == desc.n && desc.c_col_stride == 1) {
+    return GemmAddend::Matrix;
+  } else if (why) {
+    *why = "C broadcast along the rows or a scalar";
+  }
+  return GemmAddend::None;
 }
 
 // The widest alignment (bytes, at most 16) every row of a matrix with leading dimension `ld` floats keeps.
@@ -92,13 +99,9 @@ std::string CublasGemm::unsupported(const GemmDesc& d, bool has_c) {
   if (d.batch_rank != 0) return "a batched product";
   if (d.m <= 0 || d.n <= 0 || d.k <= 0) return "an empty product";
   if (d.m > INT32_MAX || d.n > INT32_MAX || d.k > INT32_MAX) return "extents beyond 32 bits";
-  if (has_c && d.beta != 0.0f) {
-    const bool row_bias = d.c_row_stride == 0 && d.c_col_stride == 1;
-    const bool matrix = d.c_row_stride == d.n && d.c_col_stride == 1;
-    if (row_bias && d.beta != 1.0f) return "a row bias scaled by beta";
-    if (!row_bias && !matrix) return "C broadcast along the rows or a scalar";
-  }
-  return {};
+  std::string why;
+  addend_of(d, has_c, &why);
+  return why;
 }
 
 std::vector<std::shared_ptr<const CublasGemm>> CublasGemm::algorithms(const GemmDesc& desc, bool has_c, int count) {
