@@ -40,6 +40,9 @@ void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
   check(cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(value)), "set a product attribute");
 }
 
+// Where C lies, for the epilogue.
+enum class GemmAddend { None, RowBias, Matrix };
+
 // C's form for the epilogue; None, with `why` set, for the forms cuBLASLt is not offered.
 GemmAddend addend_of(const GemmDesc& desc, bool has_c, std::string* why = nullptr) {
   if (!has_c || desc.beta == 0.0f) return GemmAddend::None;
@@ -59,19 +62,32 @@ int row_alignment(int64_t ld) { return ld % 4 == 0 ? 16 : ld % 2 == 0 ? 8 : 4; }
 
 }  // namespace
 
-struct CublasGemm::State {
-  GemmDesc desc;       // the product (split_k 1: the fallback's)
+struct CublasGemm::Product {
+  GemmDesc desc;  // the product (split_k 1: the fallback's)
   GemmAddend addend = GemmAddend::None;
   cublasLtHandle_t handle = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;  // stored B, stored A, out^T
-  cublasLtMatmulAlgo_t algo{};
   int align_b = 4, align_a = 4, align_out = 4;
 
-  ~State() {
-    if (first) cublasLtMatrixLayoutDestroy(first);
-    if (second) cublasLtMatrixLayoutDestroy(second);
-    if (out) cublasLtMatrixLayoutDestroy(out);
+  Product(const GemmDesc& d, bool has_c) : desc(d), addend(addend_of(d, has_c)), handle(handle_for_current_device()) {
+    desc.split_k = 1;
+    const uint64_t m = d.m, n = d.n, k = d.k;
+    try {
+      // Stored B: N x K (ld ldb) as is, or K x N transposed; stored A: K x M as is, or M x K transposed.
+      check(cublasLtMatrixLayoutCreate(&first, CUDA_R_32F, d.trans_b ? k : n, d.trans_b ? n : k, d.ldb), "describe B");
+      check(cublasLtMatrixLayoutCreate(&second, CUDA_R_32F, d.trans_a ? m : k, d.trans_a ? k : m, d.lda), "describe A");
+      check(cublasLtMatrixLayoutCreate(&out, CUDA_R_32F, n, m, d.n), "describe the output");
+    } catch (...) {
+      destroy();
+      throw;
+    }
+    align_b = row_alignment(d.ldb);
+    align_a = row_alignment(d.lda);
+    align_out = row_alignment(d.n);
   }
+  ~Product() { destroy(); }
+  Product(const Product&) = delete;
+  Product& operator=(const Product&) = delete;
 
   // A product descriptor with the epilogue (the bias pointer is a launch's: one descriptor a launch keeps
   // concurrent launches of one plan apart). The caller destroys it.
@@ -93,6 +109,18 @@ struct CublasGemm::State {
     }
     return op;
   }
+
+ private:
+  void destroy() noexcept {
+    if (first) cublasLtMatrixLayoutDestroy(first);
+    if (second) cublasLtMatrixLayoutDestroy(second);
+    if (out) cublasLtMatrixLayoutDestroy(out);
+  }
+};
+
+struct CublasGemm::State {
+  std::shared_ptr<const Product> product;
+  cublasLtMatmulAlgo_t algo{};
 };
 
 std::string CublasGemm::unsupported(const GemmDesc& d, bool has_c) {
@@ -107,25 +135,7 @@ std::string CublasGemm::unsupported(const GemmDesc& d, bool has_c) {
 std::vector<std::shared_ptr<const CublasGemm>> CublasGemm::algorithms(const GemmDesc& desc, bool has_c, int count) {
   std::vector<std::shared_ptr<const CublasGemm>> result;
   if (!unsupported(desc, has_c).empty() || count <= 0) return result;
-  auto make_state = [&] {
-    auto s = std::make_shared<State>();
-    s->desc = desc;
-    s->desc.split_k = 1;
-    s->addend = addend_of(desc, has_c);
-    s->handle = handle_for_current_device();
-    const uint64_t m = desc.m, n = desc.n, k = desc.k;
-    // Stored B: N x K (ld ldb) as is, or K x N transposed; stored A: K x M as is, or M x K transposed.
-    check(cublasLtMatrixLayoutCreate(&s->first, CUDA_R_32F, desc.trans_b ? k : n, desc.trans_b ? n : k, desc.ldb),
-          "describe B");
-    check(cublasLtMatrixLayoutCreate(&s->second, CUDA_R_32F, desc.trans_a ? m : k, desc.trans_a ? k : m, desc.lda),
-          "describe A");
-    check(cublasLtMatrixLayoutCreate(&s->out, CUDA_R_32F, n, m, desc.n), "describe the output");
-    s->align_b = row_alignment(desc.ldb);
-    s->align_a = row_alignment(desc.lda);
-    s->align_out = row_alignment(desc.n);
-    return s;
-  };
-  std::shared_ptr<State> probe = make_state();
+  const auto product = std::make_shared<const Product>(desc, has_c);
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "create a preference");
@@ -134,16 +144,17 @@ std::vector<std::shared_ptr<const CublasGemm>> CublasGemm::algorithms(const Gemm
   cublasLtMatmulDesc_t op = nullptr;
   try {
     const uint64_t workspace = kWorkspaceBytes;
-    const uint32_t a = probe->align_b, b = probe->align_a, cd = probe->align_out;
+    const uint32_t a = product->align_b, b = product->align_a, cd = product->align_out;
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)),
           "limit the workspace");
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a, sizeof(a)), "align");
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b, sizeof(b)), "align");
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &cd, sizeof(cd)), "align");
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &cd, sizeof(cd)), "align");
-    op = probe->make_op(nullptr);
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(probe->handle, op, probe->first, probe->second, probe->out,
-                                                             probe->out, pref, count, found.data(), &returned);
+    op = product->make_op(nullptr);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(product->handle, op, product->first, product->second,
+                                                             product->out, product->out, pref, count, found.data(),
+                                                             &returned);
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check(st, "rank algorithms");
     if (st != CUBLAS_STATUS_SUCCESS) returned = 0;
   } catch (...) {
@@ -155,7 +166,8 @@ std::vector<std::shared_ptr<const CublasGemm>> CublasGemm::algorithms(const Gemm
   cublasLtMatmulPreferenceDestroy(pref);
   for (int i = 0; i < returned; ++i) {
     if (found[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
-    std::shared_ptr<State> s = i == 0 ? probe : make_state();
+    auto s = std::make_shared<State>();
+    s->product = product;
     s->algo = found[static_cast<size_t>(i)].algo;
     result.push_back(std::make_shared<CublasGemm>(std::move(s)));
   }
@@ -164,7 +176,7 @@ std::vector<std::shared_ptr<const CublasGemm>> CublasGemm::algorithms(const Gemm
 
 void CublasGemm::launch(const float* a, const float* b, const float* c, float* out, void* workspace,
                         cudaStream_t stream) const {
-  const State& s = *state_;
+  const Product& s = *state_->product;
   auto aligned = [](const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % uintptr_t(bytes) == 0; };
   const bool matrix_c = s.addend == GemmAddend::Matrix;
   bool ok = aligned(b, s.align_b) && aligned(a, s.align_a) && aligned(out, s.align_out) &&
@@ -179,8 +191,8 @@ void CublasGemm::launch(const float* a, const float* b, const float* c, float* o
     if (ok) {
       const float alpha = s.desc.alpha, beta = matrix_c ? s.desc.beta : 0.0f;
       const void* c_matrix = matrix_c ? static_cast<const void*>(c) : static_cast<const void*>(out);
-      ok = cublasLtMatmul(s.handle, op, &alpha, b, s.first, a, s.second, &beta, c_matrix, s.out, out, s.out, &s.algo,
-                          workspace, kWorkspaceBytes, stream) == CUBLAS_STATUS_SUCCESS;
+      ok = cublasLtMatmul(s.handle, op, &alpha, b, s.first, a, s.second, &beta, c_matrix, s.out, out, s.out,
+                          &state_->algo, workspace, kWorkspaceBytes, stream) == CUBLAS_STATUS_SUCCESS;
       cublasLtMatmulDescDestroy(op);
     }
   }

@@ -18,9 +18,6 @@
 
 namespace cnnrt::kernels {
 
-// Where C lies, for the epilogue.
-enum class GemmAddend { None, RowBias, Matrix };
-
 class CublasGemm {
  public:
   // Bytes of workspace every algorithm offered may use (the launch's `workspace`, 256-byte aligned).
@@ -38,7 +35,8 @@ class CublasGemm {
   // launch_gemm instead (unsplit): the answer is the same, only the time differs.
   void launch(const float* a, const float* b, const float* c, float* out, void* workspace, cudaStream_t stream) const;
 
-  struct State;  // cuBLASLt's descriptors and the chosen algorithm
+  struct Product;  // cuBLASLt's descriptions of the operands, shared by a product's algorithms
+  struct State;    // the product and one algorithm for it
   explicit CublasGemm(std::shared_ptr<const State> state) : state_(std::move(state)) {}
 
  private:

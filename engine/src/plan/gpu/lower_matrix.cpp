@@ -14,6 +14,10 @@ namespace cnnrt::plan {
 namespace {
 
 constexpr int kCublasCandidates = 3;  // cuBLASLt's first algorithms, each timed
+constexpr const char* kOurs = "gemm";
+constexpr const char* kOursActivated = "gemm+activation";
+
+std::string cublas_candidate_name(size_t rank) { return fmt::format("cublaslt_h{}", rank); }
 
 // One product as a step: inputs A, B (and C when has_c), then the chosen kernel's workspace (ours: K split over
 // the device's SMs where the tiles alone would leave them idle; cuBLASLt's: its scratch).
@@ -44,7 +48,7 @@ void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& ke
   }
   for (size_t i = 0; i < algos.size(); ++i) {
     KernelCandidate c;
-    c.name = fmt::format("cublaslt_h{}", i);
+    c.name = cublas_candidate_name(i);
     const bool act_pass = desc.act != kernels::ParamAct::None && desc.act != kernels::ParamAct::Relu;
     c.config = fmt::format("{}, cuBLASLt's algorithm {} by its heuristic{}", config, i,
                            act_pass ? ", then the activation" : "");
@@ -92,7 +96,7 @@ void lower_gemm(const ir::Node& node, LowerContext& lc) {
   desc.act = act.act;
   desc.act_alpha = act.alpha;
   desc.act_beta = act.beta;
-  add_gemm_step(lc, node, act.act != kernels::ParamAct::None ? "gemm+activation" : "gemm",
+  add_gemm_step(lc, node, act.act != kernels::ParamAct::None ? kOursActivated : kOurs,
                 fmt::format("{}x{}x{}{}", desc.m, desc.n, desc.k, has_c ? " +C" : ""), desc, has_c);
 }
 
@@ -103,11 +107,17 @@ void lower_matmul(const ir::Node& node, LowerContext& lc) {
   require_rank_at_most(b, kernels::kMaxRank, "MatMul operand");
   const kernels::GemmDesc desc =
       kernels::matmul_desc(static_cast<int>(a.size()), a.data(), static_cast<int>(b.size()), b.data());
-  add_gemm_step(lc, node, "gemm", fmt::format("{}x{}x{} batch rank {}", desc.m, desc.n, desc.k, desc.batch_rank), desc,
+  add_gemm_step(lc, node, kOurs, fmt::format("{}x{}x{} batch rank {}", desc.m, desc.n, desc.k, desc.batch_rank), desc,
                 false);
 }
 
 }  // namespace
+
+std::vector<std::string> gemm_kernel_names() {
+  std::vector<std::string> names{kOurs, kOursActivated};
+  for (size_t i = 0; i < kCublasCandidates; ++i) names.push_back(cublas_candidate_name(i));
+  return names;
+}
 
 std::vector<LoweringEntry> matrix_lowerings() {
   return {{"Gemm", lower_gemm}, {"FusedGemm", lower_gemm}, {"MatMul", lower_matmul}};

@@ -34,6 +34,9 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
                      const TuneShapes& shapes);
 
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
+// Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set
+// fingerprint.
+std::vector<std::string> gemm_kernel_names();
 // An inference BatchNormalization (or FusedBatchNormalization) as y = x * scale[c] + shift[c]: both uploaded.
 struct ChannelAffine {
   const float* scale = nullptr;

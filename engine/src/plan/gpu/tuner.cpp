@@ -23,6 +23,7 @@
 #include "kernels/net.cuh"
 #include "kernels/seqnet.cuh"
 #include "kernels/squeeze_excite.cuh"
+#include "plan/gpu/lower_util.hpp"
 #include "plan/tuning_cache.hpp"
 
 namespace cnnrt::plan {
@@ -55,7 +56,7 @@ std::vector<std::string> fusion_kernel_names() {
   for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::net_variant_names()) names.push_back(n + "_cut*");  // the cut: which node it starts at
   for (std::string& n : kernels::seqnet_variant_names()) names.push_back(n + "_cut*");
-  names.insert(names.end(), {"gemm", "gemm+activation", "cublaslt_h0", "cublaslt_h1", "cublaslt_h2"});  // Gemm steps
+  for (std::string& n : gemm_kernel_names()) names.push_back(std::move(n));
   return names;
 }
 
