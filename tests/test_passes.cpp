@@ -22,9 +22,10 @@ namespace {
 
 namespace fused = ir::fused;
 
-const std::vector<std::string> kAllPasses = {"eliminate_identity", "fold_pad",        "fold_batchnorm",
-                                             "fold_bias_add",      "fuse_composite_activation",
-                                             "fuse_activation",    "fuse_residual",   "fuse_pool"};
+const std::vector<std::string> kAllPasses = {"eliminate_identity",  "fold_pad",        "fold_batchnorm",
+                                             "fold_bias_add",       "relu_through_concat",
+                                             "fuse_composite_activation",
+                                             "fuse_activation",     "fuse_residual",   "fuse_pool"};
 
 // Uniform in [-1, -0.1] u [0.1, 1]: random, never zero.
 std::vector<float> random_values(size_t count, uint32_t seed) {
@@ -455,6 +456,100 @@ TEST_CASE("fuse_activation leaves a conv output with another reader, and a poole
   CHECK(log.empty());
   CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Relu", "FusedConv", "Relu"});
   check_unchanged(m, {{1, 3, 6, 6}});
+}
+
+// ---- relu_through_concat -----------------------------------------------------------------------------
+
+namespace {
+
+// ShuffleNet's stride-2 unit: t = Relu(conv0(x)); y = Relu(Concat(AveragePool(t), BatchNormalization(conv1(t)))).
+void shuffle_unit_tail(ModelBuilder& m, bool shared_branch) {
+  m.input("x", {-1, 3, 6, 6}).output("y");
+  if (shared_branch) m.output("b1");
+  conv(m, "x", "c0", "conv0", 3, 4);
+  m.node("Relu", {"c0"}, {"t"}, "relu0");
+  auto& pool = m.node("AveragePool", {"t"}, {"a"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  ModelBuilder::attr_ints(pool, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_int(pool, "count_include_pad", 1);
+  random_initializer(m, "conv1.w", {5, 4, 3, 3});
+  auto& c1 = m.node("Conv", {"t", "conv1.w"}, {"c1"}, "conv1");
+  ModelBuilder::attr_ints(c1, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_ints(c1, "strides", {2, 2});
+  batch_norm(m, "c1", "b1", "bn1", 5);
+  ModelBuilder::attr_int(m.node("Concat", {"a", "b1"}, {"cat"}, "cat"), "axis", 1);
+  m.node("Relu", {"cat"}, {"y"}, "relu");
+}
+
+}  // namespace
+
+TEST_CASE("relu_through_concat moves a Relu after a Concat onto its one signed input, where the conv takes it") {
+  ModelBuilder m;
+  shuffle_unit_tail(m, false);
+  const Passed p = check_unchanged(m, {{2, 3, 6, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "AveragePool", "FusedConv", "Concat"});
+  CHECK(lines_of(p, "relu_through_concat") == std::vector<std::string>{"Relu 'relu' moved before Concat 'cat' onto 'b1'"});
+  const ir::Node& branch = p.graph.nodes[2];
+  CHECK(branch.covers == std::vector<std::string>{"conv1", "bn1", "relu"});
+  CHECK(branch.attrs.get_string(fused::kActivation, "") == "Relu");
+  CHECK(p.graph.nodes[3].outputs[0] == p.graph.find_value("y"));  // the Concat writes the graph output
+}
+
+TEST_CASE("relu_through_concat removes a Relu of a pooled Relu, a Clip from 0 and a Concat of them") {
+  // y = Relu(MaxPool(Relu(conv(x)))); z = Relu(Concat(Clip(x, 0, 6), Sigmoid(x))) read by a Mul.
+  ModelBuilder m;
+  m.input("x", {1, 3, 6, 6}).output("y").output("w");
+  conv(m, "x", "c", "conv", 3, 4);
+  m.node("Relu", {"c"}, {"r"}, "relu0");
+  auto& pool = m.node("MaxPool", {"r"}, {"p"}, "pool");
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2});
+  m.node("Relu", {"p"}, {"y"}, "relu1");
+  m.initializer("zero", {}, {0.0f}).initializer("six", {}, {6.0f});
+  m.node("Clip", {"x", "zero", "six"}, {"k"}, "clip");
+  m.node("Sigmoid", {"x"}, {"s"}, "sigmoid");
+  ModelBuilder::attr_int(m.node("Concat", {"k", "s"}, {"cat"}, "cat"), "axis", 1);
+  m.node("Relu", {"cat"}, {"z"}, "relu2");
+  m.node("Mul", {"z", "z"}, {"w"}, "mul");
+  const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+  CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "Clip", "Sigmoid", "Concat", "Mul"});
+  CHECK(lines_of(p, "relu_through_concat") ==
+        std::vector<std::string>{"Relu 'relu1' removed: 'p' is not negative", "Relu 'relu2' removed: 'cat' is not negative"});
+  CHECK(p.graph.nodes[0].outputs[0] == p.graph.find_value("y"));  // the pooled conv writes the graph output
+  CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv", "relu0", "pool", "relu1"});
+  CHECK(p.graph.nodes[4].input(0) == p.graph.find_value("cat"));
+}
+
+TEST_CASE("relu_through_concat leaves two signed inputs, a shared signed input and a Concat read elsewhere") {
+  SUBCASE("the signed input has another reader") {
+    ModelBuilder m;
+    shuffle_unit_tail(m, true);
+    const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+    CHECK(lines_of(p, "relu_through_concat").empty());
+    CHECK(ops_of(p.graph).back() == "Relu");
+  }
+  SUBCASE("two signed inputs") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 6, 6}).output("y");
+    conv(m, "x", "a", "conv_a", 3, 4);
+    conv(m, "x", "b", "conv_b", 3, 4);
+    ModelBuilder::attr_int(m.node("Concat", {"a", "b"}, {"cat"}, "cat"), "axis", 1);
+    m.node("Relu", {"cat"}, {"y"}, "relu");
+    const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+    CHECK(lines_of(p, "relu_through_concat").empty());
+    CHECK(ops_of(p.graph) == std::vector<std::string>{"Conv", "Conv", "Concat", "Relu"});
+  }
+  SUBCASE("the Concat's output has another reader") {
+    ModelBuilder m;
+    m.input("x", {1, 3, 6, 6}).output("y").output("cat");
+    m.node("Relu", {"x"}, {"r"}, "relu0");
+    conv(m, "x", "b", "conv_b", 3, 3);
+    ModelBuilder::attr_int(m.node("Concat", {"r", "b"}, {"cat"}, "cat"), "axis", 1);
+    m.node("Relu", {"cat"}, {"y"}, "relu");
+    const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
+    CHECK(lines_of(p, "relu_through_concat").empty());
+  }
 }
 
 // ---- fuse_composite_activation -----------------------------------------------------------------------
@@ -1260,7 +1355,7 @@ TEST_CASE("passes are disabled by name; an unknown name is a Usage error listing
   auto [code, message] = error_of([&] { prepare(m, {{1, 3, 6, 6}}, {"fuse_everything"}); });
   CHECK(code == ErrorCode::Usage);
   CHECK(message == "unknown pass 'fuse_everything' (passes: eliminate_identity, fold_pad, fold_batchnorm, fold_bias_add, "
-                   "fuse_composite_activation, fuse_activation, fuse_residual, fuse_pool)");
+                   "relu_through_concat, fuse_composite_activation, fuse_activation, fuse_residual, fuse_pool)");
 }
 
 TEST_CASE("fused ops: inference checks what the passes wrote; model files may not use them") {

@@ -23,6 +23,7 @@ void eliminate_identity(ir::Graph& graph, const Target& target, std::vector<std:
 void fold_pad(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 void fold_batchnorm(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 void fold_bias_add(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
+void relu_through_concat(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 void fuse_composite_activation(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 void fuse_activation(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
 void fuse_residual(ir::Graph& graph, const Target& target, std::vector<std::string>& log);
