@@ -91,7 +91,7 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   // (its kernels now from the cache too) finds it and writes nothing: a second measurement would store other
   // timings.
   const std::string text = read(cache);
-  CHECK_MESSAGE(text.find("launch-overlap-v1|") != std::string::npos, text);
+  CHECK_MESSAGE(text.find("launch-overlap-v2|") != std::string::npos, text);
   const std::string first_plan = first.describe_plan(1);
   const Model second = Model::load(path, options);
   const std::string second_plan = second.describe_plan(1);

@@ -548,16 +548,27 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   choice.overlapped_us = choice.chosen_us = best_us;
   choice.measured = best_us <= kMaxRunUs && best_us * (kSamples + 2) * double(n + 6) <= kBudgetUs;
   if (!choice.measured) return choice;
-  // Greedy, first step to last: each step launched plainly in turn, kept where the network got faster.
-  for (size_t i = 1; i < n; ++i) {
-    std::vector<bool> trial = best;
-    trial[i] = true;
-    set_plain(trial);
-    const double us = executor.median_single_run_us(kSamples);
-    if (us < best_us - margin(best_us)) {
-      best = std::move(trial);
-      best_us = us;
+  // Local search, first step to last, for up to kPasses passes: each step's launch flipped in turn (plain <->
+  // overlapped), kept where the network got faster. One pass leaves it where the order of the trials led (a
+  // step made plain early can be worth less once later ones are): the next pass revisits every step; the search
+  // ends after a pass that changed nothing, or when the budget is spent.
+  constexpr int kPasses = 3;
+  double spent_us = best_us * kSamples;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    bool changed = false;
+    for (size_t i = 1; i < n && (pass == 0 || spent_us + best_us * kSamples <= kBudgetUs); ++i) {
+      std::vector<bool> trial = best;
+      trial[i] = !trial[i];
+      set_plain(trial);
+      const double us = executor.median_single_run_us(kSamples);
+      spent_us += us * kSamples;
+      if (us < best_us - margin(best_us)) {
+        best = std::move(trial);
+        best_us = us;
+        changed = true;
+      }
     }
+    if (!changed) break;
   }
   if (std::find(best.begin(), best.end(), true) == best.end()) {
     set_plain(best);

@@ -17,10 +17,11 @@ std::unique_ptr<Executor> make_gpu_executor(std::shared_ptr<const plan::Prepared
 // before leaves room, and for some pairs of steps that is slower than waiting for the SMs to empty (on an H100,
 // in this search's medians: two plain steps of 10 took vgg_small at batch 1 from 65.7 to 51.0 us; five of 23,
 // resnet20 at batch 16 from 224 to 157 us). This measures the whole plan's CUDA graph (the median of
-// single runs on random inputs, in a context of its own), launches each step plainly in turn, first to last,
-// keeps each change that gains more than the noise (0.4%, at least 0.25 us), and keeps the result only if it
-// beats all-overlapped again in alternating runs. Plans of runs longer than 2 ms or whose search would take
-// over 2 s are timed once and not searched; plans of fewer than 2 steps, of an arena over 256 MiB (large
+// single runs on random inputs, in a context of its own), flips each step's launch in turn (plain or
+// overlapped), first to last, keeps each change that gains more than the noise (0.4%, at least 0.25 us), revisits
+// every step in up to three passes (until a pass changes nothing, within 2 s of GPU time), and keeps the result
+// only if it beats all-overlapped again in alternating runs. Plans of runs longer than 2 ms or whose first pass
+// would take over 2 s are timed once and not searched; plans of fewer than 2 steps, of an arena over 256 MiB (large
 // batches, where a launch gap is noise), or run with CNNRT_SYNC_STEPS are not timed at all. One search at a
 // time in the process (other GPU work running meanwhile disturbs it, as it disturbs the kernel tuner). Sets
 // `plan`'s steps and returns what it chose; where a CUDA call throws, every step overlaps again and the error

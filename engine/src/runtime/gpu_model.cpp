@@ -44,9 +44,9 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
     mix(s.kernel);
     mix(fmt::format("{}", fmt::join(s.output_shape, "x")));
   }
-  // v1: the search of measure_step_overlap; a change to it (or to where kernels release the next grid)
+  // v2: the search of measure_step_overlap; a change to it (or to where kernels release the next grid)
   // bumps this, so that choices it made before are measured again.
-  return fmt::format("launch-overlap-v1|{} steps|{:016x}", plan.steps.size(), hash);
+  return fmt::format("launch-overlap-v2|{} steps|{:016x}", plan.steps.size(), hash);
 }
 
 // The step list of a cached choice, "plain:3,7,12" ("plain:" for none); nullopt for anything else (an entry
