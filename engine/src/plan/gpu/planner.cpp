@@ -197,8 +197,12 @@ void check_free_memory(const GpuPlan& plan, const PlanContext& context, const st
 // besides the Concat, only by BatchNormalizations (whose kernel, and the convolution reading through one, read an
 // input image stride). Decided per group of values that share storage (views): a group is a block of one Concat
 // at most, and Concats nest (DenseNet: each layer's Concat holds the previous one as its first block). A block
-// must start on the arena's alignment, which every kernel may assume of its pointers; graph inputs and outputs
-// (the caller's buffers), constants and an input given twice keep the copy.
+// must start on a 128-byte line (kBlockAlignment: more than the 16 bytes that kernels' vector accesses, cp.async
+// and TMA need of a pointer; ShuffleNet's later blocks, 120 x 14 x 14 floats in, are not 256-byte aligned);
+// graph inputs and outputs (the caller's buffers), constants and an input given twice keep the copy.
+constexpr int64_t kBlockAlignment = 128;
+static_assert(kArenaAlignment % kBlockAlignment == 0, "a buffer's start is a block's start");
+
 struct ConcatsInPlace {
   std::vector<int> parent;              // per group root: the root of the Concat output it is a block of, or -1
   std::vector<int64_t> byte_offset;     // where that block starts in the Concat's output (its first image)
@@ -262,7 +266,7 @@ ConcatsInPlace find_concats_in_place(const ir::Graph& g, UnionFind& groups, cons
       if (!storable(v)) break;
       const int root = groups.find(v);
       const int64_t bytes = at * inner * static_cast<int64_t>(sizeof(float));
-      if (group_slot[root] >= 0 || found.parent[root] >= 0 || root == out_root || bytes % kArenaAlignment != 0 ||
+      if (group_slot[root] >= 0 || found.parent[root] >= 0 || root == out_root || bytes % kBlockAlignment != 0 ||
           std::find(roots.begin(), roots.end(), root) != roots.end() ||
           (strided && !strided_block(v, static_cast<int>(i)))) {
         break;
