@@ -16,24 +16,31 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int T = kDwPwThreads;
 constexpr int kMaxBatch = 16;  // offered up to here: beyond it the layers' own kernels have blocks enough
 constexpr int kMaxClusterRanks = 16;
 
-// The tiles, in heuristic order: pixel tile, filters a block, register block (filters x adjacent pixels), and
-// the channel split (KS thread groups each summing a share of the channels, their partials added in order). A
-// tile's pixel groups (TH*TW/RP) times its filter groups (FB/RF) times KS make the block's 256 threads.
+// The tiles, in heuristic order: pixel tile, filters a block, register block (filters x adjacent pixels), the
+// channel split (KS thread groups each summing a share of the channels, their partials added in order) and the
+// block's threads (256, or 512: twice the warps to hide the serial phases' latencies where a grid has about a
+// block an SM, as at batch 16 on 8x8 and 4x4 maps). A tile's pixel groups (TH*TW/RP) times its filter groups
+// (FB/RF) times KS make the block's threads.
 struct TileShape {
-  int th, tw, fb, rf, rp, ks;
+  int th, tw, fb, rf, rp, ks, threads;
 };
 constexpr TileShape kTiles[] = {
-    {8, 8, 32, 2, 4, 1},  {8, 8, 16, 1, 4, 1}, {8, 8, 64, 4, 4, 1}, {4, 4, 16, 1, 1, 1},  {4, 4, 16, 4, 1, 4},
-    {4, 4, 8, 2, 1, 4},   {4, 4, 32, 4, 1, 2}, {4, 4, 64, 4, 1, 1}, {16, 16, 16, 4, 4, 1}, {16, 16, 32, 8, 4, 1},
-    {8, 8, 128, 8, 4, 1},
+    {8, 8, 32, 2, 4, 1, 256},   {8, 8, 16, 1, 4, 1, 256},  {8, 8, 64, 4, 4, 1, 256},  {4, 4, 16, 1, 1, 1, 256},
+    {4, 4, 16, 4, 1, 4, 256},   {4, 4, 8, 2, 1, 4, 256},   {4, 4, 32, 4, 1, 2, 256},  {4, 4, 64, 4, 1, 1, 256},
+    {16, 16, 16, 4, 4, 1, 256}, {16, 16, 32, 8, 4, 1, 256}, {8, 8, 128, 8, 4, 1, 256}, {4, 4, 64, 2, 1, 1, 512},
+    {4, 4, 64, 4, 1, 2, 512},   {4, 4, 32, 2, 1, 2, 512},  {8, 8, 32, 1, 4, 1, 512},  {8, 8, 64, 2, 4, 1, 512},
+    {8, 8, 16, 1, 4, 2, 512},
 };
 constexpr bool tiles_fill_blocks() {
   for (const TileShape& t : kTiles) {
-    if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) * t.ks != T) return false;
+    if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) * t.ks != t.threads) return false;
+    if (t.threads == 512 && !((t.rf == 2 && t.rp == 1) || (t.rf == 4 && t.rp == 1) || (t.rf == 1 && t.rp == 4) ||
+                              (t.rf == 2 && t.rp == 4))) {
+      return false;  // launch_register_block instantiates 512 threads for these register blocks only
+    }
   }
   return true;
 }
@@ -85,7 +92,7 @@ __host__ __device__ inline SmemLayout smem_layout(int C, int groups, int kk, int
 
 // GROUPED: a grouped pointwise layer or a channel shuffle in front (the padded channel layout's index arithmetic);
 // without, the plain pair's.
-template <int RF, int RP, bool GROUPED>
+template <int RF, int RP, bool GROUPED, int T>
 __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, float* __restrict__ y,
                                                   const __grid_constant__ Params p) {
   extern __shared__ __align__(16) float smem[];
@@ -112,12 +119,14 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   const int cin1 = GROUPED ? real_channel(cd1, CG, p.group_pad) : min(C, cd1);
 
   // 0. The weights (constants: before the prior grid's end): pointwise rows f0 .. f0 + FB, row by row (zeros past F
-  // and past the group's channels), 16 bytes a copy where the rows are whole float4s.
+  // and past the group's channels), 16 bytes a copy where the rows are whole float4s (a warp a row, a lane a
+  // float4: no index division).
   if (CG % 4 == 0) {
-    const int q = CGP / 4;
-    for (int i = tid; i < FB * q; i += T) {
-      const int j = i / q, c = (i - j * q) * 4, f = f0 + j;
-      cp_async_16(w_pw + j * WP + c, d.w_pw + static_cast<int64_t>(f < F ? f : 0) * CG + c, f < F);
+    const int warp = tid / 32, lane = tid % 32;
+    for (int j = warp; j < FB; j += T / 32) {
+      const int f = f0 + j;
+      const float* row = d.w_pw + static_cast<int64_t>(f < F ? f : 0) * CG;
+      for (int c = lane * 4; c < CGP; c += 128) cp_async_16(w_pw + j * WP + c, row + c, f < F);
     }
   } else {
     for (int i = tid; i < FB * CGP; i += T) {
@@ -160,8 +169,17 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
       const float* src = in + (c * p.ih + qy * g.stride_h) * p.iw + qx * g.stride_w;
       const float* wc = w_dw + c * KK;
       float acc = 0.0f;
-      for (int ky = 0; ky < g.KH; ++ky) {
-        for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
+      if (g.KH == 3 && g.KW == 3) {  // the usual filter, unrolled
+        const int iw = p.iw;
+#pragma unroll
+        for (int ky = 0; ky < 3; ++ky) {
+#pragma unroll
+          for (int kx = 0; kx < 3; ++kx) acc = fmaf(src[ky * iw + kx], wc[ky * 3 + kx], acc);
+        }
+      } else {
+        for (int ky = 0; ky < g.KH; ++ky) {
+          for (int kx = 0; kx < g.KW; ++kx) acc = fmaf(src[ky * p.iw + kx], wc[ky * g.KW + kx], acc);
+        }
       }
       v = activate<Act::Param>(acc + b_dw[c], d.dw_epilogue);
     }
@@ -268,12 +286,12 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
 
 // Launches the RF x RP instantiation with `bytes` of shared memory (the device's opt-in allowed once).
 // With ranks > 1 the grid's z (the filter groups) is one cluster.
-template <int RF, int RP, bool GROUPED>
+template <int RF, int RP, bool GROUPED, int T = 256>
 void launch_tile(dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream, const float* x, float* y,
                  const Params& p) {
-  if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP, GROUPED>>(smem_optin_bytes);
-  if (p.ranks > 8) allow_large_clusters<dw_pw_kernel<RF, RP, GROUPED>>();
-  launch_overlapped(dw_pw_kernel<RF, RP, GROUPED>, grid, dim3(T), static_cast<size_t>(bytes), stream,
+  if (bytes > 48 * 1024) allow_dynamic_smem<dw_pw_kernel<RF, RP, GROUPED, T>>(smem_optin_bytes);
+  if (p.ranks > 8) allow_large_clusters<dw_pw_kernel<RF, RP, GROUPED, T>>();
+  launch_overlapped(dw_pw_kernel<RF, RP, GROUPED, T>, grid, dim3(T), static_cast<size_t>(bytes), stream,
                     static_cast<unsigned>(p.ranks), x, y, p);
 }
 
@@ -281,6 +299,16 @@ void launch_tile(dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream
 template <bool GROUPED>
 void launch_register_block(const DwPwVariant& v, dim3 grid, int bytes, int smem_optin_bytes, cudaStream_t stream,
                            const float* x, float* y, const Params& p) {
+  if (v.threads == 512) {
+    switch (v.rp * 16 + v.rf) {
+      case 16 + 2: launch_tile<2, 1, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+      case 16 + 4: launch_tile<4, 1, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+      case 64 + 1: launch_tile<1, 4, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+      case 64 + 2: launch_tile<2, 4, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
+      default: break;  // tiles_fill_blocks holds the 512-thread tiles to these
+    }
+    return;
+  }
   switch (v.rp * 16 + v.rf) {
     case 16 + 1: launch_tile<1, 1, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
     case 16 + 2: launch_tile<2, 1, GROUPED>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
@@ -302,8 +330,8 @@ int64_t smem_bytes(const DwPwDesc& d, const TileShape& t) {
 }
 
 std::string variant_name(const TileShape& t, bool cluster) {
-  return fmt::format("dw_pw_{}x{}_f{}{}{}", t.th, t.tw, t.fb, t.ks > 1 ? fmt::format("_ks{}", t.ks) : "",
-                     cluster ? "_cl" : "");
+  return fmt::format("dw_pw_{}x{}_f{}{}{}{}", t.th, t.tw, t.fb, t.ks > 1 ? fmt::format("_ks{}", t.ks) : "",
+                     t.threads == 512 ? "_t512" : "", cluster ? "_cl" : "");
 }
 
 }  // namespace
@@ -344,7 +372,7 @@ std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes,
     if ((d.F / d.pw_groups) % t.rf != 0) continue;  // a thread's filters would straddle two groups
     if (t.ks > 1 && group_pitch(g.C, d.pw_groups) < 16 * t.ks) continue;  // a split of few channels: the unsplit tile does it
     if (smem_bytes(d, t) > smem_optin_bytes) continue;
-    out.push_back({variant_name(t, false), t.th, t.tw, t.fb, t.rf, t.rp, t.ks, 1});
+    out.push_back({variant_name(t, false), t.th, t.tw, t.fb, t.rf, t.rp, t.ks, 1, t.threads});
   }
   // Clusters of a tile's filter groups, sharing the depthwise outputs (compute capability 9.0; up to 16 blocks).
   const size_t alone = out.size();
@@ -352,7 +380,7 @@ std::vector<DwPwVariant> dw_pw_variants(const DwPwDesc& d, int smem_optin_bytes,
     const int groups = (d.F + out[i].fb - 1) / out[i].fb;
     if (groups < 2 || groups > kMaxClusterRanks || std::max(out[i].th, out[i].tw) > 8) continue;
     DwPwVariant v = out[i];
-    v.name = variant_name({v.th, v.tw, v.fb, v.rf, v.rp, v.ks}, true);
+    v.name = variant_name({v.th, v.tw, v.fb, v.rf, v.rp, v.ks, v.threads}, true);
     v.ranks = groups;
     out.push_back(std::move(v));
   }
@@ -391,7 +419,7 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   p.in_w = FastDiv(p.iw);
   p.tile_p = FastDiv(v.th * v.tw);
   p.tiles_x_div = FastDiv(p.tiles_x);
-  const TileShape t{v.th, v.tw, v.fb, v.rf, v.rp, v.ks};
+  const TileShape t{v.th, v.tw, v.fb, v.rf, v.rp, v.ks, v.threads};
   const int bytes = static_cast<int>(smem_bytes(d, t));
   const dim3 grid(static_cast<unsigned>(tiles_y * p.tiles_x), static_cast<unsigned>(g.N),
                   static_cast<unsigned>((d.F + v.fb - 1) / v.fb));

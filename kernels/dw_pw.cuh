@@ -6,7 +6,7 @@
 // Why: at small batch each of the two is a launch of a few microseconds around a few hundred thousand
 // multiply-adds; one launch saves a step and the depthwise output's round trip through memory.
 //
-// One block computes a TH x TW tile of output pixels of one image for FB pointwise filters, 256 threads:
+// One block computes a TH x TW tile of output pixels of one image for FB pointwise filters, 256 or 512 threads:
 //   0. before waiting for the prior grid (the weights are constants), the block's FB pointwise rows and the
 //      depthwise weights and biases are copied into shared memory (cp.async);
 //   1. the input tile with its halo, every channel, into shared memory (zeros outside the image);
@@ -31,8 +31,6 @@
 
 namespace cnnrt::kernels {
 
-constexpr int kDwPwThreads = 256;
-
 struct DwPwDesc {
   ConvGeometry dw;            // the depthwise layer: groups == C == F
   int F = 1;                  // the pointwise layer's outputs
@@ -52,6 +50,7 @@ struct DwPwVariant {
   int rf = 2, rp = 4;  // a thread's register block: filters x adjacent pixels
   int ks = 1;          // thread groups splitting the channels of the pointwise sums
   int ranks = 1;       // a cluster of the tile's filter groups sharing the depthwise outputs (_cl), or 1
+  int threads = 256;   // a block's (512: `_t512`)
 };
 
 // Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
