@@ -515,7 +515,8 @@ TEST_CASE("relu_through_concat removes a Relu of a pooled Relu, a Clip from 0 an
   const Passed p = check_unchanged(m, {{1, 3, 6, 6}});
   CHECK(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "Clip", "Sigmoid", "Concat", "Mul"});
   CHECK(lines_of(p, "relu_through_concat") ==
-        std::vector<std::string>{"Relu 'relu1' removed: 'p' is not negative", "Relu 'relu2' removed: 'cat' is not negative"});
+        std::vector<std::string>{"Relu 'relu1' removed ('p' is not negative): MaxPool 'pool' writes 'y'",
+                                 "Relu 'relu2' removed ('cat' is not negative): its readers read 'cat'"});
   CHECK(p.graph.nodes[0].outputs[0] == p.graph.find_value("y"));  // the pooled conv writes the graph output
   CHECK(p.graph.nodes[0].covers == std::vector<std::string>{"conv", "relu0", "pool", "relu1"});
   CHECK(p.graph.nodes[4].input(0) == p.graph.find_value("cat"));

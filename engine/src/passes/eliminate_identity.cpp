@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -52,39 +54,12 @@ bool computes_nothing(const ir::Graph& graph, const ir::Node& node) {
   return is_reshape_like(node) && *in.shape == *out.shape;
 }
 
-void replace_uses(ir::Graph& graph, int from, int to) {
-  for (ir::Node& node : graph.nodes) std::replace(node.inputs.begin(), node.inputs.end(), from, to);
-}
-
-bool remove_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers, int index,
-                std::vector<std::string>& log) {
-  const ir::Node& node = graph.nodes[index];
-  if (!computes_nothing(graph, node)) return false;
-  const int in = node.input(0);
-  const int out = node.outputs[0];
-  const int producer = graph.values[in].producer;  // -1 for graph inputs and constants
-  std::string line;
-  if (!is_graph_output(graph, out)) {
-    line = fmt::format("{} removed: its readers read '{}'", log_name(node), graph.values[in].name);
-    replace_uses(graph, out, in);
-  } else {
-    // The input's producer writes the graph output directly.
-    if (producer < 0 || graph.values[in].is_constant() || is_graph_output(graph, in)) return false;
-    line = fmt::format("{} removed: {} writes '{}'", log_name(node), log_name(graph.nodes[producer]),
-                       graph.values[out].name);
-    replace_uses(graph, in, out);
-    for (int& o : graph.nodes[producer].outputs) {
-      if (o == in) o = out;
-    }
-  }
-  // The step computing the input now stands for the removed node too (plans and profiles name it).
-  if (producer >= 0) {
-    std::vector<std::string>& covers = graph.nodes[producer].covers;
-    covers.insert(covers.end(), node.covers.begin(), node.covers.end());
-  }
-  graph.nodes.erase(graph.nodes.begin() + index);
-  graph.relink();
-  log.push_back(line);
+bool remove_one(ir::Graph& graph, int index, std::vector<std::string>& log) {
+  if (!computes_nothing(graph, graph.nodes[index])) return false;
+  const std::string name = log_name(graph.nodes[index]);
+  const std::optional<std::string> how = bypass_node(graph, index);
+  if (!how) return false;
+  log.push_back(fmt::format("{} removed: {}", name, *how));
   return true;
 }
 
@@ -113,7 +88,7 @@ bool collapse_views(ir::Graph& graph, const std::vector<std::vector<int>>& reade
 
 void eliminate_identity(ir::Graph& graph, const Target&, std::vector<std::string>& log) {
   rewrite_until_done(graph, [&](ir::Graph& g, const std::vector<std::vector<int>>& readers, int n) {
-    return remove_one(g, readers, n, log) || collapse_views(g, readers, n, log);
+    return remove_one(g, n, log) || collapse_views(g, readers, n, log);
   });
 }
 

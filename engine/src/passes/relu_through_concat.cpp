@@ -9,7 +9,8 @@
 // whose such input is read by another node too, stays as it is.
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <optional>
+#include <string>
 
 #include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
@@ -50,20 +51,10 @@ bool rewrite_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers,
 
   // A Relu of a non-negative value: its readers read the value (or its producer writes the graph output).
   if (non_negative(graph, in)) {
-    const int producer = graph.values[in].producer;
-    if (is_graph_output(graph, out)) {
-      if (producer < 0 || is_graph_output(graph, in) || sole_reader(graph, readers, in) != relu_index) return false;
-      for (int& o : graph.nodes[producer].outputs) {
-        if (o == in) o = out;
-      }
-    } else {
-      for (ir::Node& node : graph.nodes) std::replace(node.inputs.begin(), node.inputs.end(), out, in);
-    }
-    ir::Node& keeper = graph.nodes[producer];
-    keeper.covers.insert(keeper.covers.end(), relu_copy.covers.begin(), relu_copy.covers.end());
-    log.push_back(fmt::format("{} removed: '{}' is not negative", log_name(relu_copy), graph.values[in].name));
-    graph.nodes.erase(graph.nodes.begin() + relu_index);
-    graph.relink();
+    const std::string name = log_name(relu_copy), value = graph.values[in].name;
+    const std::optional<std::string> how = bypass_node(graph, relu_index);
+    if (!how) return false;
+    log.push_back(fmt::format("{} removed ('{}' is not negative): {}", name, value, *how));
     return true;
   }
 

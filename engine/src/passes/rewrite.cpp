@@ -35,6 +35,40 @@ const ir::Node* producer_of(const ir::Graph& graph, int value) {
   return producer < 0 ? nullptr : &graph.nodes[producer];
 }
 
+namespace {
+
+void replace_uses(ir::Graph& graph, int from, int to) {
+  for (ir::Node& node : graph.nodes) std::replace(node.inputs.begin(), node.inputs.end(), from, to);
+}
+
+}  // namespace
+
+std::optional<std::string> bypass_node(ir::Graph& graph, int index) {
+  const ir::Node node = graph.nodes[index];
+  const int in = node.input(0);
+  const int out = node.outputs.at(0);
+  const int producer = graph.values[in].producer;  // -1 for graph inputs and constants
+  std::string how;
+  if (!is_graph_output(graph, out)) {
+    how = fmt::format("its readers read '{}'", graph.values[in].name);
+    replace_uses(graph, out, in);
+  } else {
+    if (producer < 0 || graph.values[in].is_constant() || is_graph_output(graph, in)) return std::nullopt;
+    how = fmt::format("{} writes '{}'", log_name(graph.nodes[producer]), graph.values[out].name);
+    replace_uses(graph, in, out);
+    for (int& o : graph.nodes[producer].outputs) {
+      if (o == in) o = out;
+    }
+  }
+  if (producer >= 0) {
+    std::vector<std::string>& covers = graph.nodes[producer].covers;
+    covers.insert(covers.end(), node.covers.begin(), node.covers.end());
+  }
+  graph.nodes.erase(graph.nodes.begin() + index);
+  graph.relink();
+  return how;
+}
+
 int add_constant(ir::Graph& graph, const std::string& base, ir::HostTensor tensor) {
   std::string name = base;
   for (int suffix = 2; graph.find_value(name) >= 0; ++suffix) name = fmt::format("{}_{}", base, suffix);

@@ -32,6 +32,13 @@ int add_constant(ir::Graph& graph, const std::string& base, ir::HostTensor tenso
 // the chain produced. Relinks.
 void replace_nodes(ir::Graph& graph, std::vector<int> covered, ir::Node replacement);
 
+// Removes node `index`, whose one output holds the same values as its input (an Identity; a Relu of a value that
+// cannot be negative): its readers read the input instead, or, where the output is a graph output, the input's
+// producer writes it. That producer covers the removed node from then on (plans and profiles name it). Returns how
+// ("its readers read 'x'", "Conv 'c' writes 'y'"), or nullopt, the graph unchanged, where neither is possible (a
+// graph input or constant straight to a graph output, or an input that is a graph output too). Relinks.
+std::optional<std::string> bypass_node(ir::Graph& graph, int index);
+
 // Offers every node, in order, to `try_rewrite(graph, readers, node_index) -> bool`; after a rewrite (true)
 // the readers are recomputed and the scan starts over, until a whole scan rewrites nothing.
 template <class TryRewrite>
