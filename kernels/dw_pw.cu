@@ -34,13 +34,14 @@ constexpr TileShape kTiles[] = {
     {4, 4, 64, 4, 1, 2, 512},   {4, 4, 32, 2, 1, 2, 512},  {8, 8, 32, 1, 4, 1, 512},  {8, 8, 64, 2, 4, 1, 512},
     {8, 8, 16, 1, 4, 2, 512},
 };
+// The register blocks launch_register_block instantiates with 512 threads.
+constexpr bool has_512_thread_kernel(int rf, int rp) {
+  return (rp == 1 && (rf == 2 || rf == 4)) || (rp == 4 && (rf == 1 || rf == 2));
+}
 constexpr bool tiles_fill_blocks() {
   for (const TileShape& t : kTiles) {
     if (t.tw % t.rp != 0 || t.fb % t.rf != 0 || (t.th * t.tw / t.rp) * (t.fb / t.rf) * t.ks != t.threads) return false;
-    if (t.threads == 512 && !((t.rf == 2 && t.rp == 1) || (t.rf == 4 && t.rp == 1) || (t.rf == 1 && t.rp == 4) ||
-                              (t.rf == 2 && t.rp == 4))) {
-      return false;  // launch_register_block instantiates 512 threads for these register blocks only
-    }
+    if (t.threads != 256 && (t.threads != 512 || !has_512_thread_kernel(t.rf, t.rp))) return false;
   }
   return true;
 }
@@ -305,7 +306,7 @@ void launch_register_block(const DwPwVariant& v, dim3 grid, int bytes, int smem_
       case 16 + 4: launch_tile<4, 1, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
       case 64 + 1: launch_tile<1, 4, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
       case 64 + 2: launch_tile<2, 4, GROUPED, 512>(grid, bytes, smem_optin_bytes, stream, x, y, p); break;
-      default: break;  // tiles_fill_blocks holds the 512-thread tiles to these
+      default: break;  // has_512_thread_kernel: tiles_fill_blocks holds the 512-thread tiles to these
     }
     return;
   }
