@@ -71,13 +71,10 @@ bool rewrite_one(ir::Graph& graph, const std::vector<std::vector<int>>& readers,
   }
   if (signed_slot < 0) return false;  // a non-negative Concat: the first case took it
   const int operand = concat.inputs[static_cast<size_t>(signed_slot)];
-  if (sole_reader(graph, readers, operand) != concat_index || is_graph_output(graph, operand) ||
-      graph.values[operand].is_constant()) {
-    return false;
-  }
+  // (sole_reader is -1 for a graph output.)
+  if (sole_reader(graph, readers, operand) != concat_index || graph.values[operand].is_constant()) return false;
   ir::Value activated = graph.values[operand];
-  activated.name = graph.values[operand].name + "/relu";
-  while (graph.find_value(activated.name) >= 0) activated.name += "_";
+  activated.name = unique_value_name(graph, graph.values[operand].name + "/relu");
   activated.producer = -1;
   activated.dim_params.clear();
   activated.declared.reset();

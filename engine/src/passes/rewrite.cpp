@@ -69,11 +69,15 @@ std::optional<std::string> bypass_node(ir::Graph& graph, int index) {
   return how;
 }
 
-int add_constant(ir::Graph& graph, const std::string& base, ir::HostTensor tensor) {
+std::string unique_value_name(const ir::Graph& graph, const std::string& base) {
   std::string name = base;
   for (int suffix = 2; graph.find_value(name) >= 0; ++suffix) name = fmt::format("{}_{}", base, suffix);
+  return name;
+}
+
+int add_constant(ir::Graph& graph, const std::string& base, ir::HostTensor tensor) {
   ir::Value value;
-  value.name = std::move(name);
+  value.name = unique_value_name(graph, base);
   value.dtype = tensor.dtype();
   value.shape = tensor.shape();
   value.constant = std::make_shared<const ir::HostTensor>(std::move(tensor));

@@ -22,6 +22,9 @@ int sole_reader(const ir::Graph& graph, const std::vector<std::vector<int>>& rea
 // The node that produces `value`; nullptr for inputs, constants and absent values.
 const ir::Node* producer_of(const ir::Graph& graph, int value);
 
+// `base`, or `base` with the first suffix _2, _3, ... that no value of the graph has yet.
+std::string unique_value_name(const ir::Graph& graph, const std::string& base);
+
 // Adds a new float32 constant named after `base` (made unique) and returns its id. The constants a pass
 // rewrites are never changed in place: another node may share them.
 int add_constant(ir::Graph& graph, const std::string& base, ir::HostTensor tensor);
