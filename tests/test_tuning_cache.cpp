@@ -49,6 +49,24 @@ TEST_CASE("tuning cache: what one process stores, the next finds, with its timin
   CHECK(found->timings[1].first == "direct_reference");
 }
 
+TEST_CASE("tuning cache: each candidate's distance from the reference is kept where it was measured") {
+  TempDir dir;
+  const std::string file = (dir.path / "tuning.json").string();
+  CachedChoice c = choice("wgh_px64_f64_st2_relu", 4.0);
+  c.timings.emplace_back("tc_f64_px64_relu", -1.0);  // dropped: it failed its check
+  c.errors = {{"wgh_px64_f64_st2_relu", 3.5e-7}, {"direct_reference", 0.0}, {"tc_f64_px64_relu", 2.0e-3}};
+  TuningCache(file).store("k", c);
+  const auto found = TuningCache(file).find("k");
+  REQUIRE(found.has_value());
+  REQUIRE(found->errors.size() == 3);
+  CHECK(found->errors.at("wgh_px64_f64_st2_relu") == doctest::Approx(3.5e-7));
+  CHECK(found->errors.at("direct_reference") == 0.0);
+  CHECK(found->errors.at("tc_f64_px64_relu") == doctest::Approx(2.0e-3));
+  // An entry stored without distances (an older file) reads back without them.
+  TuningCache(file).store("old", choice("gen_k3", 3.0));
+  CHECK(TuningCache(file).find("old")->errors.empty());
+}
+
 TEST_CASE("tuning cache: an entry of another kernel set or device is not found") {
   TempDir dir;
   const std::string file = (dir.path / "tuning.json").string();

@@ -57,6 +57,16 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
     const std::string second = plan_with_cache(cache, batch);
     CHECK_MESSAGE(count(second, "measured") == 0, second);
     CHECK_MESSAGE(count(second, "cache") == count(first, "measured"), second);
+    // Each candidate that ran shows its distance from the reference's output, within its check's bound for those
+    // kept; the cache keeps the distances.
+    const std::regex kept(R"(us  err ([0-9.e+-]+))");
+    int shown = 0;
+    for (auto it = std::sregex_iterator(first.begin(), first.end(), kept); it != std::sregex_iterator(); ++it) {
+      CHECK(std::stod((*it)[1].str()) <= 1e-5);
+      ++shown;
+    }
+    CHECK_MESSAGE(shown >= count(first, "measured"), first);  // the reference and one candidate at least, a step
+    CHECK_MESSAGE(count(second, "err") == count(first, "err"), second);
   }
   // The cache's keys carry the kernel set; rewritten to another set, nothing in the file matches any more.
   const std::string text = read(cache);

@@ -35,8 +35,10 @@ std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool 
                         ir::shape_str(s.output_shape), fmt::join(outs, ","), s.config);
     if (explain) {
       for (const Candidate& c : s.candidates) {
-        text += c.median_us >= 0 ? fmt::format("         {:<34} {:9.2f} us\n", c.kernel, c.median_us)
-                                 : fmt::format("         {:<34}  (failed its check)\n", c.kernel);
+        // The distance from the reference's output, where known (the reference's own line: 0).
+        const std::string err = c.error > 0 ? fmt::format("  err {:.1e}", c.error) : c.error == 0 ? "  err 0" : "";
+        text += c.median_us >= 0 ? fmt::format("         {:<34} {:9.2f} us{}\n", c.kernel, c.median_us, err)
+                                 : fmt::format("         {:<34}  (failed its check{})\n", c.kernel, err);
       }
       for (const std::string& why : s.not_eligible) text += fmt::format("         not eligible: {}\n", why);
     }

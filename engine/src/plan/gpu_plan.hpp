@@ -38,6 +38,8 @@ using HostLaunchFn = std::function<void(const float* const* in, float* const* ou
 struct Candidate {
   std::string kernel;
   double median_us = 0;  // measured on the real shapes; < 0 when it failed its check and was dropped
+  double error = -1;     // relative 2-norm distance of its output from the reference's on the tuning inputs (< 0:
+                         // not known: it did not run, or was measured before errors were recorded)
 };
 
 // A convolution step's layer (geometry and fused epilogue) and weights, kept for `cnnrt bench` to run cuDNN on

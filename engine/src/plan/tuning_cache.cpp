@@ -56,6 +56,7 @@ std::optional<std::map<std::string, CachedChoice>> read_entries(const std::strin
       c.kernel = e.value("kernel", "");
       for (const auto& t : e.value("timings", nlohmann::json::array())) {
         c.timings.emplace_back(t.value("kernel", ""), t.value("us", -1.0));
+        if (t.contains("err")) c.errors[c.timings.back().first] = t.value("err", -1.0);
       }
       if (!c.kernel.empty()) out[key] = std::move(c);
     }
@@ -108,7 +109,11 @@ void TuningCache::store(const std::string& key, const CachedChoice& choice) {
   nlohmann::json doc = {{"format", kFormat}, {"entries", nlohmann::json::object()}};
   for (const auto& [k, c] : entries_) {
     nlohmann::json timings = nlohmann::json::array();
-    for (const auto& [kernel, us] : c.timings) timings.push_back({{"kernel", kernel}, {"us", us}});
+    for (const auto& [kernel, us] : c.timings) {
+      nlohmann::json t = {{"kernel", kernel}, {"us", us}};
+      if (const auto e = c.errors.find(kernel); e != c.errors.end()) t["err"] = e->second;
+      timings.push_back(std::move(t));
+    }
     doc["entries"][k] = {{"kernel", c.kernel}, {"timings", std::move(timings)}};
   }
   const std::string tmp = fmt::format("{}.{}.tmp", path_, ::getpid());

@@ -19,6 +19,8 @@ namespace cnnrt::plan {
 struct CachedChoice {
   std::string kernel;                                  // the winner
   std::vector<std::pair<std::string, double>> timings;  // every candidate's median (us; < 0: failed its check)
+  std::map<std::string, double> errors;                 // each checked candidate's relative 2-norm distance from the
+                                                        // reference's output (the reference itself: 0)
 };
 
 class TuningCache {

@@ -142,14 +142,20 @@ class MeasuringTuner final : public Tuner {
         if (candidates[i].name != cached->kernel) continue;
         choice.index = i;
         choice.how = "cache";
-        for (const auto& [kernel, us] : cached->timings) choice.timings.push_back({kernel, us});
+        for (const auto& [kernel, us] : cached->timings) {
+          const auto e = cached->errors.find(kernel);
+          choice.timings.push_back({kernel, us, e != cached->errors.end() ? e->second : -1.0});
+        }
         return choice;
       }
     }
     choice = measure(signature, candidates, shapes);
     CachedChoice store;
     store.kernel = candidates[choice.index].name;
-    for (const Candidate& t : choice.timings) store.timings.emplace_back(t.kernel, t.median_us);
+    for (const Candidate& t : choice.timings) {
+      store.timings.emplace_back(t.kernel, t.median_us);
+      if (t.error >= 0) store.errors[t.kernel] = t.error;
+    }
     cache_.store(key, store);
     return choice;
   }
@@ -214,19 +220,25 @@ class MeasuringTuner final : public Tuner {
         CNNRT_CHECK(c != reference, ErrorCode::DeviceError, "reference kernel {} failed on {}: {}", cand.name,
                     signature, cudaGetErrorString(err));
         log().warn("tuning {}: {} failed ({}); dropped", signature, cand.name, cudaGetErrorString(err));
-        choice.timings.push_back({cand.name, -1});
+        choice.timings.push_back({cand.name, -1, -1});
         continue;
       }
       CNNRT_CUDA_CHECK(cudaMemcpy(result.data(), out.get(), out_bytes, cudaMemcpyDeviceToHost));
+      double error = 0;
       if (c == reference) {
         expected = result;
-      } else if (!agrees(result, expected)) {
-        log().warn("tuning {}: {} disagrees with {}; dropped", signature, cand.name, candidates[reference].name);
-        choice.timings.push_back({cand.name, -1});
-        continue;
+      } else {
+        const OutputDistance d = distance(result, expected);
+        error = d.relative();
+        if (!d.agrees()) {
+          log().warn("tuning {}: {} disagrees with {} ({:.2g} relative); dropped", signature, cand.name,
+                     candidates[reference].name, error);
+          choice.timings.push_back({cand.name, -1, error});
+          continue;
+        }
       }
       const double us = time_candidate(cand, args.data(), out_ptrs, stream, shapes.single_replays);
-      choice.timings.push_back({cand.name, us});
+      choice.timings.push_back({cand.name, us, error});
       if ((c != reference || !oracle) && us < best) {
         best = us;
         choice.index = c;
@@ -241,17 +253,28 @@ class MeasuringTuner final : public Tuner {
     return choice;
   }
 
-  // Within 1e-5 relative (2-norm) of the reference, the bound every kernel is held to (the convolutions' reference
-  // sums in double: the FP64 answer for these inputs); NaN exactly where the reference has NaN.
-  static bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
+  // A candidate's output against the reference's: the 2-norms of the difference and of the reference, and
+  // whether a NaN stands where the reference has none (or the other way round).
+  struct OutputDistance {
+    double diff = 0, norm = 0;
+    bool nan_mismatch = false;
+    // Within 1e-5 relative (2-norm) of the reference, the bound every kernel is held to (the convolutions'
+    // reference sums in double: the FP64 answer for these inputs); NaN exactly where the reference has NaN.
+    bool agrees() const { return !nan_mismatch && diff <= 1e-5 * norm + 1e-6; }
+    double relative() const { return nan_mismatch ? INFINITY : diff / std::max(norm, 1e-30); }
+  };
+  static OutputDistance distance(const std::vector<float>& got, const std::vector<float>& want) {
+    OutputDistance d;
     double num = 0, den = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-      if (std::isnan(got[i]) != std::isnan(want[i])) return false;
-      if (std::isnan(got[i])) continue;
+      if (std::isnan(got[i]) != std::isnan(want[i])) d.nan_mismatch = true;
+      if (std::isnan(got[i]) || std::isnan(want[i])) continue;
       num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
       den += double(want[i]) * want[i];
     }
-    return std::sqrt(num) <= 1e-5 * std::sqrt(den) + 1e-6;
+    d.diff = std::sqrt(num);
+    d.norm = std::sqrt(den);
+    return d;
   }
 
   // Median over kSamples of (time of kLaunchesPerSample back-to-back launches in one CUDA graph) / launches; or, for
