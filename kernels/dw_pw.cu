@@ -55,7 +55,6 @@ struct Params {
   const float* residual;
   int th, tw, fb, ks, ih, iw, tiles_x, kk;
   int ranks;  // blocks of a cluster (the tile's filter groups) sharing the depthwise outputs, or 1
-  int groups;  // the pointwise layer's groups
   FastDiv tile_w, in_plane, in_w, tile_p, tiles_x_div;
   FastDiv group_pad;  // a group's channels rounded up to 4: the depthwise outputs' group pitch in channels
   FastDiv shuffle;    // the channel shuffle's groups (1: none)
@@ -99,7 +98,7 @@ __global__ void __launch_bounds__(T) dw_pw_kernel(const float* __restrict__ x, f
   extern __shared__ __align__(16) float smem[];
   const DwPwDesc& d = p.d;
   const ConvGeometry& g = d.dw;
-  const int C = g.C, G = GROUPED ? p.groups : 1, CG = C / G, CGP = group_pitch(C, G), CT = G * CGP, WP = CGP + 4;
+  const int C = g.C, G = GROUPED ? p.d.pw_groups : 1, CG = C / G, CGP = group_pitch(C, G), CT = G * CGP, WP = CGP + 4;
   const int F = d.F, FB = p.fb, KK = p.kk, TW = p.tw, P = p.th * p.tw;
   const int tid = threadIdx.x;
   const SmemLayout L = smem_layout(C, G, KK, FB, p.ks, p.ih, p.iw, P);
@@ -407,7 +406,6 @@ void launch_dw_pw(const DwPwVariant& v, const float* x, const float* residual, f
   p.fb = v.fb;
   p.ks = v.ks;
   p.ranks = v.ranks;
-  p.groups = d.pw_groups;
   p.group_pad = FastDiv(group_pitch(g.C, d.pw_groups));
   p.shuffle = FastDiv(d.shuffle);
   p.ih = halo(v.th, g.stride_h, g.KH);

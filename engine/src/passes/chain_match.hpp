@@ -87,6 +87,13 @@ struct ShuffledDepthwiseMatch {
   int transpose = -1, dw = -1;  // node indices
   std::vector<int> views;       // between them, in order
   int groups = 1;               // G
+  // Every node it covers, in graph order: the Transpose, the views, the depthwise convolution.
+  std::vector<int> nodes() const {
+    std::vector<int> out = {transpose};
+    out.insert(out.end(), views.begin(), views.end());
+    out.push_back(dw);
+    return out;
+  }
 };
 
 // The shuffle and depthwise convolution whose Transpose is node `first`, or nullopt.

@@ -582,12 +582,7 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
     lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
     return steps;
   }
-  std::vector<int> nodes;
-  if (shuffle) {
-    nodes.push_back(shuffle->transpose);
-    nodes.insert(nodes.end(), shuffle->views.begin(), shuffle->views.end());
-  }
-  nodes.push_back(m.dw);
+  std::vector<int> nodes = shuffle ? shuffle->nodes() : std::vector<int>{m.dw};  // (a shuffle's ends at m.dw)
   nodes.push_back(m.pw);
   Step step = replacing_step("DepthwisePointwise", nodes, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
@@ -776,11 +771,8 @@ std::vector<Step> lower_shuffled_depthwise(const passes::ShuffledDepthwiseMatch&
   const ConvStep cs = describe_conv(dw, lc);
   kernels::ConvLayer L = cs.layer;
   L.in.shuffle = m.groups;
-  std::vector<int> nodes = {m.transpose};
-  nodes.insert(nodes.end(), m.views.begin(), m.views.end());
-  nodes.push_back(m.dw);
   return read_through_conv(
-      dw, L, tr.input(0), fmt::format("{} shuffle {}", cs.signature, m.groups), nodes, "ShuffledConv",
+      dw, L, tr.input(0), fmt::format("{} shuffle {}", cs.signature, m.groups), m.nodes(), "ShuffledConv",
       fmt::format("channel shuffle {} and depthwise {}", ir::node_short_name(tr), ir::node_short_name(dw)),
       std::move(steps), lc);
 }
