@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "plan/tuning_cache.hpp"
@@ -27,7 +28,7 @@ struct TempDir {
   }
 };
 
-CachedChoice choice(const std::string& kernel, double us) { return {kernel, {{kernel, us}, {"direct_reference", 90.0}}}; }
+CachedChoice choice(const std::string& kernel, double us) { return {kernel, {{kernel, us}, {"direct_reference", 90.0}}, {}}; }
 
 }  // namespace
 
@@ -62,9 +63,23 @@ TEST_CASE("tuning cache: each candidate's distance from the reference is kept wh
   CHECK(found->errors.at("wgh_px64_f64_st2_relu") == doctest::Approx(3.5e-7));
   CHECK(found->errors.at("direct_reference") == 0.0);
   CHECK(found->errors.at("tc_f64_px64_relu") == doctest::Approx(2.0e-3));
-  // An entry stored without distances (an older file) reads back without them.
+  // An entry stored without distances (an older file) reads back without them, and one whose distance is not a
+  // number (a hand-edited file) reads back without it, the rest of the file intact.
   TuningCache(file).store("old", choice("gen_k3", 3.0));
   CHECK(TuningCache(file).find("old")->errors.empty());
+  std::string text;
+  {
+    std::ifstream in(file);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = text.find("3.5e-07");
+  REQUIRE(at != std::string::npos);
+  std::ofstream(file) << text.replace(at, 7, "null");
+  const auto edited = TuningCache(file).find("k");
+  REQUIRE(edited.has_value());
+  CHECK(edited->errors.count("wgh_px64_f64_st2_relu") == 0);
+  CHECK(edited->errors.size() == 2);
+  CHECK(TuningCache(file).find("old").has_value());
 }
 
 TEST_CASE("tuning cache: an entry of another kernel set or device is not found") {

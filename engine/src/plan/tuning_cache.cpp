@@ -56,7 +56,7 @@ std::optional<std::map<std::string, CachedChoice>> read_entries(const std::strin
       c.kernel = e.value("kernel", "");
       for (const auto& t : e.value("timings", nlohmann::json::array())) {
         c.timings.emplace_back(t.value("kernel", ""), t.value("us", -1.0));
-        if (t.contains("err")) c.errors[c.timings.back().first] = t.value("err", -1.0);
+        if (t.contains("err") && t["err"].is_number()) c.errors[c.timings.back().first] = t["err"].get<double>();
       }
       if (!c.kernel.empty()) out[key] = std::move(c);
     }

@@ -154,7 +154,7 @@ class MeasuringTuner final : public Tuner {
     store.kernel = candidates[choice.index].name;
     for (const Candidate& t : choice.timings) {
       store.timings.emplace_back(t.kernel, t.median_us);
-      if (t.error >= 0) store.errors[t.kernel] = t.error;
+      if (t.error >= 0 && std::isfinite(t.error)) store.errors[t.kernel] = t.error;  // (JSON has no infinity)
     }
     cache_.store(key, store);
     return choice;
