@@ -57,8 +57,9 @@ constexpr int kMaxSmem = 227 * 1024;
 constexpr int kBarBytes = 64;      // the filter stages' barriers (8 bytes each), after the halo buffers
 
 // WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8); they share the halo and the filter stages.
-// P: stages the tensor cores sum into one partial before it is added to the FP32 sum (P * 12 mma steps of
-// truncating accumulation; conv_wg_common.cuh). The tensor pipe drains once a partial.
+// P: stages the tensor cores sum into one partial before it is added to the FP32 sum (P * 4 truncating sums of
+// the large partial, P * 12 on the 128-filter tile: wg_common::mma_3xtf32_step). The tensor pipe drains once a
+// partial.
 template <int WGS_, int BN_, Act ACT_, int P_>
 struct Cfg {
   static constexpr int WGS = WGS_, BN = BN_, STAGES = 4, P = P_;
@@ -66,6 +67,7 @@ struct Cfg {
   static constexpr Act ACT = ACT_;
   static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;
+  static constexpr bool SEPARATE = wg_common::separate_cross(BN);  // the correction terms in an accumulator of their own
   static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
   static constexpr int STAGE_BYTES = 2 * W_BYTES;
   static constexpr int RECV_BYTES = NT * THREADS * 16;  // the split's partial tiles
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) load_next(false);
 
-  float acc[C::NT][4], part[C::NT][4];
+  float acc[C::NT][4], part[C::NT][4], cross[C::NT][4];
 #pragma unroll
   for (int i = 0; i < C::NT; ++i) {
 #pragma unroll
@@ -269,19 +271,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
-      if constexpr (C::BN == 32) {
-        wgmma::wgmma_rs_m64n32k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      } else if constexpr (C::BN == 64) {
-        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      } else {
-        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      }
+      wg_common::mma_3xtf32_step<C::SEPARATE>(part, cross, f[0][s], f[1][s], wgmma::desc_offset(d_big, ko),
+                                              wgmma::desc_offset(d_small, ko), s > 0 || !fresh);
     }
     wgmma::commit();
   };
@@ -311,13 +302,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
     wgmma::wait<0>();
     wgmma::fence_operands(part);
+    if constexpr (C::SEPARATE) wgmma::fence_operands(cross);
     wgmma::fence_operands(frag[0]);
     wgmma::fence_operands(frag[1]);
-#pragma unroll
-    for (int i = 0; i < C::NT; ++i) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
-    }
+    wg_common::add_partial<C::SEPARATE>(acc, part, cross);
   }
 
   int c_first = 0, c_last = C::NT;

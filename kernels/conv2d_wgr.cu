@@ -55,6 +55,7 @@ struct Cfg {
   static constexpr Act ACT = ACT_;
   static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;    // n8 column tiles of the accumulator
+  static constexpr bool SEPARATE = wg_common::separate_cross(BN);  // the correction terms in an accumulator of their own
   static constexpr int XS = BM + 8;    // floats per channel row of the input tile
   static constexpr int W_BYTES = BN * kRowBytes;  // one half (big or small)
   static constexpr int X_BYTES = kBK * XS * 4;
@@ -167,7 +168,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) load_next(false);
 
-  float acc[C::NT][4], part[C::NT][4];
+  float acc[C::NT][4], part[C::NT][4], cross[C::NT][4];
 #pragma unroll
   for (int i = 0; i < C::NT; ++i) {
 #pragma unroll
@@ -198,20 +199,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) {
       const uint32_t ko = s * 32;  // 8 k = 32 bytes along the (swizzled) rows
-      // Corrections first (smaller magnitudes); the partial restarts at the first k step of its stages.
-      if constexpr (C::BN == 32) {
-        wgmma::wgmma_rs_m64n32k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n32k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      } else if constexpr (C::BN == 64) {
-        wgmma::wgmma_rs_m64n64k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n64k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      } else {
-        wgmma::wgmma_rs_m64n128k8(part, f[1][s], wgmma::desc_offset(d_big, ko), s > 0 || !fresh);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_small, ko), 1);
-        wgmma::wgmma_rs_m64n128k8(part, f[0][s], wgmma::desc_offset(d_big, ko), 1);
-      }
+      wg_common::mma_3xtf32_step<C::SEPARATE>(part, cross, f[0][s], f[1][s], wgmma::desc_offset(d_big, ko),
+                                              wgmma::desc_offset(d_small, ko), s > 0 || !fresh);
     }
     wgmma::commit();
   };
@@ -237,13 +226,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
     wgmma::wait<0>();
     wgmma::fence_operands(part);
+    if constexpr (C::SEPARATE) wgmma::fence_operands(cross);
     wgmma::fence_operands(frag0);  // the wgmma read them until the wait
     wgmma::fence_operands(frag1);
-#pragma unroll
-    for (int i = 0; i < C::NT; ++i) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
-    }
+    wg_common::add_partial<C::SEPARATE>(acc, part, cross);
   }
 
   // A K split: each rank sums and stores its share of the filter tiles.

@@ -7,16 +7,59 @@
 #include "kernels/conv_common.cuh"
 #include "kernels/conv_device.cuh"  // (before tc_common.cuh, whose epilogue uses its activate())
 #include "kernels/tc_common.cuh"
+#include "kernels/wgmma.cuh"
 
 namespace cnnrt::kernels::wg_common {
 
 constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels (C is a multiple of 32)
 constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
-// Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wgr: 2
-// stages are 24 mma steps (their truncating accumulation stays near 1e-6 relative; conv2d_tc.cu). wgh sets
-// its own (Cfg::P, 2 or 4: 48 steps measured 9.5e-7).
+// Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wgr: 2 stages are
+// 8 truncating sums of the large partial (24 on the 128-filter tile, whose corrections share it:
+// mma_3xtf32_step). wgh sets its own (Cfg::P, 2 or 4).
 constexpr int kStagesPerPartial = 2;
+
+// One k step (8) of the 3xTF32 product of a warpgroup's 64 pixel rows (A: big and small halves, registers) by BN
+// filter columns (B: descriptors of the big and small halves): the two correction terms A_small * B_big and
+// A_big * B_small into `cross`, then A_big * B_big into `part`; `accumulate` 0 starts both from zero. The tensor
+// cores truncate every sum they form to FP32, a loss of up to an ulp of the accumulator each: kept apart, the
+// large partial takes one such sum a k step instead of three, and the corrections' own losses are 2^-10 smaller.
+// SEPARATE false: `cross` is not used, all three into `part` (the 128-filter tiles have no registers for a second
+// accumulator).
+template <bool SEPARATE, int NT>
+__device__ __forceinline__ void mma_3xtf32_step(float (&part)[NT][4], float (&cross)[NT][4], const uint32_t (&a_big)[4],
+                                                const uint32_t (&a_small)[4], uint64_t b_big, uint64_t b_small,
+                                                int accumulate) {
+  static_assert(NT == 4 || NT == 8 || NT == 16, "64 x 32, 64 x 64 or 64 x 128 tiles");
+  float (&c)[NT][4] = SEPARATE ? cross : part;
+  if constexpr (NT == 4) {
+    wgmma::wgmma_rs_m64n32k8(c, a_small, b_big, accumulate);
+    wgmma::wgmma_rs_m64n32k8(c, a_big, b_small, 1);
+    wgmma::wgmma_rs_m64n32k8(part, a_big, b_big, SEPARATE ? accumulate : 1);
+  } else if constexpr (NT == 8) {
+    wgmma::wgmma_rs_m64n64k8(c, a_small, b_big, accumulate);
+    wgmma::wgmma_rs_m64n64k8(c, a_big, b_small, 1);
+    wgmma::wgmma_rs_m64n64k8(part, a_big, b_big, SEPARATE ? accumulate : 1);
+  } else {
+    wgmma::wgmma_rs_m64n128k8(c, a_small, b_big, accumulate);
+    wgmma::wgmma_rs_m64n128k8(c, a_big, b_small, 1);
+    wgmma::wgmma_rs_m64n128k8(part, a_big, b_big, SEPARATE ? accumulate : 1);
+  }
+}
+
+// The tiles of at most 64 filters keep the correction terms in an accumulator of their own (mma_3xtf32_step).
+constexpr bool separate_cross(int filters_per_tile) { return filters_per_tile <= 64; }
+
+// acc += part (+ cross): a partial joins the FP32 sum.
+template <bool SEPARATE, int NT>
+__device__ __forceinline__ void add_partial(float (&acc)[NT][4], const float (&part)[NT][4],
+                                            const float (&cross)[NT][4]) {
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] += SEPARATE ? part[i][j] + cross[i][j] : part[i][j];
+  }
+}
 
 struct Params {
   int npix;     // N * OH * OW
