@@ -287,6 +287,11 @@ inline std::vector<Layer> dw_layers() {
       out.push_back({2, 17, 9, 11, 17, K, S, P, P, P, P, 17});
       out.push_back({1, 40, 4 * S, 3 * S, 40, K, S, P, P, P, P, 40, ParamAct::Tanh});  // 4x3 (the 4x4 planes)
       out.push_back({2, 33, 4 * S, 4 * S, 33, K, S, P, P, P, P, 33});
+      // Planes of several images a block: channels fewer than a block's planes, a map of one pixel, two filters a
+      // channel with a residual.
+      out.push_back({33, 7, 4 * S, 4 * S, 14, K, S, P, P, P, P, 7, ParamAct::Relu, true});
+      out.push_back({31, 3, 1, 1, 3, K, S, P, P, P, P, 3});
+      out.push_back({5, 1000, 4, 4, 1000, K, S, P, P, P, P, 1000, ParamAct::Clip});
     }
   }
   return out;
