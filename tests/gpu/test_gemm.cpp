@@ -272,6 +272,22 @@ TEST_CASE("MatMul matches the CPU reference") {
   }
 }
 
+// The model `bytes` on `device` at one batch, tuned afresh (or with `forced`'s kernels); its plan, explained, into
+// `plan` when given.
+std::vector<Tensor> run_model(const std::string& bytes, Device device, const std::string& forced,
+                              const std::vector<Tensor>& inputs, int64_t batch, std::string* plan) {
+  Options options;
+  options.device = device;
+  options.batch_sizes = {batch};
+  options.tuning_cache = "none";
+  options.force_kernel = forced;
+  const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "model.onnx");
+  Context context(model);
+  std::vector<Tensor> out = context.run(inputs);
+  if (plan) *plan = model.describe_plan(batch, true);
+  return out;
+}
+
 }  // namespace
 
 // A classifier head at batch 256 (beyond the dense chain kernel's batches): Gemm + ReLU, then Gemm. Measured, the
@@ -290,28 +306,50 @@ TEST_CASE("Gemm steps offer cuBLASLt beside our kernel, measured") {
   const int64_t batch = 256;
   const std::vector<Tensor> inputs = {{{batch, 256}, random_floats(static_cast<size_t>(batch * 256), 1605)}};
 
-  auto run = [&](Device device, const std::string& forced, std::string* plan) {
-    Options options;
-    options.device = device;
-    options.batch_sizes = {batch};
-    options.tuning_cache = "none";
-    options.force_kernel = forced;
-    const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "head.onnx");
-    Context context(model);
-    std::vector<Tensor> out = context.run(inputs);
-    if (plan) *plan = model.describe_plan(batch, true);
-    return out;
-  };
-  const std::vector<Tensor> want = run(Device::Cpu, "", nullptr);
+  const std::vector<Tensor> want = run_model(bytes, Device::Cpu, "", inputs, batch, nullptr);
   for (const std::string forced : {"", "cublaslt"}) {
     std::string plan;
-    const std::vector<Tensor> got = run(Device::Gpu, forced, &plan);
+    const std::vector<Tensor> got = run_model(bytes, Device::Gpu, forced, inputs, batch, &plan);
     INFO("forced '" << forced << "'\n" << plan);
     CHECK(plan.find("cublaslt_h0") != std::string::npos);
     if (forced.empty()) {
       CHECK(plan.find("measured") != std::string::npos);
     } else {
       CHECK(occurrences(plan, "cuBLASLt's algorithm") == 2);
+    }
+    REQUIRE(got.size() == 1);
+    CHECK(relative_error(got[0].data, want[0].data) < kTolerance);
+  }
+}
+
+// A squeeze-and-excitation gate's two 1x1 convolutions of 1x1 maps at batch 256: the first with a bias and a
+// Sigmoid, the second without a bias and with the first's output added back (a residual). Both are fully connected
+// layers, offered to the Gemm kernels beside the convolution families; measured, and forced onto our Gemm kernel and
+// onto cuBLASLt, the GPU's outputs match the CPU backend's.
+TEST_CASE("1x1 convolutions of 1x1 maps are offered to the Gemm kernels") {
+  ModelBuilder m;
+  m.input("x", {-1, 64, 1, 1}).output("y");
+  m.initializer("w1", {96, 64, 1, 1}, random_floats(96 * 64, 1701, -0.2f, 0.2f));
+  m.initializer("b1", {96}, random_floats(96, 1702));
+  m.initializer("w2", {96, 96, 1, 1}, random_floats(96 * 96, 1703, -0.2f, 0.2f));
+  m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  m.node("Sigmoid", {"c1"}, {"s1"}, "gate");
+  m.node("Conv", {"s1", "w2"}, {"c2"}, "conv2");
+  m.node("Add", {"c2", "s1"}, {"y"}, "residual");
+  const std::string bytes = m.bytes();
+  const int64_t batch = 256;
+  const std::vector<Tensor> inputs = {{{batch, 64, 1, 1}, random_floats(static_cast<size_t>(batch * 64), 1704)}};
+  const std::vector<Tensor> want = run_model(bytes, Device::Cpu, "", inputs, batch, nullptr);
+  for (const std::string forced : {"", "gemm", "cublaslt"}) {
+    std::string plan;
+    const std::vector<Tensor> got = run_model(bytes, Device::Gpu, forced, inputs, batch, &plan);
+    INFO("forced '" << forced << "'\n" << plan);
+    if (forced.empty()) {  // timed beside the convolution families, on both layers
+      CHECK(occurrences(plan, "gemm+activation") >= 1);
+      CHECK(occurrences(plan, "cublaslt_h0") >= 2);
+    } else {
+      CHECK(occurrences(plan, "forced") == 2);
+      CHECK(occurrences(plan, "as a matrix product") >= 2);
     }
     REQUIRE(got.size() == 1);
     CHECK(relative_error(got[0].data, want[0].data) < kTolerance);

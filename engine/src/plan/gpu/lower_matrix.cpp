@@ -19,24 +19,22 @@ constexpr const char* kOursActivated = "gemm+activation";
 
 std::string cublas_candidate_name(size_t rank) { return fmt::format("cublaslt_h{}", rank); }
 
-// One product as a step: inputs A, B (and C when has_c), then the chosen kernel's workspace (ours: K split over
-// the device's SMs where the tiles alone would leave them idle; cuBLASLt's: its scratch).
-void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& kernel, std::string config,
-                   kernels::GemmDesc desc, bool has_c) {
-  desc.split_k = kernels::gemm_split_k(desc, lc.context.device.sm_count);
-  const size_t operands = has_c ? 3u : 2u;
+}  // namespace
+
+std::vector<KernelCandidate> gemm_candidates(const std::string& what, kernels::GemmDesc desc, const GemmBinding& bind,
+                                             const std::string& config, int sm_count) {
+  desc.split_k = kernels::gemm_split_k(desc, sm_count);
+  const bool has_c = bind.c >= 0 || bind.c_fixed != nullptr;
   std::vector<KernelCandidate> candidates;
   {
     KernelCandidate ours;
-    ours.name = kernel;
+    ours.name = desc.act != kernels::ParamAct::None ? kOursActivated : kOurs;
     ours.workspace_floats = kernels::gemm_workspace_floats(desc);
     ours.config = ours.workspace_floats > 0 ? fmt::format("{}, K split {} ways", config, desc.split_k) : config;
-    ours.reference = true;  // checked against the CPU reference by the GPU tests; the oracle of the others here
-    ours.contender = true;
     const bool split = ours.workspace_floats > 0;
-    ours.launch = [desc, has_c, split, operands](const float* const* in, float* const* out, Stream s) {
-      kernels::launch_gemm(in[0], in[1], has_c ? in[2] : nullptr, out[0], desc, s,
-                           split ? const_cast<float*>(in[operands]) : nullptr);
+    ours.launch = [desc, bind, split](const float* const* in, float* const* out, Stream s) {
+      kernels::launch_gemm(bind.a_of(in), bind.b_of(in), bind.c_of(in), out[0], desc, s,
+                           split ? const_cast<float*>(in[bind.workspace]) : nullptr);
     };
     candidates.push_back(std::move(ours));
   }
@@ -44,7 +42,7 @@ void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& ke
   try {
     algos = kernels::CublasGemm::algorithms(desc, has_c, kCublasCandidates);
   } catch (const std::runtime_error& e) {
-    log().warn("{}: {}; cuBLASLt not offered", node.name, e.what());
+    log().warn("{}: {}; cuBLASLt not offered", what, e.what());
   }
   for (size_t i = 0; i < algos.size(); ++i) {
     KernelCandidate c;
@@ -53,11 +51,28 @@ void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& ke
     c.config = fmt::format("{}, cuBLASLt's algorithm {} by its heuristic{}", config, i,
                            act_pass ? ", then the activation" : "");
     c.workspace_floats = static_cast<int64_t>(kernels::CublasGemm::kWorkspaceBytes / 4);
-    c.launch = [algo = algos[i], has_c, operands](const float* const* in, float* const* out, Stream s) {
-      algo->launch(in[0], in[1], has_c ? in[2] : nullptr, out[0], const_cast<float*>(in[operands]), s);
+    c.launch = [algo = algos[i], bind](const float* const* in, float* const* out, Stream s) {
+      algo->launch(bind.a_of(in), bind.b_of(in), bind.c_of(in), out[0], const_cast<float*>(in[bind.workspace]), s);
     };
     candidates.push_back(std::move(c));
   }
+  return candidates;
+}
+
+namespace {
+
+// One product as a step: inputs A, B (and C when has_c), then the chosen kernel's workspace (ours: K split over
+// the device's SMs where the tiles alone would leave them idle; cuBLASLt's: its scratch).
+void add_gemm_step(LowerContext& lc, const ir::Node& node, const std::string& config, kernels::GemmDesc desc,
+                   bool has_c) {
+  const size_t operands = has_c ? 3u : 2u;
+  GemmBinding bind;
+  bind.c = has_c ? 2 : -1;
+  bind.workspace = static_cast<int>(operands);
+  std::vector<KernelCandidate> candidates =
+      gemm_candidates(node.name, desc, bind, config, lc.context.device.sm_count);
+  candidates[0].reference = true;  // checked against the CPU reference by the GPU tests; the oracle of the others here
+  candidates[0].contender = true;
 
   TuneShapes shapes;
   for (size_t i = 0; i < operands; ++i) shapes.input_floats.push_back(ir::numel(input_shape(lc, node, i)));
@@ -96,8 +111,7 @@ void lower_gemm(const ir::Node& node, LowerContext& lc) {
   desc.act = act.act;
   desc.act_alpha = act.alpha;
   desc.act_beta = act.beta;
-  add_gemm_step(lc, node, act.act != kernels::ParamAct::None ? kOursActivated : kOurs,
-                fmt::format("{}x{}x{}{}", desc.m, desc.n, desc.k, has_c ? " +C" : ""), desc, has_c);
+  add_gemm_step(lc, node, fmt::format("{}x{}x{}{}", desc.m, desc.n, desc.k, has_c ? " +C" : ""), desc, has_c);
 }
 
 void lower_matmul(const ir::Node& node, LowerContext& lc) {
@@ -107,8 +121,7 @@ void lower_matmul(const ir::Node& node, LowerContext& lc) {
   require_rank_at_most(b, kernels::kMaxRank, "MatMul operand");
   const kernels::GemmDesc desc =
       kernels::matmul_desc(static_cast<int>(a.size()), a.data(), static_cast<int>(b.size()), b.data());
-  add_gemm_step(lc, node, kOurs, fmt::format("{}x{}x{} batch rank {}", desc.m, desc.n, desc.k, desc.batch_rank), desc,
-                false);
+  add_gemm_step(lc, node, fmt::format("{}x{}x{} batch rank {}", desc.m, desc.n, desc.k, desc.batch_rank), desc, false);
 }
 
 }  // namespace

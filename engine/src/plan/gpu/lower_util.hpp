@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "ir/graph.hpp"
+#include "kernels/gemm.cuh"
 #include "plan/gpu/planner.hpp"
 #include "plan/gpu/tuner.hpp"
 
@@ -37,6 +38,25 @@ std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 // Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set
 // fingerprint.
 std::vector<std::string> gemm_kernel_names();
+// Where a product's launch finds its operands: A, B and C as inputs of the launch (their indices) or fixed device
+// pointers (weights and biases), and the input that is its workspace.
+struct GemmBinding {
+  int a = 0;
+  int b = 1;                      // -1: b_fixed
+  const float* b_fixed = nullptr;
+  int c = 2;                      // -1: c_fixed (null: no C)
+  const float* c_fixed = nullptr;
+  int workspace = 3;
+  const float* a_of(const float* const* in) const { return in[a]; }
+  const float* b_of(const float* const* in) const { return b >= 0 ? in[b] : b_fixed; }
+  const float* c_of(const float* const* in) const { return c >= 0 ? in[c] : c_fixed; }
+};
+// The candidates for one product `desc` (a product with C where `bind` has one): our kernel first ("gemm", or
+// "gemm+activation"), then cuBLASLt's first algorithms by its heuristic where it takes the product
+// (kernels/gemm_cublas.hpp; where it refuses, a warning naming `what`). `config` describes the product in each
+// candidate's configuration.
+std::vector<KernelCandidate> gemm_candidates(const std::string& what, kernels::GemmDesc desc, const GemmBinding& bind,
+                                             const std::string& config, int sm_count);
 // An inference BatchNormalization (or FusedBatchNormalization) as y = x * scale[c] + shift[c]: both uploaded.
 struct ChannelAffine {
   const float* scale = nullptr;
