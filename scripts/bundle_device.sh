@@ -8,6 +8,13 @@
 #   testdata/ the ONNX conformance cases the CPU backend passes (the GPU machine has no libonnx-testdata)
 #   data/     Fashion-MNIST's test set
 # Run after `cmake --build --preset release` (scripts/build.sh).
+# Each program of the release build links every kernel (about 25 MB of machine code for sm_90 alone). For a bundle
+# that travels with the repository in a small transfer, build the engine as a shared library, so that the programs
+# share one copy, and leave the conformance data out:
+#   cmake -S . -B build/sm90 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCNNRT_BUILD_LAB=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+#         -DBUILD_SHARED_LIBS=ON && cmake --build build/sm90
+#   BUNDLE_BUILD=build/sm90 BUNDLE_GDB=0 BUNDLE_DATA=0 scripts/bundle_device.sh   # about 29 MB of .device.tar.xz
+# (BUNDLE_DATA=0: no testdata/ and data/; the GPU conformance and Fashion-MNIST test cases then have nothing to read.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -91,18 +98,22 @@ else
   echo "bundle_device: no Python extension for $py_tag in $build/python: the python step of gpu_round.sh" \
        "will have nothing to test (configure with -DCNNRT_PYTHON_EXTRA_INTERPRETERS=/path/to/python3.12)" >&2
 fi
+# The programs and libraries without their symbol tables (backtraces keep the function names of exported symbols).
+command -v strip > /dev/null && strip --strip-unneeded "$dest"/bin/* "$dest"/lib/* 2> /dev/null || true
 # Conformance data: every case the CPU suite passes, found by running it here.
-report=$(mktemp)
-CNNRT_CONFORMANCE_REPORT="$report" "$bin/unit_tests" -tc="ONNX conformance on the CPU backend" > /dev/null 2>&1 || true
-mkdir -p "$dest/testdata"
-grep '^passed' "$report" | cut -f2 | while read -r case_name; do
-  mkdir -p "$dest/testdata/$(dirname "$case_name")"
-  cp -r "/usr/share/libonnx-testdata/data/$case_name" "$dest/testdata/$case_name"
-done
-rm -f "$report"
-# Fashion-MNIST's test set, for the GPU-against-CPU prediction test (tests/gpu/test_runtime.cpp).
-mkdir -p "$dest/data/fashion-mnist"
-cp /usr/share/datasets/fashion-mnist/t10k-*.gz "$dest/data/fashion-mnist/"
+if [ "${BUNDLE_DATA:-1}" = 1 ]; then
+  report=$(mktemp)
+  CNNRT_CONFORMANCE_REPORT="$report" "$bin/unit_tests" -tc="ONNX conformance on the CPU backend" > /dev/null 2>&1 || true
+  mkdir -p "$dest/testdata"
+  grep '^passed' "$report" | cut -f2 | while read -r case_name; do
+    mkdir -p "$dest/testdata/$(dirname "$case_name")"
+    cp -r "/usr/share/libonnx-testdata/data/$case_name" "$dest/testdata/$case_name"
+  done
+  rm -f "$report"
+  # Fashion-MNIST's test set, for the GPU-against-CPU prediction test (tests/gpu/test_runtime.cpp).
+  mkdir -p "$dest/data/fashion-mnist"
+  cp /usr/share/datasets/fashion-mnist/t10k-*.gz "$dest/data/fashion-mnist/"
+fi
 # The commit the programs were built from, as cnnrt --version also reports it.
 "$bin/cnnrt" --version | sed -n 's/.*(commit \(.*\))$/\1/p' > "$dest/commit.txt"
 XZ_OPT="-T2 ${XZ_OPT:--6}" tar -cJf .device.tar.xz "$dest"
