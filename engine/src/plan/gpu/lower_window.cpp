@@ -181,9 +181,9 @@ KernelCandidate unfused_pool_candidate(kernels::ConvVariant v, const kernels::Co
 // A 1x1 convolution of 1x1 maps (a squeeze-and-excitation gate's layers, a classifier head written as a
 // convolution) is a fully connected layer: out [N, F] = x [N, C] W[F, C]^T + bias, with its activation, or with the
 // residual as C where it has no bias. Its step is also offered to the Gemm kernels, ours and cuBLASLt's (inputs: x,
-// the residual, then the workspace). None where the layer is anything more.
-std::vector<KernelCandidate> matrix_product_candidates(const kernels::ConvLayer& L, const float* w_device,
-                                                       const LowerContext& lc) {
+// the residual, then the workspace). None where the layer is anything more. `what` names the node in warnings.
+std::vector<KernelCandidate> matrix_product_candidates(const std::string& what, const kernels::ConvLayer& L,
+                                                       const float* w_device, const LowerContext& lc) {
   const kernels::ConvGeometry& g = L.g;
   const bool product = g.H == 1 && g.W == 1 && g.OH == 1 && g.OW == 1 && g.KH == 1 && g.KW == 1 && g.groups == 1 &&
                        !L.pooled() && !L.in.any() && L.e.out_image_floats == 0 && !(L.residual && L.e.bias);
@@ -214,7 +214,7 @@ std::vector<KernelCandidate> matrix_product_candidates(const kernels::ConvLayer&
   }
   bind.workspace = L.residual ? 2 : 1;
   const std::string config = fmt::format("as a matrix product {}x{}x{}", desc.m, desc.n, desc.k);
-  return gemm_candidates("a 1x1 convolution of 1x1 maps", desc, bind, config, lc.context.device.sm_count);
+  return gemm_candidates(what, desc, bind, config, lc.context.device.sm_count);
 }
 
 }  // namespace
@@ -255,7 +255,9 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   std::vector<std::string> rejected;
   std::vector<KernelCandidate> candidates =
       conv_kernel_candidates(L, w.f32(), bias ? bias->f32() : nullptr, w_device, lc, &rejected);
-  for (KernelCandidate& c : matrix_product_candidates(L, w_device, lc)) candidates.push_back(std::move(c));
+  for (KernelCandidate& c : matrix_product_candidates(ir::node_label(node), L, w_device, lc)) {
+    candidates.push_back(std::move(c));
+  }
   candidates.push_back(reference_candidate(L, w_device));
 
   TuneShapes shapes;
