@@ -332,7 +332,7 @@ void launch_depthwise_many(const float* x, float* y, const float* w, const ConvG
   q.items_a_plane = FastDiv(pl.row_groups * g.OW);
   q.out_w = FastDiv(g.OW);
   q.filter_floats = FastDiv(g.F / g.C * Cfg::K * Cfg::K);
-  const size_t smem = 4 * static_cast<size_t>(q.planes) * (pl.rows * pl.pitch + g.F / g.C * Cfg::K * Cfg::K);
+  const size_t smem = 4 * static_cast<size_t>(q.planes) * (q.plane_floats + q.filter_floats.d);  // planes, filters
   const unsigned blocks = static_cast<unsigned>((q.total_planes + q.planes - 1) / q.planes);
   launch_overlapped(conv2d_depthwise_many_kernel<Cfg>, dim3(blocks), dim3(Cfg::BLOCK), smem, stream, 1, x, y, w, g, e,
                     in, q);
@@ -412,8 +412,8 @@ class DepthwiseFamily final : public ConvFamily {
     for (const DwEntry& en : kDwEntries) {
       if (en.k != g.KH || en.s != g.stride_h || en.act != wanted) continue;
       if (en.cpb > 0 && (g.OW > en.tw || g.OH > en.th)) continue;
-      if (en.cpb == kDwMany && (int64_t{g.OH} * g.OW > kDwManyMaxOutputs || dw_many_planes(g, en.rows) == 0)) continue;
       const int planes_a_block = en.cpb == kDwMany ? dw_many_planes(g, en.rows) : 0;
+      if (en.cpb == kDwMany && (int64_t{g.OH} * g.OW > kDwManyMaxOutputs || planes_a_block == 0)) continue;
       (en.cpb == kDwMany ? many : en.cpb > 0 ? planes : out)
           .push_back({variant_name(en), planes_a_block > 0 ? std::to_string(planes_a_block) + " planes a block" : "",
                       bind_launch(en.launch, layer, w.filters, layer.in)});
