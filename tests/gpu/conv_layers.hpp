@@ -537,6 +537,39 @@ inline std::vector<Layer> stem_layers() {
 }
 
 // The list of a family's GPU test ("" for a family no list covers).
+// pw (1x1 at stride 1): odd channel and filter counts (1, 7, 31, 33, up to the family's 256), planes of 4 to 4000
+// pixels in whole quads (1x4, 33x4, 31x4, 1x1000) and of 1, 9, 49, 1023 pixels (a quad across images, a batch's last
+// quad partial), batches 1 to 5, filters over several blocks, groups of 10 and 20 filters (ShuffleNet), residuals,
+// every activation.
+inline std::vector<Layer> pw_layers() {
+  using kernels::ParamAct;
+  std::vector<Layer> out;
+  out.push_back(tc_layer(1, 1, 1, 4, 1, 1, 1, 1, 0, 0, 0, 0));
+  out.push_back(tc_layer(3, 7, 33, 4, 9, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));
+  out.push_back(tc_layer(2, 31, 31, 4, 33, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true));
+  out.push_back(tc_layer(1, 33, 1, 1000, 7, 1, 1, 1, 0, 0, 0, 0, ParamAct::LeakyRelu));
+  out.push_back(tc_layer(5, 16, 4, 4, 8, 1, 1, 1, 0, 0, 0, 0, ParamAct::Clip));
+  out.push_back(tc_layer(2, 256, 8, 8, 100, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));
+  out.push_back(tc_layer(1, 40, 16, 16, 16, 1, 1, 1, 0, 0, 0, 0, ParamAct::None, true));
+  out.push_back(tc_layer(3, 112, 3, 3, 130, 1, 1, 1, 0, 0, 0, 0, ParamAct::Clip));  // MobileNet v2's last, 3x3 maps
+  out.push_back(tc_layer(5, 33, 7, 7, 24, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true));
+  out.push_back(tc_layer(7, 9, 1, 1, 17, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));
+  out.push_back(tc_layer(1, 31, 31, 33, 7, 1, 1, 1, 0, 0, 0, 0, ParamAct::None, true));
+  for (auto act : {ParamAct::Sigmoid, ParamAct::Tanh, ParamAct::HardSigmoid, ParamAct::HardSwish, ParamAct::Swish,
+                   ParamAct::Gelu}) {
+    out.push_back(tc_layer(2, 24, 6, 6, 37, 1, 1, 1, 0, 0, 0, 0, act));
+  }
+  for (int groups : {2, 3, 8}) {
+    out.push_back(tc_layer(2, 40 * groups, 7, 4, 10 * groups, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu));
+    out.back().groups = groups;
+    out.push_back(tc_layer(1, 40 * groups, 14, 14, 20 * groups, 1, 1, 1, 0, 0, 0, 0, ParamAct::None, true));
+    out.back().groups = groups;
+    out.push_back(tc_layer(3, 16 * groups, 5, 5, 12 * groups, 1, 1, 1, 0, 0, 0, 0, ParamAct::Relu, true));
+    out.back().groups = groups;
+  }
+  return out;
+}
+
 inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "c1") return c1_layers();
   if (family == "c1stream") return c1stream_layers();
@@ -546,6 +579,7 @@ inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "tc") return tc_layers();
   if (family == "igemm") return tc_layers();  // the same geometries: any stride, dilation, groups, 1-D
   if (family == "dot") return dot_layers();
+  if (family == "pw") return pw_layers();
   if (family == "wgr") return wg_layers(false);
   if (family == "wgh") return wg_layers(true);
   if (family == "gen") {

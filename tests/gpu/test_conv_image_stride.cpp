@@ -55,3 +55,4 @@ TEST_CASE("image stride: every gen variant writes its images apart, pooled and s
 TEST_CASE("image stride: every stem variant writes its images apart, pooled too") { check_image_stride("stem", 6500); }
 TEST_CASE("image stride: every dw variant writes its images apart") { check_image_stride("dw", 6700); }
 TEST_CASE("image stride: every wgh variant writes its images apart") { check_image_stride("wgh", 5900); }
+TEST_CASE("image stride: every pw variant writes its images apart") { check_image_stride("pw", 6900); }
