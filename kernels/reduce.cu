@@ -49,6 +49,23 @@ __global__ void reduce_rows_kernel(ReduceCombine combine, const float* __restric
   }
 }
 
+// Short rows, many of them (a global pool over small maps at a large batch: 327,680 rows of 9 at batch 256): a
+// thread a row, its values summed in order, a warp's lanes on consecutive rows (one row a warp spends five
+// dependent shuffles on 9 values and leaves 23 lanes idle).
+constexpr int64_t kShortRow = 32;
+constexpr int64_t kShortRowsMin = 8192;
+
+__global__ void reduce_short_rows_kernel(ReduceCombine combine, const float* __restrict__ x, float* __restrict__ y,
+                                         int64_t rows, int length) {
+  wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
+  for (int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; row < rows; row += int64_t(gridDim.x) * blockDim.x) {
+    const float* values = x + row * length;
+    float total = combine.identity();
+    for (int i = 0; i < length; ++i) total = combine(total, __ldg(values + i));
+    y[row] = combine.finish(total, length);
+  }
+}
+
 constexpr int kColumnTile = kWarpSize;  // outputs per block tile: one per lane
 constexpr int kColumnSlices = 8;        // warps per block, each reducing every 8th reduced element
 
@@ -113,6 +130,11 @@ void launch_reduce(ReduceOp op, const float* x, float* y, const ReduceDesc& desc
 
   // Reduced elements contiguous at the end of each output's block: rows of reduced_count floats.
   const bool trailing = reduced.rank == 1 && reduced.strides[0][0] == 1;
+  if (trailing && reduced_count <= kShortRow && outputs >= kShortRowsMin) {
+    launch_overlapped(reduce_short_rows_kernel, dim3(blocks_for(outputs, kRowThreads)), dim3(kRowThreads), 0, stream, 1,
+                      combine, x, y, outputs, static_cast<int>(reduced_count));
+    return;
+  }
   if (trailing) {
     const bool whole_block = rows_need_whole_blocks(outputs, reduced_count);
     const bool use_float4 = reduced_count % 4 == 0 && aligned_16(x);

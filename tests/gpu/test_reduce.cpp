@@ -1,5 +1,5 @@
 // launch_reduce against the CPU reference: trailing, leading, middle and non-adjacent axes, all axes, none,
-// unit axes only, ranks 1..5, short and long rows, float4 and scalar rows.
+// unit axes only, ranks 1..5, short and long rows, float4 and scalar rows, many short rows (a thread a row).
 #include "kernel_test_util.hpp"
 #include "kernels/reduce.cuh"
 
@@ -32,6 +32,8 @@ TEST_CASE("ReduceSum, ReduceMean, ReduceMax and ReduceMin match the CPU referenc
       {{2, 8, 64}, {2}},             // float4 rows
       {{1, 64, 33, 31}, {1}},        // channel mean
       {{3, 1}, {0}},
+      {{256, 40, 3, 3}, {2, 3}},     // many short rows: a thread a row (a global pool over 3x3 maps)
+      {{8193, 1, 7}, {2}},           // the fewest rows that take it, an odd length
   };
   struct OpCase {
     const char* onnx_op;
