@@ -285,14 +285,7 @@ class PointwiseFamily final : public ConvFamily {
         // Input reads: once per block of filters; the filters computed, padding included.
         const int blocks = (fg + fb - 1) / fb;
         const double score = blocks * (1.0 + 0.02 * fy) + double(blocks * fb - fg) / fg;
-        auto launch = en.launch;
-        ConvVariant v{variant_name(en, std::to_string(fb)), "",
-                      [launch, layer, weights = w.packed, fy](const ConvArgs& a, cudaStream_t stream) {
-                        Epilogue e = layer.e;
-                        e.residual = a.residual;
-                        launch(a.x, a.y, weights, layer.g, e, fy, stream);
-                      }};
-        scored.push_back({std::move(v), score});
+        scored.push_back({{variant_name(en, std::to_string(fb)), "", bind_launch(en.launch, layer, w.packed, fy)}, score});
       }
     }
     return rank_by_score(std::move(scored));
