@@ -20,7 +20,9 @@ the other in this one call:
 It writes DIR/zoo_bench.json (after every case, so a run cut short keeps what finished; --resume skips the
 cases already there) and DIR/zoo_bench.md, a Markdown table: per model and input, our latency and
 throughput, PyTorch's (eager and CUDA graphs), the speedups against PyTorch + CUDA graphs (PyTorch's time
-over ours: above 1 we are faster), and our slowest step with its kernel and cuDNN's time for that step.
+over ours: above 1 we are faster), and our slowest step with its kernel and cuDNN's time for that step; and
+DIR/zoo_bench_steps.md: every convolution step of every case beside cuDNN's time for the same layer, with
+geometric means per model and per kernel family and the steps below 0.8x listed first.
 
 A case that fails (cnnrt cannot load or run it, the outputs differ, a command fails) is reported in the
 table and the JSON, the others go on, and the exit status is 1. Needs on the GPU host: PyTorch with CUDA,
@@ -28,6 +30,7 @@ the onnx package, and cnnrt (on PATH or --cnnrt).
 """
 import argparse
 import json
+import math
 import os
 import shlex
 import shutil
@@ -114,6 +117,10 @@ def summarize_bench(doc):
            "throughput_images_per_s": model["throughput_images_per_s"],
            "steps": len(model.get("steps", [])), "steps_total_us": model.get("steps_total_us")}
     steps = model.get("steps") or []
+    # Every step cuDNN ran beside ours (the convolutions it can run as cnnrt does): the per-layer ruler.
+    out["conv_steps"] = [{"step": i, "kernel": st["kernel"], "output_shape": st.get("output_shape"),
+                          "ours_us": st["ours_us"], "cudnn_us": st["cudnn_us"], "cudnn_algo": st.get("cudnn_algo")}
+                         for i, st in enumerate(steps) if st.get("cudnn_us") and st.get("ours_us")]
     if steps:
         slow = max(steps, key=lambda s: s["ours_us"])
         out["slowest_step"] = {"label": slow["label"], "kernel": slow["kernel"], "ours_us": slow["ours_us"],
@@ -223,6 +230,67 @@ def write_table(doc):
     if failed:
         lines += ["", "Failed:"]
         lines += [f"- {c['model']} {shape_text(c['input_shape'])}: {c.get('status')}: {c.get('error', '')}" for c in failed]
+    return "\n".join(lines) + "\n"
+
+
+LOW_STEP = 0.8  # a convolution step below this share of cuDNN's speed is listed first
+
+
+def step_ratios(doc):
+    """(case, step, cuDNN's time over ours) for every convolution step of the document's passing cases."""
+    out = []
+    for c in doc.get("cases", []):
+        if c.get("status") != "ok":
+            continue
+        for st in (c.get("cnnrt") or {}).get("conv_steps") or []:
+            out.append((c, st, st["cudnn_us"] / st["ours_us"]))
+    return out
+
+
+def geomean(values):
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def write_steps(doc):
+    """The Markdown report of every convolution step against cuDNN's fastest FP32 algorithm on the same layer
+    (`cnnrt bench`'s per-step column): counts, geometric means overall, per model and per kernel family, the steps
+    below LOW_STEP, then every step."""
+    ratios = step_ratios(doc)
+    lines = ["# Convolution steps against cuDNN", ""]
+    if doc.get("commands"):
+        lines += [f"    {c}" for c in doc["commands"]] + [""]
+    lines += ["Per-step times from each `cnnrt bench` run's profiling pass, cuDNN's fastest FP32 algorithm on the same "
+              "layer in the same process; the ratio is cuDNN's time over ours (above 1: cnnrt is faster).", ""]
+    if not ratios:
+        return "\n".join(lines + ["No convolution step with a cuDNN time."]) + "\n"
+    low = [r for r in ratios if r[2] < LOW_STEP]
+    models = sorted({c["model"] for c, _, _ in ratios})
+    lines.append(f"{len(ratios)} steps of {len(models)} models, geometric mean {geomean(r[2] for r in ratios):.2f}x, "
+                 f"{len(low)} below {LOW_STEP}x.")
+    lines += ["", "| model | input | steps | geometric mean | lowest |", "|---|---|---|---|---|"]
+    for c in doc["cases"]:
+        mine = [r[2] for r in ratios if r[0] is c]
+        if mine:
+            lines.append(f"| {c['model']} | {shape_text(c['input_shape'])} | {len(mine)} | {geomean(mine):.2f}x | "
+                         f"{min(mine):.2f}x |")
+    families = {}
+    for _, st, r in ratios:
+        families.setdefault(st["kernel"].split("_")[0], []).append(r)
+    lines += ["", "| kernel family | steps | geometric mean | range |", "|---|---|---|---|"]
+    for fam, rs in sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| `{fam}` | {len(rs)} | {geomean(rs):.2f}x | {min(rs):.2f}-{max(rs):.2f}x |")
+
+    def row(c, st, r):
+        shape = "x".join(str(d) for d in st.get("output_shape") or [])
+        return (f"| {c['model']} | {st['step']} | {shape} | `{st['kernel']}` | {fmt_us(st['ours_us'])} | "
+                f"{fmt_us(st['cudnn_us'])} | {cell(st.get('cudnn_algo') or '')} | {r:.2f}x |")
+
+    head = ["| model | step | output | our kernel | ours us | cuDNN us | cuDNN algorithm | ratio |",
+            "|---|---|---|---|---|---|---|---|"]
+    if low:
+        lines += ["", f"Below {LOW_STEP}x:", ""] + head + [row(*x) for x in sorted(low, key=lambda x: x[2])]
+    lines += ["", "Every step:", ""] + head + [row(*x) for x in ratios]
     return "\n".join(lines) + "\n"
 
 
@@ -458,6 +526,8 @@ def save(out_dir, doc):
     os.replace(path + ".part", path)
     with open(os.path.join(out_dir, "zoo_bench.md"), "w") as f:
         f.write(write_table(doc))
+    with open(os.path.join(out_dir, "zoo_bench_steps.md"), "w") as f:
+        f.write(write_steps(doc))
 
 
 # --- Command line -----------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """scripts/zoo_bench.py without a GPU: the cases it plans for the committed zoo, the commands of --dry-run,
 the figures it takes from a recorded `cnnrt bench --json` document, the Markdown table (with failures and
-mismatches), merging runs with --table, and its reports of a missing program or a timeout. Plain python3
+mismatches), the per-step report against cuDNN, merging runs with --table, and its reports of a missing program or a timeout. Plain python3
 (unittest): no torch, no onnx. CTest runs it as `zoo_bench_script`.
 """
 import contextlib
 import copy
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -121,6 +122,14 @@ class BenchJsonTest(unittest.TestCase):
         self.assertAlmostEqual(step["cudnn_us"], 508.917, places=2)
         self.assertEqual(step["cudnn_algo"], "IMPLICIT_GEMM +bias+relu +maxpool")
 
+    def test_convolution_steps_are_the_steps_with_a_cudnn_time(self):
+        with open(RECORDED_BENCH) as f:
+            steps = zoo_bench.summarize_bench(json.load(f))["conv_steps"]
+        self.assertEqual([st["step"] for st in steps], [0, 1])  # step 2, the Gemm, has no cuDNN time
+        self.assertEqual(steps[1]["kernel"], "gen_k5s1_4x4_f16_t12x12_c8_relu_pool")
+        self.assertEqual(steps[1]["output_shape"], [4096, 16, 4, 4])
+        self.assertAlmostEqual(steps[0]["cudnn_us"] / steps[0]["ours_us"], 273.641 / 113.920, places=3)
+
     def test_a_slowest_step_that_is_not_a_convolution_has_no_cudnn_time(self):
         with open(RECORDED_BENCH) as f:
             doc = json.load(f)
@@ -163,6 +172,28 @@ class TableTest(unittest.TestCase):
         self.assertIn("- unet_small 1x1x256x256: failed:", table)
         self.assertIn("- resnet20 16x3x32x32: mismatch:", table)
 
+    def test_steps_report(self):
+        doc = self.document()
+        slow = recorded_case("vgg_small", (256, 1, 64, 64))
+        slow["cnnrt"]["conv_steps"][1]["ours_us"] = 1000.0  # 508.9 / 1000: below 0.8x
+        doc["cases"].append(slow)
+        report = zoo_bench.write_steps(doc)
+        # The mismatching and failed cases are left out: lenet5's two steps and vgg_small's two.
+        ratios = [273.641 / 113.920, 508.917 / 138.016, 273.641 / 113.920, 508.917 / 1000.0]
+        want = math.exp(sum(math.log(r) for r in ratios) / 4)
+        self.assertIn(f"4 steps of 2 models, geometric mean {want:.2f}x, 1 below 0.8x.", report)
+        lenet = math.sqrt(ratios[0] * ratios[1])
+        self.assertIn(f"| lenet5 | 4096x1x32x32 | 2 | {lenet:.2f}x | 2.40x |", report)
+        self.assertIn("| `c1` | 2 | 2.40x | 2.40-2.40x |", report)
+        low = report.split("Below 0.8x:")[1].split("Every step:")[0]
+        self.assertEqual(low.count("| vgg_small |"), 1)
+        self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 1,000 | 508.9 | "
+                      "IMPLICIT_GEMM +bias+relu +maxpool | 0.51x |", low)
+        every = report.split("Every step:")[1]
+        self.assertEqual(len([l for l in every.splitlines() if l.startswith("| ") and "---" not in l]), 5)
+        self.assertNotIn("Below", zoo_bench.write_steps(self.document()))
+        self.assertIn("No convolution step", zoo_bench.write_steps({"cases": []}))
+
     def test_table_option_merges_runs_later_wins_and_fails_on_failures(self):
         first = self.document()
         second = {"schema": zoo_bench.SCHEMA, "commands": ["scripts/zoo_bench.py --models unet_small"],
@@ -184,6 +215,8 @@ class TableTest(unittest.TestCase):
             self.assertEqual(len(merged["commands"]), 2)
             with open(os.path.join(tmp, "merged", "zoo_bench.md")) as f:
                 self.assertEqual(f.read(), out)
+            with open(os.path.join(tmp, "merged", "zoo_bench_steps.md")) as f:
+                self.assertIn("4 steps of 2 models", f.read())  # lenet5 and unet_small; resnet20 mismatches
             only_ok = copy.deepcopy(second)
             with open(paths[1], "w") as f:
                 json.dump(only_ok, f)
