@@ -6,9 +6,9 @@
 // pad such layers to their tiles (a group of 10 filters to 32 or 64) and gather the input through shared memory;
 // here each thread reads its own 4 consecutive pixels of every channel of its group as one 16-byte load (the
 // loads of a warp along 512 contiguous bytes of a plane) and keeps FT (4, 8 or 16) filters x 4 pixels of sums in
-// registers, the next 64 / FT channels' loads in flight; a tap is one broadcast float4 of weights from shared memory per 4 filters and 16 FMAs. Planes of H*W % 4 != 0
-// (3x3, 7x7, 55x55 maps) take the same loop with four loads a channel, a thread's pixels 32 apart (a warp's loads
-// each one contiguous run) and possibly in two images.
+// registers, the next 64 / FT channels' loads in flight; a tap is one broadcast float4 of weights from shared
+// memory per 4 filters and 16 FMAs. Planes of H*W % 4 != 0 (3x3, 7x7, 55x55 maps) take the same loop with four
+// loads a channel, a thread's pixels 32 apart (a warp's loads each one contiguous run) and possibly in two images.
 //
 // A block is 64 quads of consecutive pixels of the batch x FY thread rows, each row FT of the block's FT*FY
 // filters of one group; the rows of a block read the same input (L1 hits after the first). The block's filters of
@@ -20,7 +20,6 @@
 #include "kernels/conv_registry.hpp"
 #include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
-#include "kernels/smem_optin.cuh"
 
 namespace cnnrt::kernels {
 
@@ -42,9 +41,8 @@ struct Params {
   int64_t out_image;    // floats from one output image to the next
 };
 
-// The sums of FT filters x 4 pixels over the group's channels; V: the input read as float4 (else 4 floats).
-// V: the quad lies in one plane, 16-byte aligned (one float4 load a channel at x + xoff[0]); else each pixel's
-// own offset (a quad across images, or planes of H*W % 4 != 0).
+// The sums of FT filters x 4 pixels over the group's channels. V: the quad lies in one plane, 16-byte aligned (one
+// float4 load a channel at x + xoff[0]); else four loads, each pixel at its own offset (planes of H*W % 4 != 0).
 template <int FT, int U, bool V>
 __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __restrict__ x, const int64_t (&xoff)[4],
                                            const float4* wrow, const Params& q) {
@@ -88,7 +86,8 @@ template <int FT, Act ACT>
 constexpr int kMinBlocks = FT == 4 ? 3 : (FT == 16 && ACT == Act::Param) ? 1 : 2;
 
 template <int FT, Act ACT>
-__global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>) conv2d_pw_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+__global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
+    conv2d_pw_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
                      const ConvGeometry g, const Epilogue e, const Params q) {
   extern __shared__ float4 ws4[];  // [cg][fb / 4]: the block's filters, channel-major
   constexpr int U = 64 / FT;  // channels loaded ahead: fewer filters a thread, more loads in flight
@@ -164,7 +163,8 @@ __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>) conv2d_pw_kernel(con
 #pragma unroll
       for (int k = 0; k < 4; ++k) v[k] = activate<ACT>(v[k], e);
       if (vec_out) {
-        *reinterpret_cast<float4*>(y + int64_t(img[0]) * q.out_image + plane + pos[0]) = make_float4(v[0], v[1], v[2], v[3]);
+        float* out = y + int64_t(img[0]) * q.out_image + plane + pos[0];
+        *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -285,7 +285,8 @@ class PointwiseFamily final : public ConvFamily {
         // Input reads: once per block of filters; the filters computed, padding included.
         const int blocks = (fg + fb - 1) / fb;
         const double score = blocks * (1.0 + 0.02 * fy) + double(blocks * fb - fg) / fg;
-        scored.push_back({{variant_name(en, std::to_string(fb)), "", bind_launch(en.launch, layer, w.packed, fy)}, score});
+        ConvVariant v{variant_name(en, std::to_string(fb)), "", bind_launch(en.launch, layer, w.packed, fy)};
+        scored.push_back({std::move(v), score});
       }
     }
     return rank_by_score(std::move(scored));

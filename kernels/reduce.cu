@@ -58,7 +58,8 @@ constexpr int64_t kShortRowsMin = 8192;
 __global__ void reduce_short_rows_kernel(ReduceCombine combine, const float* __restrict__ x, float* __restrict__ y,
                                          int64_t rows, int length) {
   wait_for_prior_grid();  // launched overlapped (PDL): nothing global is touched before this
-  for (int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; row < rows; row += int64_t(gridDim.x) * blockDim.x) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; row < rows; row += step) {
     const float* values = x + row * length;
     float total = combine.identity();
     for (int i = 0; i < length; ++i) total = combine(total, __ldg(values + i));

@@ -1,6 +1,7 @@
 // Every variant of the pw family (1x1 convolutions at stride 1 on the CUDA cores) against the CPU reference
-// backend: odd channel and filter counts, planes of 1 to 4000 pixels (quads across images where H*W % 4 != 0), groups, residuals and
-// every activation (conv_layers.hpp: pw_layers), random inputs and poisoned outputs (conv_family_check.hpp).
+// backend: odd channel and filter counts, planes of 1 to 4000 pixels (quads across images where H*W % 4 != 0),
+// groups, residuals and every activation (conv_layers.hpp: pw_layers), random inputs and poisoned outputs
+// (conv_family_check.hpp).
 #include <doctest/doctest.h>
 
 #include "conv_family_check.hpp"
