@@ -26,10 +26,13 @@ namespace cnnrt::kernels {
 namespace pw {
 
 constexpr int kQuads = 64;           // pixel quads a block row (blockDim.x)
-constexpr int kFilterPad = 16;       // a group's filters in the packed weights: a multiple of this
+constexpr int kFilterPad = 16;       // a group's filters in the packed weights: a multiple of this (padded_filters)
 constexpr int kMaxChannels = 256;    // C / groups the family takes
 constexpr int kMaxBlockFilters = 64;
 constexpr int kSmemBytes = 48 * 1024;
+
+// A group's filters in the packed weights: fg rounded up to kFilterPad.
+inline int padded_filters(int fg) { return (fg + kFilterPad - 1) / kFilterPad * kFilterPad; }
 
 struct Params {
   int cg, fg, fgp;      // a group's channels and filters; its filters in the packed weights (fg rounded up)
@@ -182,7 +185,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   Params q;
   q.cg = g.C / g.groups;
   q.fg = g.F / g.groups;
-  q.fgp = (q.fg + kFilterPad - 1) / kFilterPad * kFilterPad;
+  q.fgp = padded_filters(q.fg);
   q.hw = g.OH * g.OW;
   q.plane = FastDiv(q.hw);
   q.npix = g.N * q.hw;
@@ -226,7 +229,7 @@ const int kThreadRows[] = {1, 2, 4};
 PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) {
   const ConvGeometry& g = layer.g;
   const int cg = g.C / g.groups, fg = g.F / g.groups;
-  const int fgp = (fg + kFilterPad - 1) / kFilterPad * kFilterPad;
+  const int fgp = padded_filters(fg);
   PackedWeights pw;
   pw.layout = "pw_cf16";
   pw.device.assign(size_t(g.groups) * cg * fgp, 0.0f);

@@ -28,6 +28,16 @@ namespace cnnrt::testing {
 // included: under a cap, the families the capped architecture lacks report themselves skipped).
 inline kernels::DeviceCaps test_device_caps() { return plan::device_caps(gpu::current_device()); }
 
+// A Turing GPU (compute capability 7.5, 64 KB of shared memory a block) as the families' eligibility reads it: the
+// device the families that need nothing beyond sm_75 must accept their layers on.
+inline kernels::DeviceCaps turing_caps() {
+  kernels::DeviceCaps turing;
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  turing.smem_optin = 64 * 1024;
+  return turing;
+}
+
 // The reference output of a layer with its inputs, and the layer as the registry sees it.
 struct LayerCase {
   kernels::ConvLayer layer;

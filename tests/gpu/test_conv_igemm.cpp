@@ -13,10 +13,7 @@ using namespace cnnrt::testing;
 TEST_CASE("igemm: needs nothing beyond sm_75 and accepts every unpooled geometry") {
   const kernels::ConvFamily* igemm = kernels::find_conv_family("igemm");
   REQUIRE(igemm != nullptr);
-  kernels::DeviceCaps turing;
-  turing.cc_major = 7;
-  turing.cc_minor = 5;
-  turing.smem_optin = 64 * 1024;
+  const kernels::DeviceCaps turing = turing_caps();
   CHECK(kernels::device_lacks(turing, igemm->needs()).empty());
   for (const Layer& L : tc_layers()) CHECK(igemm->reject(describe_layer(L), turing).empty());
   Layer pooled = tc_layer(2, 32, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1);

@@ -13,10 +13,7 @@ using namespace cnnrt::testing;
 TEST_CASE("pw: needs nothing beyond sm_75; takes 1x1 layers at stride 1 without padding or pooling") {
   const kernels::ConvFamily* pw = kernels::find_conv_family("pw");
   REQUIRE(pw != nullptr);
-  kernels::DeviceCaps turing;
-  turing.cc_major = 7;
-  turing.cc_minor = 5;
-  turing.smem_optin = 64 * 1024;
+  const kernels::DeviceCaps turing = turing_caps();
   CHECK(kernels::device_lacks(turing, pw->needs()).empty());
   for (const Layer& L : pw_layers()) CHECK(pw->reject(describe_layer(L), turing).empty());
   CHECK(pw->reject(describe_layer(tc_layer(1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 1, 1)), turing) == "needs a 1x1 filter");

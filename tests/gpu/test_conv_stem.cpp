@@ -13,10 +13,7 @@ using namespace cnnrt::testing;
 TEST_CASE("stem: declines groups, many channels, large filters, large strides, dilation, pooled residuals") {
   const kernels::ConvFamily* stem = kernels::find_conv_family("stem");
   REQUIRE(stem != nullptr);
-  kernels::DeviceCaps turing;
-  turing.cc_major = 7;
-  turing.cc_minor = 5;
-  turing.smem_optin = 64 * 1024;
+  const kernels::DeviceCaps turing = turing_caps();
   CHECK(kernels::device_lacks(turing, stem->needs()).empty());
   for (const Layer& L : stem_layers()) CHECK(stem->reject(describe_layer(L), turing).empty());
   Layer grouped = tc_layer(1, 4, 16, 16, 8, 3, 3, 1, 1, 1, 1, 1);
