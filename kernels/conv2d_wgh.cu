@@ -390,6 +390,7 @@ class WghFamily final : public ConvFamily {
     std::string why = wg_reject(layer);
     if (!why.empty()) return why;
     const ConvGeometry& g = layer.g;
+    if (g.C % wgh::kBK != 0) return "input channels not a multiple of 32";
     if (g.stride_h != 1 || g.stride_w != 1) return "stride other than 1";
     if (g.KH * g.KW < wgh::kMinTaps) return "fewer than 4 filter taps";
     if (!tma::available()) return "the driver offers no tensor-map encoder";

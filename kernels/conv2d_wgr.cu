@@ -12,7 +12,10 @@
 //
 // Shared memory per stage (4 stages), 1024-byte aligned:
 //   [W big][W small]: BN filter rows x 32 k, 128 bytes a row, K-major, 128-byte swizzle (the B operand);
-//   [X]: 32 channels x XS floats, pixel-contiguous (the unsplit input of BM pixels, XS = BM + 8).
+//   [X]: 32 k rows x XS floats, pixel-contiguous (the unsplit input of BM pixels, XS = BM + 8).
+// A stage is two halves of 16 k each, (tap, 16 consecutive channels) apiece, so C need only be a multiple of 16
+// (SqueezeNet's 16- and 48-channel 3x3 layers): where C % 32 == 16 a stage's halves lie in two taps, and where
+// KH * KW * C % 32 == 16 the last stage's second half is past K (zero input, zero packed filters).
 // XS = 8 (mod 32) makes the fragment reads free of bank conflicts: lane (gid, tig) reads channel 8s + tig
 // (+4) of pixel gid (+8), bank 8*tig + gid (+const). The cp.async writes (32 pixels of one channel a warp)
 // are consecutive words.
@@ -89,7 +92,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BM;
   const int f0 = ftile * C::BN;
 
-  // Loader role: pixel pl of the tile, channels jq + i * X_CSTEP of every stage's 32.
+  // Loader role: pixel pl of the tile, k rows jq + i * X_CSTEP of every stage's 32 (X_CSTEP is 2: a thread's
+  // first half of its copies lies in the stage's first 16 rows, the rest in the second 16).
+  static_assert(C::X_CSTEP == 2 && C::X_PER_THREAD == 16, "a thread's copies split evenly between the halves");
   const int pl = tid % C::BM, jq = tid / C::BM;
   int iy0 = -(1 << 30), ix0 = -(1 << 30), xoff = 0;  // an invalid pixel: origin far outside the image
   {
@@ -118,40 +123,46 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                   wsrc + (static_cast<int64_t>(half) * q.f_pad + row) * q.K + kt * kBK, true);
     }
   };
-  // The input of stage (ky, kx, cg), unsplit; zeros outside the image (the copies read nothing there).
-  auto load_x = [&](uint8_t* stage, int ky, int kx, int cg) {
-    float* xs = reinterpret_cast<float*>(stage + 2 * C::W_BYTES);
-    const bool ok = static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
-                    static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
-    const float* src = x + (ok ? xoff + cg * kBK * q.hw + ky * g.W + kx : 0);
-#pragma unroll
-    for (int i = 0; i < C::X_PER_THREAD; ++i) {
-      cp_async_4(xs + (jq + i * C::X_CSTEP) * C::XS + pl, ok ? src + i * C::X_CSTEP * q.hw : x, ok);
-    }
-  };
-
   // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
   const int rank = static_cast<int>(blockIdx.z);
   const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
-  // The filter tap and channel group of the next stage to load.
-  int next = k_begin;
-  int cg = k_begin % q.cgroups, kx = k_begin / q.cgroups, ky = kx / g.KW;
-  kx -= ky * g.KW;
-  // The input of stage `next` into its buffer (the filters too unless they were requested already), then on to
-  // the next stage's tap and channel group; one commit group a stage, empty past the end: the waits below
-  // count stages.
+  // The next half-stage to load: filter tap (ky, kx) and first channel c16 (a multiple of 16); ky == KH past K.
+  int ky, kx, c16;
+  {
+    const int tap = k_begin * kBK / g.C;
+    c16 = k_begin * kBK - tap * g.C;
+    ky = tap / g.KW;
+    kx = tap - ky * g.KW;
+  }
+  // The input of half h of a stage at the cursor, unsplit, then the cursor on by 16 channels; zeros outside the
+  // image and past K (the copies read nothing there).
+  auto load_x_half = [&](float* xs, int h) {
+    const bool ok = ky < g.KH && static_cast<unsigned>(iy0 + ky) < static_cast<unsigned>(g.H) &&
+                    static_cast<unsigned>(ix0 + kx) < static_cast<unsigned>(g.W);
+    const float* src = x + (ok ? xoff + c16 * q.hw + ky * g.W + kx : 0);
+#pragma unroll
+    for (int i = 0; i < C::X_PER_THREAD / 2; ++i) {
+      cp_async_4(xs + (16 * h + jq + i * C::X_CSTEP) * C::XS + pl, ok ? src + i * C::X_CSTEP * q.hw : x, ok);
+    }
+    if ((c16 += 16) == g.C) {
+      c16 = 0;
+      if (++kx == g.KW) {
+        kx = 0;
+        ++ky;
+      }
+    }
+  };
+
+  int next = k_begin;  // the next stage to load
+  // The input of stage `next` into its buffer (the filters too unless they were requested already); one commit
+  // group a stage, empty past the end: the waits below count stages.
   auto load_next = [&](bool with_filters) {
     if (next < k_end) {
       uint8_t* stage = stage_ptr(next, k_begin);
       if (with_filters) load_w(stage, next);
-      load_x(stage, ky, kx, cg);
-      if (++cg == q.cgroups) {
-        cg = 0;
-        if (++kx == g.KW) {
-          kx = 0;
-          ++ky;
-        }
-      }
+      float* xs = reinterpret_cast<float*>(stage + 2 * C::W_BYTES);
+      load_x_half(xs, 0);
+      load_x_half(xs, 1);
     }
     ++next;
     cp_async_commit();
@@ -292,7 +303,7 @@ const Entry kEntries[] = {
 }  // namespace wgr
 
 std::vector<float> pack_wg_filters(const float* weights, int F, int C, int KH, int KW) {
-  const int K = C * KH * KW, f_pad = tc::round_up(F, wg_common::kFAlign);
+  const int K = wg_common::packed_k(C, KH, KW), f_pad = tc::round_up(F, wg_common::kFAlign);
   std::vector<float> packed(static_cast<size_t>(2) * f_pad * K, 0.0f);
   float* big = packed.data();
   float* small = big + static_cast<size_t>(f_pad) * K;
@@ -321,7 +332,7 @@ std::string wg_reject(const ConvLayer& layer) {
   if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
   if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return "stride other than 1 or 2";
   if (layer.pooled()) return "fused pooling";
-  if (g.C % wg_common::kBK != 0) return "input channels not a multiple of 32";
+  if (g.C % 16 != 0) return "input channels not a multiple of 16";
   // Input offsets, pixel indices and packed-filter rows are int32.
   if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return "input too large for 32-bit offsets";
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;
@@ -352,7 +363,7 @@ class WgrFamily final : public ConvFamily {
     const bool relu = layer.e.param_act == ParamAct::Relu;
     const int sm_count = std::max(1, dev.sm_count);
     const int64_t npix = int64_t(g.N) * g.OH * g.OW;
-    const int nk = g.KH * g.KW * (g.C / wgr::kBK);
+    const int nk = wg_common::packed_k(g.C, g.KH, g.KW) / wgr::kBK;
     std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
     for (const wgr::Entry& en : wgr::kEntries) {
       if ((en.act == Act::Relu) != relu) continue;      // Param serves every other activation

@@ -11,7 +11,7 @@
 
 namespace cnnrt::kernels::wg_common {
 
-constexpr int kBK = 32;         // K per stage: one filter tap, 32 channels (C is a multiple of 32)
+constexpr int kBK = 32;         // K per stage: 32 k = (tap, channel) of the order (ky, kx, c)
 constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
 // Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wgr: 2 stages are
@@ -61,13 +61,16 @@ __device__ __forceinline__ void add_partial(float (&acc)[NT][4], const float (&p
   }
 }
 
+// The row length of the packed filters: C * KH * KW rounded up to whole stages (zeros past C * KH * KW).
+inline int packed_k(int C, int KH, int KW) { return (C * KH * KW + kBK - 1) / kBK * kBK; }
+
 struct Params {
   int npix;     // N * OH * OW
   int ohw;      // OH * OW
   int hw, chw;  // H * W, C * H * W
-  int cgroups;  // C / 32: stages per filter tap
-  int nk;       // stages: KH * KW * C / 32
-  int K;        // C * KH * KW, the row length of the packed filters
+  int cgroups;  // C / 32: stages per filter tap (wgh, whose C is a multiple of 32)
+  int nk;       // stages: K / 32
+  int K;        // packed_k: C * KH * KW rounded up to a stage, the row length of the packed filters
   int f_pad;    // F rounded up to kFAlign
   int ftiles;   // filter tiles per pixel tile
   int split;    // blocks (a cluster along z) that share one output tile's K stages
@@ -82,8 +85,8 @@ inline Params make_params(const ConvGeometry& g, int filters_per_tile, int split
   q.hw = g.H * g.W;
   q.chw = g.C * q.hw;
   q.cgroups = g.C / kBK;
-  q.nk = g.KH * g.KW * q.cgroups;
-  q.K = g.C * g.KH * g.KW;
+  q.K = packed_k(g.C, g.KH, g.KW);
+  q.nk = q.K / kBK;
   q.f_pad = tc::round_up(g.F, kFAlign);
   q.ftiles = (g.F + filters_per_tile - 1) / filters_per_tile;
   return q;

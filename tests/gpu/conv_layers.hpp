@@ -414,8 +414,8 @@ inline std::vector<Layer> dot_layers() {
   return out;
 }
 
-// wgr and wgh (wgmma 3xTF32, C a multiple of 32): the same kinds of layers; wgh takes the stride-1 ones with 4
-// filter taps or more (`halo`).
+// wgr and wgh (wgmma 3xTF32; C a multiple of 16 for wgr, 32 for wgh): the same kinds of layers; wgh takes the
+// stride-1 ones of 32-channel groups with 4 filter taps or more (`halo`).
 inline std::vector<Layer> wg_layers(bool halo) {
   using kernels::ParamAct;
   std::vector<Layer> all;
@@ -441,10 +441,21 @@ inline std::vector<Layer> wg_layers(bool halo) {
   all.push_back(tc_layer(1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::None, false, true));
   all.push_back(tc_layer(2, 256, 14, 14, 256, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu, true, true));
   all.push_back(tc_layer(1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, ParamAct::Sigmoid));
+  // 16 and 48 channels (wgr: a stage's two halves in two taps; 3x3 x 16 ends half a stage past K), SqueezeNet's
+  // expand layers among them; odd maps, both strides, splits of the reduction.
+  for (int size : {1, 7, 31, 33}) {
+    all.push_back(tc_layer(2, 16, size, size + 2, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+    all.push_back(tc_layer(1, 48, size, size, 130, 3, 3, 2, 1, 0, 1, 2, ParamAct::LeakyRelu, true));
+    all.push_back(tc_layer(3, 16, size, size, 9, 1, 1, 1, 0, 0, 0, 0));
+    all.push_back(tc_layer(1, 80, size, size + 1, 33, 5, 5, 1, 2, 2, 2, 2, ParamAct::Relu));
+  }
+  all.push_back(tc_layer(2, 16, 55, 55, 64, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+  all.push_back(tc_layer(2, 48, 13, 13, 192, 3, 3, 1, 1, 1, 1, 1, ParamAct::Relu));
+  all.push_back(tc_layer(1, 112, 9, 9, 256, 3, 3, 1, 1, 1, 1, 1, ParamAct::None, false, true));
   if (!halo) return all;
   std::vector<Layer> out;
   for (const Layer& L : all) {
-    if (L.stride == 1 && L.K * L.KW() >= 4) out.push_back(L);
+    if (L.C % 32 == 0 && L.stride == 1 && L.K * L.KW() >= 4) out.push_back(L);
   }
   return out;
 }

@@ -81,7 +81,10 @@ TEST_CASE("wgr and wgh: eligibility, from the registry") {
   for (const char* name : {"wgr", "wgh"}) {
     const kernels::ConvFamily* f = kernels::find_conv_family(name);
     REQUIRE(f != nullptr);
-    CHECK(f->reject(L, dev) == "input channels not a multiple of 32");
+    L.g.C = 48;  // wgr: two halves of 16 channels a stage; wgh: whole 32-channel groups only
+    CHECK(f->reject(L, dev) == (std::string(name) == "wgr" ? "" : "input channels not a multiple of 32"));
+    L.g.C = 40;
+    CHECK(f->reject(L, dev) == "input channels not a multiple of 16");
     kernels::DeviceCaps ampere = dev;
     ampere.cc_major = 8;
     ampere.cc_minor = 0;
