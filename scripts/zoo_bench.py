@@ -118,8 +118,10 @@ def summarize_bench(doc):
            "steps": len(model.get("steps", [])), "steps_total_us": model.get("steps_total_us")}
     steps = model.get("steps") or []
     # Every step cuDNN ran beside ours (the convolutions it can run as cnnrt does): the per-layer ruler.
+    # ours_us: the step in the profiled run; alone_us: the step alone, back to back, as cuDNN's time is taken.
     out["conv_steps"] = [{"step": i, "kernel": st["kernel"], "output_shape": st.get("output_shape"),
-                          "ours_us": st["ours_us"], "cudnn_us": st["cudnn_us"], "cudnn_algo": st.get("cudnn_algo")}
+                          "ours_us": st["ours_us"], "alone_us": st.get("alone_us"), "cudnn_us": st["cudnn_us"],
+                          "cudnn_algo": st.get("cudnn_algo")}
                          for i, st in enumerate(steps) if st.get("cudnn_us") and st.get("ours_us")]
     if steps:
         slow = max(steps, key=lambda s: s["ours_us"])
@@ -236,6 +238,11 @@ def write_table(doc):
 LOW_STEP = 0.8  # a convolution step below this share of cuDNN's speed is listed first
 
 
+def compared_us(step):
+    """Our time of a convolution step as cuDNN's is taken (alone, back to back); older documents: the profiled run's."""
+    return step.get("alone_us") or step["ours_us"]
+
+
 def step_ratios(doc):
     """(case, step, cuDNN's time over ours) for every convolution step of the document's passing cases."""
     out = []
@@ -243,7 +250,7 @@ def step_ratios(doc):
         if c.get("status") != "ok":
             continue
         for st in (c.get("cnnrt") or {}).get("conv_steps") or []:
-            out.append((c, st, st["cudnn_us"] / st["ours_us"]))
+            out.append((c, st, st["cudnn_us"] / compared_us(st)))
     return out
 
 
@@ -260,12 +267,18 @@ def write_steps(doc):
     lines = ["# Convolution steps against cuDNN", ""]
     if doc.get("commands"):
         lines += [f"    {c}" for c in doc["commands"]] + [""]
-    lines += ["Per-step times from each `cnnrt bench` run's profiling pass, cuDNN's fastest FP32 algorithm on the same "
-              "layer in the same process; the ratio is cuDNN's time over ours (above 1: cnnrt is faster).", ""]
+    lines += ["Each convolution step of each `cnnrt bench` run alone, its launches back to back, beside cuDNN's fastest "
+              "FP32 algorithm on the same layer timed the same way in the same process; the ratio is cuDNN's time over "
+              "ours (above 1: cnnrt is faster). \"in the run\": the step's time in the profiled run (one launch between "
+              "two events).", ""]
     if not ratios:
         return "\n".join(lines + ["No convolution step with a cuDNN time."]) + "\n"
     low = [r for r in ratios if r[2] < LOW_STEP]
     models = sorted({c["model"] for c, _, _ in ratios})
+    in_run = sorted({c["model"] for c, st, _ in ratios if not st.get("alone_us")})
+    if in_run:
+        lines += [f"Runs that did not time their steps alone ({', '.join(in_run)}): the ratio compares the time in the "
+                  "run, which includes a launch's latency.", ""]
     lines.append(f"{len(ratios)} steps of {len(models)} models, geometric mean {geomean(r[2] for r in ratios):.2f}x, "
                  f"{len(low)} below {LOW_STEP}x.")
     lines += ["", "| model | input | steps | geometric mean | lowest |", "|---|---|---|---|---|"]
@@ -283,11 +296,11 @@ def write_steps(doc):
 
     def row(c, st, r):
         shape = "x".join(str(d) for d in st.get("output_shape") or [])
-        return (f"| {c['model']} | {st['step']} | {shape} | `{st['kernel']}` | {fmt_us(st['ours_us'])} | "
-                f"{fmt_us(st['cudnn_us'])} | {cell(st.get('cudnn_algo') or '')} | {r:.2f}x |")
+        return (f"| {c['model']} | {st['step']} | {shape} | `{st['kernel']}` | {fmt_us(compared_us(st))} | "
+                f"{fmt_us(st['ours_us'])} | {fmt_us(st['cudnn_us'])} | {cell(st.get('cudnn_algo') or '')} | {r:.2f}x |")
 
-    head = ["| model | step | output | our kernel | ours us | cuDNN us | cuDNN algorithm | ratio |",
-            "|---|---|---|---|---|---|---|---|"]
+    head = ["| model | step | output | our kernel | ours us | in the run | cuDNN us | cuDNN algorithm | ratio |",
+            "|---|---|---|---|---|---|---|---|---|"]
     if low:
         lines += ["", f"Below {LOW_STEP}x:", ""] + head + [row(*x) for x in sorted(low, key=lambda x: x[2])]
     lines += ["", "Every step:", ""] + head + [row(*x) for x in ratios]

@@ -65,11 +65,20 @@ TEST_CASE("bench: a fully convolutional model with symbolic H and W benches at e
   CHECK(r.latency.median_us > 0);
   CHECK(r.throughput > 0);
   CHECK(r.steps.size() >= 2);  // conv1 + relu1, conv2 (+ the residual Sub)
+  double conv_alone = 0;
   for (const bench::StepReport& step : r.steps) {
     CAPTURE(step.timing.label);
     CHECK(step.timing.ours_us > 0);
-    if (step.is_conv) CHECK_FALSE(step.timing.mismatch);
+    if (!step.is_conv) continue;
+    CHECK_FALSE(step.timing.mismatch);
+    // Beside cuDNN, a convolution step is timed alone and back to back, as cuDNN is.
+    CHECK(step.timing.alone_us > 0);
+    if (step.timing.cudnn_us > 0) {
+      CHECK(step.timing.speedup() == doctest::Approx(step.timing.cudnn_us / step.timing.alone_us));
+      conv_alone += step.timing.alone_us;
+    }
   }
+  CHECK(r.conv_ours_us == doctest::Approx(conv_alone));
   // Without shapes the symbolic H and W cannot be planned; the error says how to give them.
   try {
     bench::bench_model(path, 1, quick_options(), 20, 0, false);

@@ -62,6 +62,9 @@ struct Comparison {
   std::vector<int64_t> output_shape;
   std::string kernel;               // our kernel
   double ours_us = 0;
+  // A model's step: the step alone, replayed back to back as cuDNN's time is (ours_us is its share of a profiled
+  // run, one launch between two events); < 0 where not timed (layers: ours_us is already timed that way).
+  double alone_us = -1;
   std::string cudnn_algo;           // cuDNN's algorithm (and fused work), or why cuDNN cannot run it
   double cudnn_us = -1;             // < 0: not comparable
   double flops = 0, min_bytes = 0;
@@ -71,7 +74,9 @@ struct Comparison {
   double rel_error = 0;             // ours: ||ours - exact|| / ||exact||
   double cudnn_rel_error = 0;       // cuDNN's, reported only (Winograd and FFT lose a few digits)
   bool mismatch = false;            // rel_error above 1e-5: the run fails
-  double speedup() const { return cudnn_us > 0 && ours_us > 0 ? cudnn_us / ours_us : 0; }
+  // Both timed the same way: a layer's or a step's launches back to back.
+  double compared_us() const { return alone_us > 0 ? alone_us : ours_us; }
+  double speedup() const { return cudnn_us > 0 && compared_us() > 0 ? cudnn_us / compared_us() : 0; }
   double floor_share() const { return ours_us > 0 ? floor_us / ours_us : 0; }
 };
 
@@ -104,7 +109,7 @@ struct ModelReport {
   bool included_transfers = false;
   std::vector<StepReport> steps;
   double steps_ours_us = 0;    // sum of step medians
-  double conv_ours_us = 0, conv_cudnn_us = 0;  // convolution steps cuDNN can run, both columns
+  double conv_ours_us = 0, conv_cudnn_us = 0;  // convolution steps cuDNN can run, each alone (alone_us), both
 };
 
 // `iterations` single runs for the latency statistics (or as many as fit in `duration_s` when > 0).
