@@ -1,7 +1,10 @@
 // The planner's measured choices and their cache on the GPU: a first load measures and writes the cache, a
-// second load of the same model measures nothing, and entries of another kernel set are measured again.
+// second load of the same model measures nothing, and entries of another kernel set, or that lack a candidate of
+// today, are measured again.
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -67,6 +70,39 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
     }
     CHECK_MESSAGE(shown >= count(first, "measured"), first);  // the reference and one candidate at least, a step
     CHECK_MESSAGE(count(second, "err") == count(first, "err"), second);
+  }
+  // An entry that lacks one of today's candidates (a family that has started taking the layer) is measured again:
+  // one kernel choice's entry, less a runner-up, gets that runner-up back, timed.
+  {
+    nlohmann::json doc = nlohmann::json::parse(read(cache));
+    std::string key, dropped;
+    for (auto& [k, e] : doc["entries"].items()) {
+      // (Kernel choices only: the launch-overlap entries, "plain:...", are whole-plan choices of another kind.)
+      if (k.find(plan::kernel_set_version()) == std::string::npos || !e.contains("timings") ||
+          e.value("kernel", "").rfind("plain:", 0) == 0) {
+        continue;
+      }
+      nlohmann::json& timings = e["timings"];
+      for (size_t i = 0; i < timings.size() && dropped.empty(); ++i) {
+        const std::string kernel = timings[i].value("kernel", "");
+        if (kernel != e.value("kernel", "") && timings[i].value("us", -1.0) > 0) {
+          dropped = kernel;
+          timings.erase(i);
+        }
+      }
+      if (!dropped.empty()) {
+        key = k;
+        break;
+      }
+    }
+    REQUIRE_MESSAGE(!dropped.empty(), "no cached choice with a runner-up");
+    std::ofstream(cache) << doc.dump();
+    for (int64_t batch : {1, 64}) plan_with_cache(cache, batch);
+    const nlohmann::json after = nlohmann::json::parse(read(cache));
+    REQUIRE(after["entries"].contains(key));
+    bool back = false;
+    for (const auto& t : after["entries"][key]["timings"]) back |= t.value("kernel", "") == dropped;
+    CHECK_MESSAGE(back, key << ": " << dropped << " was not measured again");
   }
   // The cache's keys carry the kernel set; rewritten to another set, nothing in the file matches any more.
   const std::string text = read(cache);

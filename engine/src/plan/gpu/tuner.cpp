@@ -104,6 +104,16 @@ void check_forced_kernel(const std::string& name) {
 
 namespace {
 
+// A cached choice stands only where every candidate of today was timed beside it: a family that starts taking a
+// layer it used to decline keeps its variants' names (and so the kernel-set version), and is measured there.
+bool timed_all(const CachedChoice& cached, const std::vector<KernelCandidate>& candidates) {
+  for (const KernelCandidate& c : candidates) {
+    const auto same = [&](const std::pair<std::string, double>& t) { return t.first == c.name; };
+    if (std::none_of(cached.timings.begin(), cached.timings.end(), same)) return false;
+  }
+  return true;
+}
+
 constexpr int kLaunchesPerSample = 10;  // launches captured in one graph: amortises launch gaps
 constexpr int kSamples = 7;             // graph replays timed; the median is kept
 constexpr int kSingleSamples = 31;      // replays of one launch timed (TuneShapes::single_replays): noisier
@@ -137,7 +147,7 @@ class MeasuringTuner final : public Tuner {
       return choice;
     }
     const std::string key = TuningCache::key(device_.name, kernel_set_version(), signature);
-    if (const std::optional<CachedChoice> cached = cache_.find(key)) {
+    if (const std::optional<CachedChoice> cached = cache_.find(key); cached && timed_all(*cached, candidates)) {
       for (size_t i = 0; i < candidates.size(); ++i) {
         if (candidates[i].name != cached->kernel) continue;
         choice.index = i;
