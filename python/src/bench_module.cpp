@@ -33,7 +33,8 @@ py::dict step_dict(const bench::StepReport& s) {
   // The cuDNN column: for convolution steps (the algorithm, or why cuDNN cannot run it).
   d["cudnn_algo"] = c.cudnn_algo.empty() ? py::object(py::none()) : py::object(py::str(c.cudnn_algo));
   d["cudnn_us"] = cudnn_value(c, c.cudnn_us);
-  d["speedup"] = cudnn_value(c, c.speedup());
+  d["speedup"] = cudnn_value(c, c.speedup());  // cudnn_us / alone_us: both back to back
+  d["alone_us"] = c.alone_us > 0 ? py::object(py::float_(c.alone_us)) : py::object(py::none());
   d["rel_error"] = c.cudnn_algo.empty() ? py::object(py::none()) : py::object(py::float_(c.rel_error));
   d["cudnn_rel_error"] = cudnn_value(c, c.cudnn_rel_error);
   d["mismatch"] = c.mismatch;

@@ -256,7 +256,11 @@ def test_contexts_on_their_own_streams_in_threads(cpu_model):
 def test_bench_on_the_gpu(gpu_model):
     steps = gpu_model.bench(batch=1, iterations=50)
     assert steps and all(s["ours_us"] > 0 and s["kernel"] for s in steps)
-    assert {"step", "nodes", "output_shape", "share", "cudnn_algo", "cudnn_us", "speedup"} <= set(steps[0])
+    assert {"step", "nodes", "output_shape", "share", "cudnn_algo", "cudnn_us", "speedup", "alone_us"} <= set(steps[0])
+    # A convolution step cuDNN ran beside ours: the speedup compares both timed back to back.
+    for s in steps:
+        if s["is_conv"] and s["cudnn_us"]:
+            assert s["alone_us"] > 0 and abs(s["speedup"] - s["cudnn_us"] / s["alone_us"]) < 1e-6 * s["speedup"]
     report = gpu_model.bench(batch=8, iterations=50, report=True)
     assert report["batch"] == 8 and report["latency"]["median_us"] > 0 and report["steps"]
     edges = cnnrt.Model(EDGES, device="gpu").bench(input_shapes={"input": (1, 1, 256, 256)}, iterations=50,
