@@ -126,6 +126,7 @@ def summarize_bench(doc):
     if steps:
         slow = max(steps, key=lambda s: s["ours_us"])
         out["slowest_step"] = {"label": slow["label"], "kernel": slow["kernel"], "ours_us": slow["ours_us"],
+                               "alone_us": slow.get("alone_us"),
                                "share": slow.get("share"), "output_shape": slow.get("output_shape"),
                                "cudnn_us": slow.get("cudnn_us"), "cudnn_algo": slow.get("cudnn_algo")}
     return out
@@ -176,7 +177,8 @@ def step_cells(case):
         cudnn = step["cudnn_algo"]  # "n/a: why cuDNN cannot run it"
     else:
         cudnn = "-"
-    return [what, f"`{step['kernel']}` {fmt_us(step['ours_us'])}", cudnn]
+    alone = f" (alone {fmt_us(step['alone_us'])})" if step.get("alone_us") else ""  # as cuDNN's time is taken
+    return [what, f"`{step['kernel']}` {fmt_us(step['ours_us'])}{alone}", cudnn]
 
 
 def cell(text):
@@ -275,7 +277,7 @@ def write_steps(doc):
         return "\n".join(lines + ["No convolution step with a cuDNN time."]) + "\n"
     low = [r for r in ratios if r[2] < LOW_STEP]
     models = sorted({c["model"] for c, _, _ in ratios})
-    in_run = sorted({c["model"] for c, st, _ in ratios if not st.get("alone_us")})
+    in_run = sorted({f"{c['model']} {shape_text(c['input_shape'])}" for c, st, _ in ratios if not st.get("alone_us")})
     if in_run:
         lines += [f"Runs that did not time their steps alone ({', '.join(in_run)}): the ratio compares the time in the "
                   "run, which includes a launch's latency.", ""]

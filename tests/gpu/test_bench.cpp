@@ -46,6 +46,9 @@ TEST_CASE("bench: every small-suite layer (conv + ReLU + pool, batch 1 to 1024) 
     CHECK(c.rel_error < 1e-5);
     CHECK(c.cudnn_rel_error < 1e-3);
     CHECK_FALSE(c.mismatch);
+    // A layer's time is its one-step model back to back already: the speedup divides by it.
+    CHECK(c.alone_us < 0);
+    CHECK(c.speedup() == doctest::Approx(c.cudnn_us / c.ours_us));
   }
   CHECK(ran > 0);
   MESSAGE(ran << " small-suite layers compared" << (max_batch < INT64_MAX ? " (CNNRT_TEST_MAX_BATCH set)" : ""));

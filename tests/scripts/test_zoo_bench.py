@@ -205,7 +205,7 @@ class TableTest(unittest.TestCase):
         self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 254.5 | 1,000 | 508.9 | "
                       "IMPLICIT_GEMM +bias+relu +maxpool | 2.00x |", report)
         # Its step 0 was not timed alone (the recorded document predates it): named as compared in the run.
-        self.assertIn("Runs that did not time their steps alone (vgg_small)", report)
+        self.assertIn("Runs that did not time their steps alone (vgg_small 256x1x64x64)", report)
 
     def test_table_option_merges_runs_later_wins_and_fails_on_failures(self):
         first = self.document()

@@ -229,8 +229,9 @@ SampledReference step_reference(const plan::ConvStepInfo& ci, const std::vector<
 }
 
 // cuDNN on a convolution step of our plan: same weights, random input of the step's shape. Fills the
-// cuDNN columns of `c` and checks our step's own output against cuDNN's on that input.
-void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Comparison* c) {
+// cuDNN columns of `c` and checks our step's own output against cuDNN's on that input; `time_alone`: and times
+// the step alone the way cuDNN is timed (alone_us), where cuDNN runs it.
+void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, bool time_alone, Comparison* c) {
   const plan::ConvStepInfo& ci = *step.conv;
   const kernels::ConvLayer& L = ci.layer;
   const std::string why = cudnn::unsupported_reason(L);
@@ -280,15 +281,6 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
   c->rel_error = relative_error(gather(dense_output(L, download(ours.floats(), L.out_extent_floats())), ref.index),
                                 ref.value, &c->max_abs_error);
   c->mismatch = !(c->rel_error <= 1e-5);
-  // Ours alone, timed as cuDNN is below: the profiled run's single launches between events add a launch's
-  // latency to every step, which for a step of a few microseconds is most of its time.
-  c->alone_us = measure_stable(
-                    [&](int runs, int samples) {
-                      return gpu::time_captured_runs(s.stream, runs, samples,
-                                                     [&] { step.launch(in.data(), out, s.stream); });
-                    },
-                    o)
-                    .median_us;
   if (!why.empty()) {
     c->cudnn_algo = "n/a: " + why;
     return;
@@ -306,6 +298,18 @@ void compare_with_cudnn(const plan::Step& step, const BenchOptions& o, Compariso
     cudaGetLastError();
     c->cudnn_algo = fmt::format("n/a: cuDNN failed ({})", e.what());
     return;
+  }
+  // A model's step alone, timed as cuDNN is below: the profiled run's single launches between events add a launch's
+  // latency to every step, which for a step of a few microseconds is most of its time. (A layer of a suite is
+  // timed back to back already: bench_conv_layer.)
+  if (time_alone) {
+    c->alone_us = measure_stable(
+                      [&](int runs, int samples) {
+                        return gpu::time_captured_runs(s.stream, runs, samples,
+                                                       [&] { step.launch(in.data(), out, s.stream); });
+                      },
+                      o)
+                      .median_us;
   }
   double cudnn_max_abs = 0;
   c->cudnn_rel_error = relative_error(gather(download(theirs.floats(), out_floats), ref.index), ref.value, &cudnn_max_abs);
@@ -451,7 +455,7 @@ Comparison bench_conv_layer(const LayerSpec& L, const BenchOptions& o) {
   float* outs[1] = {y.floats()};
   context.enqueue(ins, outs, L.N);
   context.synchronize();
-  compare_with_cudnn(*conv, o, &c);  // also times cuDNN
+  compare_with_cudnn(*conv, o, false, &c);  // also times cuDNN
   // Our time for the whole run (one fused step) on the same buffers.
   context.enqueue(ins, outs, L.N);
   context.synchronize();
@@ -620,7 +624,7 @@ ModelReport bench_loaded_model(const std::string& path, const ShapeRequest& requ
     r.steps_ours_us += step.timing.ours_us;
     if (plan.steps[i].conv) {
       step.is_conv = true;
-      compare_with_cudnn(plan.steps[i], o, &step.timing);
+      compare_with_cudnn(plan.steps[i], o, true, &step.timing);
       if (step.timing.cudnn_us > 0) {
         r.conv_ours_us += step.timing.compared_us();
         r.conv_cudnn_us += step.timing.cudnn_us;
