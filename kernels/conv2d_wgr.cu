@@ -45,6 +45,7 @@ namespace cnnrt::kernels {
 namespace wgr {
 
 using wg_common::kBK;
+using wg_common::kHalfBK;
 using wg_common::kFAlign;
 using wg_common::kRowBytes;
 using wg_common::kStagesPerPartial;
@@ -142,9 +143,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     const float* src = x + (ok ? xoff + c16 * q.hw + ky * g.W + kx : 0);
 #pragma unroll
     for (int i = 0; i < C::X_PER_THREAD / 2; ++i) {
-      cp_async_4(xs + (16 * h + jq + i * C::X_CSTEP) * C::XS + pl, ok ? src + i * C::X_CSTEP * q.hw : x, ok);
+      cp_async_4(xs + (kHalfBK * h + jq + i * C::X_CSTEP) * C::XS + pl, ok ? src + i * C::X_CSTEP * q.hw : x, ok);
     }
-    if ((c16 += 16) == g.C) {
+    if ((c16 += kHalfBK) == g.C) {
       c16 = 0;
       if (++kx == g.KW) {
         kx = 0;
@@ -332,7 +333,7 @@ std::string wg_reject(const ConvLayer& layer) {
   if (g.dil_h != 1 || g.dil_w != 1) return "dilation";
   if (g.stride_h != g.stride_w || g.stride_h < 1 || g.stride_h > 2) return "stride other than 1 or 2";
   if (layer.pooled()) return "fused pooling";
-  if (g.C % 16 != 0) return "input channels not a multiple of 16";
+  if (g.C % wg_common::kHalfBK != 0) return "input channels not a multiple of 16";
   // Input offsets, pixel indices and packed-filter rows are int32.
   if (int64_t(g.N) * g.C * g.H * g.W >= (int64_t(1) << 31)) return "input too large for 32-bit offsets";
   const int64_t npix = int64_t(g.N) * g.OH * g.OW;

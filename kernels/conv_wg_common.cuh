@@ -12,6 +12,7 @@
 namespace cnnrt::kernels::wg_common {
 
 constexpr int kBK = 32;         // K per stage: 32 k = (tap, channel) of the order (ky, kx, c)
+constexpr int kHalfBK = kBK / 2;  // wgr's half-stage: 16 channels of one tap (its C is a multiple of this)
 constexpr int kRowBytes = 128;  // one K-major operand row of a stage: 32 floats
 constexpr int kFAlign = 128;    // Fpad of pack_wg_filters: a multiple of every filter tile
 // Stages summed by the tensor cores into one partial before it is added to the FP32 sum, in wgr: 2 stages are
