@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def rows_of(doc):
-    """(label, ours, cuDNN's) a bar pair; a model's step is drawn alone (back to back, as cuDNN) where it was timed so."""
+    """(label, ours, cuDNN's) a bar pair; a model's step drawn alone (back to back, as cuDNN) where timed so."""
     if "layers" in doc:
         return [(r["label"], r["ours_us"], r.get("cudnn_us")) for r in doc["layers"]]
     return [(r["label"], r.get("alone_us") or r["ours_us"], r.get("cudnn_us")) for r in doc["model"]["steps"]]

@@ -269,10 +269,10 @@ def write_steps(doc):
     lines = ["# Convolution steps against cuDNN", ""]
     if doc.get("commands"):
         lines += [f"    {c}" for c in doc["commands"]] + [""]
-    lines += ["Each convolution step of each `cnnrt bench` run alone, its launches back to back, beside cuDNN's fastest "
-              "FP32 algorithm on the same layer timed the same way in the same process; the ratio is cuDNN's time over "
-              "ours (above 1: cnnrt is faster). \"in the run\": the step's time in the profiled run (one launch between "
-              "two events).", ""]
+    lines += ["Each convolution step of each `cnnrt bench` run alone, its launches back to back, beside cuDNN's "
+              "fastest FP32 algorithm on the same layer timed the same way in the same process; the ratio is cuDNN's "
+              "time over ours (above 1: cnnrt is faster). \"in the run\": the step's time in the profiled run (one "
+              "launch between two events).", ""]
     if not ratios:
         return "\n".join(lines + ["No convolution step with a cuDNN time."]) + "\n"
     low = [r for r in ratios if r[2] < LOW_STEP]
@@ -297,7 +297,7 @@ def write_steps(doc):
         lines.append(f"| `{fam}` | {len(rs)} | {geomean(rs):.2f}x | {min(rs):.2f}-{max(rs):.2f}x |")
 
     def row(c, st, r):
-        shape = "x".join(str(d) for d in st.get("output_shape") or [])
+        shape = shape_text(st.get("output_shape") or [])
         return (f"| {c['model']} | {st['step']} | {shape} | `{st['kernel']}` | {fmt_us(compared_us(st))} | "
                 f"{fmt_us(st['ours_us'])} | {fmt_us(st['cudnn_us'])} | {cell(st.get('cudnn_algo') or '')} | {r:.2f}x |")
 

@@ -216,8 +216,8 @@ struct BenchCommand {
     }
     fmt::print("{:<{}}  {:<36} {:>10.2f}\n", "total (sum of steps)", width, "", r.steps_ours_us);
     if (r.conv_cudnn_us > 0) {
-      fmt::print("convolution steps cuDNN can run, each alone: ours {:.2f} us, cuDNN {:.2f} us, speedup {:.2f}x\n", r.conv_ours_us,
-                 r.conv_cudnn_us, r.conv_cudnn_us / r.conv_ours_us);
+      fmt::print("convolution steps cuDNN can run, each alone: ours {:.2f} us, cuDNN {:.2f} us, speedup {:.2f}x\n",
+                 r.conv_ours_us, r.conv_cudnn_us, r.conv_cudnn_us / r.conv_ours_us);
     }
     (*doc)["model"] = {{"path", r.model},
                        {"batch", r.batch},

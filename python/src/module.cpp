@@ -684,7 +684,8 @@ input_shapes: explicit shapes instead, as output_shapes takes them.
 
 Returns one dict per planned step: step, nodes, kernel, output_shape, ours_us (median GPU time), share (of
 the sum of steps), floor_us, and for convolutions alone_us (the step alone, back to back, as cuDNN is timed)
-and cuDNN's figures: cudnn_algo, cudnn_us, speedup (cudnn_us / alone_us), rel_error, mismatch. report=True returns the whole report instead (latency, throughput, transfers, steps).
+and cuDNN's figures: cudnn_algo, cudnn_us, speedup (cudnn_us / alone_us), rel_error, mismatch. report=True
+returns the whole report instead (latency, throughput, transfers, steps).
 Raises DeviceUnavailable without a GPU or in a build without CUDA.)doc")
       .def("__repr__", [](const PyModel& m) {
         return "cnnrt.Model(" + std::string(py::repr(py::str(m.state().model.name()))) + ", device='" +

@@ -1,7 +1,7 @@
 """scripts/zoo_bench.py without a GPU: the cases it plans for the committed zoo, the commands of --dry-run,
 the figures it takes from a recorded `cnnrt bench --json` document, the Markdown table (with failures and
-mismatches), the per-step report against cuDNN, merging runs with --table, and its reports of a missing program or a timeout. Plain python3
-(unittest): no torch, no onnx. CTest runs it as `zoo_bench_script`.
+mismatches), the per-step report against cuDNN, merging runs with --table, and its reports of a missing program
+or a timeout. Plain python3 (unittest): no torch, no onnx. CTest runs it as `zoo_bench_script`.
 """
 import contextlib
 import copy
@@ -187,8 +187,8 @@ class TableTest(unittest.TestCase):
         self.assertIn("| `c1` | 2 | 2.40x | 2.40-2.40x |", report)
         low = report.split("Below 0.8x:")[1].split("Every step:")[0]
         self.assertEqual(low.count("| vgg_small |"), 1)
-        self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 1,000 | 1,000 | 508.9 | "
-                      "IMPLICIT_GEMM +bias+relu +maxpool | 0.51x |", low)
+        self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 1,000 | 1,000 | "
+                      "508.9 | IMPLICIT_GEMM +bias+relu +maxpool | 0.51x |", low)
         every = report.split("Every step:")[1]
         self.assertEqual(len([l for l in every.splitlines() if l.startswith("| ") and "---" not in l]), 5)
         self.assertNotIn("Below", zoo_bench.write_steps(self.document()))
@@ -202,8 +202,8 @@ class TableTest(unittest.TestCase):
         doc["cases"] = [alone]
         report = zoo_bench.write_steps(doc)
         self.assertNotIn("Below", report)
-        self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 254.5 | 1,000 | 508.9 | "
-                      "IMPLICIT_GEMM +bias+relu +maxpool | 2.00x |", report)
+        self.assertIn("| vgg_small | 1 | 4096x16x4x4 | `gen_k5s1_4x4_f16_t12x12_c8_relu_pool` | 254.5 | 1,000 | "
+                      "508.9 | IMPLICIT_GEMM +bias+relu +maxpool | 2.00x |", report)
         # Its step 0 was not timed alone (the recorded document predates it): named as compared in the run.
         self.assertIn("Runs that did not time their steps alone (vgg_small 256x1x64x64)", report)
 
