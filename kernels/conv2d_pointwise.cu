@@ -15,6 +15,11 @@
 // every channel of the group, [c][f] padded to 16 filters a group, are staged in shared memory before the PDL
 // wait. Blocks that share pixels are consecutive in launch order (filter blocks are the grid's x), so a layer
 // whose filters take several blocks reads its input from L2 after the first.
+//
+// The input may be read through a per-channel affine and activation (`pre` variants, InputPrologue: DenseNet's
+// BatchNormalization + ReLU in front of its 1x1 convolutions), applied to each loaded value, the channel's scale and
+// shift staged in shared memory beside the filters; and with an image stride (a block of a channel Concat's output:
+// DenseNet's running stack), every variant. A 1x1 layer without padding has no padding the affine could reach.
 #include "kernels/conv_common.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/conv_registry.hpp"
@@ -34,6 +39,11 @@ constexpr int kSmemBytes = 48 * 1024;
 // A group's filters in the packed weights: fg rounded up to kFilterPad.
 inline int padded_filters(int fg) { return (fg + kFilterPad - 1) / kFilterPad * kFilterPad; }
 
+// Shared memory of a block: its filters of every channel of the group, and (pre) the channels' scale and shift.
+inline size_t smem_bytes(int cg, int fb, bool pre) {
+  return (size_t(cg) * fb + (pre ? 2 * size_t(cg) : 0)) * sizeof(float);
+}
+
 struct Params {
   int cg, fg, fgp;      // a group's channels and filters; its filters in the packed weights (fg rounded up)
   int hw;               // pixels a plane
@@ -46,9 +56,10 @@ struct Params {
 
 // The sums of FT filters x 4 pixels over the group's channels. V: the quad lies in one plane, 16-byte aligned (one
 // float4 load a channel at x + xoff[0]); else four loads, each pixel at its own offset (planes of H*W % 4 != 0).
-template <int FT, int U, bool V>
+template <int FT, int U, bool V, bool PRO>
 __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __restrict__ x, const int64_t (&xoff)[4],
-                                           const float4* wrow, const Params& q) {
+                                           const float4* wrow, const float2* affine, const InputPrologue& in,
+                                           const Params& q) {
   const int fb4 = 1 << q.fb4_shift;
   auto load = [&](int c) {
     const int64_t at = static_cast<int64_t>(c) * q.hw;
@@ -60,7 +71,12 @@ __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __r
     }
   };
   auto taps = [&](const float4& v, int c) {
-    const float xv[4] = {v.x, v.y, v.z, v.w};
+    float xv[4] = {v.x, v.y, v.z, v.w};
+    if constexpr (PRO) {
+      const float2 a = affine[c];  // (scale, shift)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) xv[k] = param_activate(fmaf(xv[k], a.x, a.y), in.act, in.alpha, in.beta);
+    }
 #pragma unroll
     for (int j = 0; j < FT / 4; ++j) {
       const float4 w = wrow[c * fb4 + j];
@@ -88,11 +104,11 @@ __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __r
 template <int FT, Act ACT>
 constexpr int kMinBlocks = FT == 4 ? 3 : (FT == 16 && ACT == Act::Param) ? 1 : 2;
 
-template <int FT, Act ACT>
+template <int FT, Act ACT, bool PRO>
 __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
     conv2d_pw_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
-                     const ConvGeometry g, const Epilogue e, const Params q) {
-  extern __shared__ float4 ws4[];  // [cg][fb / 4]: the block's filters, channel-major
+                     const ConvGeometry g, const Epilogue e, const InputPrologue in, const Params q) {
+  extern __shared__ float4 ws4[];  // [cg][fb / 4]: the block's filters, channel-major; then (pre) [cg] (scale, shift)
   constexpr int U = 64 / FT;  // channels loaded ahead: fewer filters a thread, more loads in flight
   const int group = blockIdx.z;
   const int fb4 = 1 << q.fb4_shift;
@@ -106,6 +122,13 @@ __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
     for (int i = tid; i < (q.cg << q.fb4_shift); i += threads) {
       const int c = i >> q.fb4_shift, j = i & (fb4 - 1);
       ws4[i] = f0 + 4 * j < q.fgp ? __ldg(src + c * fgp4 + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+  float2* affine = reinterpret_cast<float2*>(ws4 + (q.cg << q.fb4_shift));
+  if constexpr (PRO) {
+    const int c0 = group * q.cg;
+    for (int c = tid; c < q.cg; c += threads) {
+      affine[c] = make_float2(__ldg(in.scale + c0 + c), __ldg(in.shift + c0 + c));
     }
   }
   wait_for_prior_grid();
@@ -137,9 +160,9 @@ __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
     }
     float acc[FT][4] = {};
     if (vec_in) {
-      accumulate<FT, U, true>(acc, x, xoff, wrow, q);
+      accumulate<FT, U, true, PRO>(acc, x, xoff, wrow, affine, in, q);
     } else {
-      accumulate<FT, U, false>(acc, x, xoff, wrow, q);
+      accumulate<FT, U, false, PRO>(acc, x, xoff, wrow, affine, in, q);
     }
 #pragma unroll
     for (int i = 0; i < FT; ++i) {
@@ -179,9 +202,9 @@ __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
 }
 
 // One launch of FT filters a thread on FY thread rows.
-template <int FT, Act ACT>
+template <int FT, Act ACT, bool PRO>
 void launch(const float* x, float* y, const float* w, const ConvGeometry& g, const Epilogue& e, int fy,
-            cudaStream_t stream) {
+            InputPrologue in, cudaStream_t stream) {
   Params q;
   q.cg = g.C / g.groups;
   q.fg = g.F / g.groups;
@@ -194,32 +217,34 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   const int fb = FT * fy;
   q.fb4_shift = 0;
   while ((4 << q.fb4_shift) < fb) ++q.fb4_shift;
-  q.in_image = int64_t(g.C) * g.H * g.W;
+  q.in_image = in.image_stride(int64_t(g.C) * g.H * g.W);
   q.out_image = e.out_image_stride(int64_t(g.F) * q.hw);
   const int row_blocks = (q.nquads + kQuads - 1) / kQuads;
   const dim3 grid(static_cast<unsigned>((q.fg + fb - 1) / fb), static_cast<unsigned>(std::min(row_blocks, 65535)),
                   static_cast<unsigned>(g.groups));
-  const size_t smem = size_t(q.cg) * fb * sizeof(float);
-  launch_overlapped(conv2d_pw_kernel<FT, ACT>, grid, dim3(kQuads, fy), smem, stream, 1, x, y, w, g, e, q);
+  const size_t smem = smem_bytes(q.cg, fb, PRO);
+  launch_overlapped(conv2d_pw_kernel<FT, ACT, PRO>, grid, dim3(kQuads, fy), smem, stream, 1, x, y, w, g, e, in, q);
 }
 
+// Each with ReLU compiled in and with the activation chosen at run time; each also reading through an input affine
+// (`pre`: its own instantiation, so that the others keep their registers).
 struct Entry {
   int ft;
   Act act;
-  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, int, cudaStream_t);
+  bool pre;
+  void (*launch)(const float*, float*, const float*, const ConvGeometry&, const Epilogue&, int, InputPrologue,
+                 cudaStream_t);
 };
 
-#define PW_ENTRY(FT, ACT) \
-  Entry { FT, ACT, &launch<FT, ACT> }
+#define PW_ENTRY(FT, ACT, PRE) \
+  Entry { FT, ACT, PRE, &launch<FT, ACT, PRE> }
+#define PW_ENTRIES(PRE)                                                                         \
+  PW_ENTRY(4, Act::Relu, PRE), PW_ENTRY(4, Act::Param, PRE), PW_ENTRY(8, Act::Relu, PRE),         \
+      PW_ENTRY(8, Act::Param, PRE), PW_ENTRY(16, Act::Relu, PRE), PW_ENTRY(16, Act::Param, PRE)
 
-const Entry kEntries[] = {
-    PW_ENTRY(4, Act::Relu),
-    PW_ENTRY(4, Act::Param),
-    PW_ENTRY(8, Act::Relu),
-    PW_ENTRY(8, Act::Param),
-    PW_ENTRY(16, Act::Relu),
-    PW_ENTRY(16, Act::Param),
-};
+const Entry kEntries[] = {PW_ENTRIES(false), PW_ENTRIES(true)};
+
+#undef PW_ENTRIES
 
 #undef PW_ENTRY
 
@@ -248,7 +273,8 @@ PackedWeights pack(const ConvLayer& layer, const float* filters, const float*) {
 namespace {
 
 std::string variant_name(const pw::Entry& en, const std::string& fb) {
-  return "pw_f" + fb + "_rb" + std::to_string(en.ft) + "x4_" + (en.act == Act::Relu ? "relu" : "act");
+  return "pw_f" + fb + "_rb" + std::to_string(en.ft) + "x4_" + (en.act == Act::Relu ? "relu" : "act") +
+         (en.pre ? "_pre" : "");
 }
 
 class PointwiseFamily final : public ConvFamily {
@@ -280,15 +306,16 @@ class PointwiseFamily final : public ConvFamily {
     std::vector<std::pair<ConvVariant, double>> scored;  // score: estimated relative time, lower is better
     for (const pw::Entry& en : pw::kEntries) {
       if (en.act == Act::Relu && !relu) continue;
+      if (en.pre != (layer.in.scale != nullptr)) continue;
       const int rows_needed = (fg + en.ft - 1) / en.ft;
       for (int fy : pw::kThreadRows) {
         const int fb = en.ft * fy;
-        if (fb > pw::kMaxBlockFilters || size_t(cg) * fb * sizeof(float) > size_t(pw::kSmemBytes)) continue;
+        if (fb > pw::kMaxBlockFilters || pw::smem_bytes(cg, fb, en.pre) > size_t(pw::kSmemBytes)) continue;
         if (fy > 1 && fy / 2 >= rows_needed) continue;  // a whole thread row of padding filters
         // Input reads: once per block of filters; the filters computed, padding included.
         const int blocks = (fg + fb - 1) / fb;
         const double score = blocks * (1.0 + 0.02 * fy) + double(blocks * fb - fg) / fg;
-        ConvVariant v{variant_name(en, std::to_string(fb)), "", bind_launch(en.launch, layer, w.packed, fy)};
+        ConvVariant v{variant_name(en, std::to_string(fb)), "", bind_launch(en.launch, layer, w.packed, fy, layer.in)};
         scored.push_back({std::move(v), score});
       }
     }
@@ -298,6 +325,10 @@ class PointwiseFamily final : public ConvFamily {
   std::vector<std::string> variant_names() const override {
     return entry_names(pw::kEntries, [](const pw::Entry& en) { return variant_name(en, "*"); });
   }
+
+  // A per-channel affine and activation: each loaded value's channel is the loop's; an input image stride: each
+  // pixel's image offset is one product.
+  bool reads_prologue(const InputPrologue& prologue) const override { return prologue.shuffle == 1; }
 };
 
 }  // namespace

@@ -84,18 +84,23 @@ TEST_CASE("a layer whose output has an image stride is offered only to the famil
     }
   }
   CHECK(offered >= 2);  // igemm and dot run it on every GPU
-  // An input with an image stride: only dot reads one.
-  kernels::ConvLayer read = L;
-  read.e.out_image_floats = 0;
-  read.in.image_floats = L.e.out_image_floats;
-  for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(read, turing, stand_in, nullptr, stand_in, upload)) {
-    const std::string family = fc.family->name();
-    CAPTURE(family);
-    if (!kernels::device_lacks(turing, fc.family->needs()).empty()) continue;
-    if (family == "dot") {
-      CHECK(fc.rejected.empty());
-    } else {
-      CHECK(fc.rejected == "does not read its input through an image stride");
+  // An input with an image stride: only dot and pw read one (pw only 1x1 layers).
+  for (const int k : {3, 1}) {
+    const int p = k / 2;
+    kernels::ConvLayer read = testing::describe_layer(testing::tc_layer(2, 16, 8, 8, 16, k, k, 1, p, p, p, p));
+    read.in.image_floats = 3 * 16 * 8 * 8;
+    for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(read, turing, stand_in, nullptr, stand_in, upload)) {
+      const std::string family = fc.family->name();
+      CAPTURE(family);
+      CAPTURE(k);
+      if (!kernels::device_lacks(turing, fc.family->needs()).empty()) continue;
+      if (family == "dot" || (family == "pw" && k == 1)) {
+        CHECK(fc.rejected.empty());
+      } else if (family == "pw") {
+        CHECK(fc.rejected == "needs a 1x1 filter");
+      } else {
+        CHECK(fc.rejected == "does not read its input through an image stride");
+      }
     }
   }
   L.residual = true;

@@ -1,6 +1,7 @@
 // A BatchNormalization (and its activation) read only by a convolution runs as that convolution reading its input
 // through the affine where that measures faster than the two steps (plan/gpu/lower_chain.hpp; DenseNet's
-// pre-activation): forced to the dot family, every such pair is one step; forced to the separate steps, none is.
+// pre-activation): forced to the dot (or pw) family, every such pair is one step; forced to the separate steps, none
+// is.
 // Each against the CPU backend.
 #include <doctest/doctest.h>
 
@@ -83,6 +84,8 @@ TEST_CASE("normalization read by a convolution: DenseNet's twenty pre-activation
   // Eighteen dense layers' BatchNormalization + ReLU before their 1x1 convolution, two transitions'; the last one
   // feeds the global pool.
   check_fused_plans({"densenet_bc", 32, "dot", "normalization ", 20, {1, 2}, INT64_MAX, 53});
+  // The same on the pw kernels (1x1 at stride 1: all twenty; the transitions' pooling as a step after them).
+  check_fused_plans({"densenet_bc", 32, "pw", "normalization ", 20, {1, 2}, INT64_MAX, 57});
 }
 
 }  // namespace

@@ -41,23 +41,33 @@ TEST_CASE("dot: every variant, odd sizes, strides, dilation, groups, 1-D, long r
   dot.covered_all();
 }
 
-TEST_CASE("dot: the only family that reads its input through a per-channel affine") {
-  kernels::ConvLayer layer = describe_layer(tc_layer(1, 32, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1));  // padded
-  const float scale = 1.0f;
-  layer.in.scale = &scale;  // (never read: nothing is launched)
-  layer.in.shift = &scale;
+TEST_CASE("dot and pw: the families that read their input through a per-channel affine") {
+  const float scale = 1.0f;  // (never read: nothing is launched)
   const std::vector<float> w(32 * 16 * 9, 0.5f);
-  for (const kernels::FamilyCandidates& fc :
-       kernels::conv_candidates(layer, test_device_caps(), w.data(), nullptr, nullptr,
-                                [](const std::vector<float>&, const std::string&) { return nullptr; })) {
-    CAPTURE(std::string(fc.family->name()));
-    if (std::string(fc.family->name()) == "dot") {
-      CHECK(fc.rejected.empty());
-      continue;
-    }
-    CHECK(fc.variants.empty());
-    if (kernels::device_lacks(test_device_caps(), fc.family->needs()).empty()) {
-      CHECK(fc.rejected.find("per-channel affine") != std::string::npos);
+  // A padded 3x3 layer (dot only: pw takes 1x1 layers) and a 1x1 one (both).
+  for (const bool one_by_one : {false, true}) {
+    kernels::ConvLayer layer = describe_layer(one_by_one ? tc_layer(1, 32, 8, 8, 16, 1, 1, 1, 0, 0, 0, 0)
+                                                         : tc_layer(1, 32, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1));
+    layer.in.scale = &scale;
+    layer.in.shift = &scale;
+    for (const kernels::FamilyCandidates& fc :
+         kernels::conv_candidates(layer, test_device_caps(), w.data(), nullptr, nullptr,
+                                  [](const std::vector<float>&, const std::string&) { return nullptr; })) {
+      const std::string name = fc.family->name();
+      CAPTURE(name);
+      CAPTURE(one_by_one);
+      if (name == "dot" || (name == "pw" && one_by_one)) {
+        CHECK(fc.rejected.empty());
+        CHECK(!fc.variants.empty());
+        for (const kernels::ConvVariant& v : fc.variants) CHECK(v.name.find("_pre") != std::string::npos);
+        continue;
+      }
+      CHECK(fc.variants.empty());
+      if (name == "pw") {
+        CHECK(fc.rejected == "needs a 1x1 filter");
+      } else if (kernels::device_lacks(test_device_caps(), fc.family->needs()).empty()) {
+        CHECK(fc.rejected.find("per-channel affine") != std::string::npos);
+      }
     }
   }
 }

@@ -2,8 +2,8 @@
 // output `gap` floats past the last, as a block of a channel Concat's output at batch > 1) on its own GPU test's
 // layers, against the CPU reference backend, with odd gaps (the images off every vector alignment) and even ones;
 // whatever lies between the images must stay poisoned. Residual layers run without their residual (a strided
-// output never has one). And every variant of the family that reads one (dot: InputPrologue::image_floats, DenseNet's
-// running stack read through its normalization), with NaN between the input's images.
+// output never has one). And every variant of the families that read one (dot and pw: InputPrologue::image_floats,
+// DenseNet's running stack read through its normalization), with NaN between the input's images.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -55,4 +55,6 @@ TEST_CASE("image stride: every gen variant writes its images apart, pooled and s
 TEST_CASE("image stride: every stem variant writes its images apart, pooled too") { check_image_stride("stem", 6500); }
 TEST_CASE("image stride: every dw variant writes its images apart") { check_image_stride("dw", 6700); }
 TEST_CASE("image stride: every wgh variant writes its images apart") { check_image_stride("wgh", 5900); }
-TEST_CASE("image stride: every pw variant writes its images apart") { check_image_stride("pw", 6900); }
+TEST_CASE("image stride: every pw variant writes its images apart, read through an affine too; and reads them apart") {
+  check_image_stride("pw", 6900, true);
+}

@@ -26,10 +26,22 @@ TEST_CASE("pw: needs nothing beyond sm_75; takes 1x1 layers at stride 1 without 
   CHECK(pw->reject(describe_layer(pooled), turing) == "fused pooling");
 }
 
-TEST_CASE("pw: every variant, odd channels and filters, planes of any size, groups, residuals, activations") {
+TEST_CASE("pw: every variant, odd channels and filters, planes of any size, groups, residuals, activations; read through an affine") {
   FamilyCheck pw("pw");
   if (!pw.runs_here()) return;
   uint32_t seed = 7100;
   for (const Layer& L : pw_layers()) pw.check(L, seed++);
+  // The `pre` variants: the input read through a per-channel affine and activation (DenseNet's BatchNormalization +
+  // ReLU in front of its 1x1 convolutions), every activation of the prologue, on the same layers; every fourth also
+  // with an input image stride (NaN between the images).
+  const kernels::ParamAct acts[] = {kernels::ParamAct::Relu, kernels::ParamAct::None, kernels::ParamAct::Clip,
+                                    kernels::ParamAct::Sigmoid};
+  size_t i = 0;
+  for (const Layer& L : pw_layers()) {
+    const kernels::ParamAct act = acts[i % 4];
+    pw.check_affine(L, seed, act, act == kernels::ParamAct::Clip ? -0.25f : 0.0f, 0.75f, 0, i % 4 == 3 ? 5 : 0);
+    seed += 10;
+    ++i;
+  }
   pw.covered_all();
 }
