@@ -44,8 +44,8 @@ struct Params {
 // The warp's sums for FW filters (weights from wf) x P pixels (window origins iy0, ix0; input offsets xoff of
 // image n, the group's first channel; origins far outside: no pixel): its lanes take every 32nd tap, a butterfly
 // of shuffles leaves every lane the full sums.
-template <int FW, int P, bool PRO>
-__device__ __forceinline__ void warp_sums(float (&acc)[FW][P], const float* __restrict__ x, const float* const (&wf)[FW],
+template <int FW, int P, bool PRO, bool PRE_RELU>
+__device__ __forceinline__ void warp_sums_as(float (&acc)[FW][P], const float* __restrict__ x, const float* const (&wf)[FW],
                                           const int (&iy0)[P], const int (&ix0)[P], const int (&xoff)[P],
                                           const ConvGeometry& g, const InputPrologue& in, const Params& q, int group,
                                           int lane) {
@@ -76,7 +76,11 @@ __device__ __forceinline__ void warp_sums(float (&acc)[FW][P], const float* __re
       const bool inside = static_cast<unsigned>(iy) < static_cast<unsigned>(g.H) &&
                           static_cast<unsigned>(ix) < static_cast<unsigned>(g.W);
       float xv = inside ? __ldg(x + xoff[p] + c * hw + iy * g.W + ix) : 0.0f;
-      if constexpr (PRO) xv = inside ? param_activate(fmaf(xv, scale, shift), in.act, in.alpha, in.beta) : 0.0f;
+      if constexpr (PRO && PRE_RELU) {
+        xv = inside ? fmaxf(fmaf(xv, scale, shift), 0.0f) : 0.0f;
+      } else if constexpr (PRO) {
+        xv = inside ? param_activate(fmaf(xv, scale, shift), in.act, in.alpha, in.beta) : 0.0f;
+      }
 #pragma unroll
       for (int i = 0; i < FW; ++i) acc[i][p] = fmaf(wv[i], xv, acc[i][p]);
     }
@@ -88,6 +92,19 @@ __device__ __forceinline__ void warp_sums(float (&acc)[FW][P], const float* __re
 #pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1) acc[i][p] += __shfl_xor_sync(0xffffffffu, acc[i][p], offset);
     }
+  }
+}
+
+// warp_sums_as with the prologue's activation picked once, not on every gathered value: ReLU (DenseNet's) compiled in.
+template <int FW, int P, bool PRO>
+__device__ __forceinline__ void warp_sums(float (&acc)[FW][P], const float* __restrict__ x, const float* const (&wf)[FW],
+                                          const int (&iy0)[P], const int (&ix0)[P], const int (&xoff)[P],
+                                          const ConvGeometry& g, const InputPrologue& in, const Params& q, int group,
+                                          int lane) {
+  if (PRO && in.act == ParamAct::Relu) {
+    warp_sums_as<FW, P, PRO, true>(acc, x, wf, iy0, ix0, xoff, g, in, q, group, lane);
+  } else {
+    warp_sums_as<FW, P, PRO, false>(acc, x, wf, iy0, ix0, xoff, g, in, q, group, lane);
   }
 }
 
@@ -209,7 +226,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       xoff[p] = exists[p] ? img[p] * q.x_image + wt.group * q.cg * g.H * g.W : 0;
     }
     float acc[FW][P];
-    warp_sums<FW, P, PRO>(acc, x, wf, iy0, ix0, xoff, g, in, q, wt.group, lane);
+    warp_sums_as<FW, P, PRO, false>(acc, x, wf, iy0, ix0, xoff, g, in, q, wt.group, lane);
 #pragma unroll
     for (int i = 0; i < FW; ++i) {
 #pragma unroll

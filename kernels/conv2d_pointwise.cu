@@ -56,7 +56,11 @@ struct Params {
 
 // The sums of FT filters x 4 pixels over the group's channels. V: the quad lies in one plane, 16-byte aligned (one
 // float4 load a channel at x + xoff[0]); else four loads, each pixel at its own offset (planes of H*W % 4 != 0).
-template <int FT, int U, bool V, bool PRO>
+// How a loaded value is read: as is, through the affine and ReLU, or through the affine and the activation chosen
+// at run time (InputPrologue::act).
+enum class Pre { None, Relu, Param };
+
+template <int FT, int U, bool V, Pre PRE>
 __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __restrict__ x, const int64_t (&xoff)[4],
                                            const float4* wrow, const float2* affine, const InputPrologue& in,
                                            const Params& q) {
@@ -72,10 +76,13 @@ __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __r
   };
   auto taps = [&](const float4& v, int c) {
     float xv[4] = {v.x, v.y, v.z, v.w};
-    if constexpr (PRO) {
+    if constexpr (PRE != Pre::None) {
       const float2 a = affine[c];  // (scale, shift)
 #pragma unroll
-      for (int k = 0; k < 4; ++k) xv[k] = param_activate(fmaf(xv[k], a.x, a.y), in.act, in.alpha, in.beta);
+      for (int k = 0; k < 4; ++k) {
+        const float t = fmaf(xv[k], a.x, a.y);
+        xv[k] = PRE == Pre::Relu ? fmaxf(t, 0.0f) : param_activate(t, in.act, in.alpha, in.beta);
+      }
     }
 #pragma unroll
     for (int j = 0; j < FT / 4; ++j) {
@@ -101,15 +108,19 @@ __device__ __forceinline__ void accumulate(float (&acc)[FT][4], const float* __r
 
 // Blocks an SM the registers must allow: three (80 registers) for 4 filters a thread, two (128) for 8, and for
 // 16 with ReLU; one for 16 with the run-time activation (at 128 registers it spilled inside the channel loop).
-template <int FT, Act ACT>
-constexpr int kMinBlocks = FT == 4 ? 3 : (FT == 16 && ACT == Act::Param) ? 1 : 2;
+// With the input prologue (PRO), four filters at 80 registers and sixteen with ReLU at 128 spilled inside the
+// channel loop (ptxas): two blocks (and 8 channels ahead) and one.
+template <int FT, Act ACT, bool PRO>
+constexpr int kMinBlocks = FT == 4 ? (PRO ? 2 : 3) : (FT == 16 && (ACT == Act::Param || PRO)) ? 1 : 2;
 
 template <int FT, Act ACT, bool PRO>
-__global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
+__global__ void __launch_bounds__(256, kMinBlocks<FT, ACT, PRO>)
     conv2d_pw_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
                      const ConvGeometry g, const Epilogue e, const InputPrologue in, const Params q) {
   extern __shared__ float4 ws4[];  // [cg][fb / 4]: the block's filters, channel-major; then (pre) [cg] (scale, shift)
-  constexpr int U = 64 / FT;  // channels loaded ahead: fewer filters a thread, more loads in flight
+  // Channels loaded ahead: fewer filters a thread, more loads in flight (with the prologue four filters take 8:
+  // 16 spilled).
+  constexpr int U = PRO && FT == 4 ? 8 : 64 / FT;
   const int group = blockIdx.z;
   const int fb4 = 1 << q.fb4_shift;
   const int f0 = blockIdx.x * (fb4 * 4);  // the block's first filter within its group
@@ -159,10 +170,22 @@ __global__ void __launch_bounds__(256, kMinBlocks<FT, ACT>)
       xoff[k] = n * q.in_image + group_in + pos[k];
     }
     float acc[FT][4] = {};
-    if (vec_in) {
-      accumulate<FT, U, true, PRO>(acc, x, xoff, wrow, affine, in, q);
+    if constexpr (PRO) {
+      // The prologue's activation picked once a kernel, not on every value: ReLU (DenseNet's) compiled in.
+      const bool relu = in.act == ParamAct::Relu;
+      if (vec_in && relu) {
+        accumulate<FT, U, true, Pre::Relu>(acc, x, xoff, wrow, affine, in, q);
+      } else if (vec_in) {
+        accumulate<FT, U, true, Pre::Param>(acc, x, xoff, wrow, affine, in, q);
+      } else if (relu) {
+        accumulate<FT, U, false, Pre::Relu>(acc, x, xoff, wrow, affine, in, q);
+      } else {
+        accumulate<FT, U, false, Pre::Param>(acc, x, xoff, wrow, affine, in, q);
+      }
+    } else if (vec_in) {
+      accumulate<FT, U, true, Pre::None>(acc, x, xoff, wrow, affine, in, q);
     } else {
-      accumulate<FT, U, false, PRO>(acc, x, xoff, wrow, affine, in, q);
+      accumulate<FT, U, false, Pre::None>(acc, x, xoff, wrow, affine, in, q);
     }
 #pragma unroll
     for (int i = 0; i < FT; ++i) {
