@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int m = tid; m < L.Mp; m += kThreads) s[L.b1 + m] = d.b1 && m < d.M ? __ldg(d.b1 + m) : 0.0f;
   }
   wait_for_prior_grid();
+  __syncthreads();  // the prologue's scale and shift, staged by other threads, are read below
 
   // 1. The input over the tile and its halo, through the prologue (zeros outside the image and past P).
   const int hw = d.H * d.W;

@@ -342,6 +342,12 @@ std::optional<DenseLayerMatch> match_dense_layer(const ir::Graph& g, int first) 
   if (!affine) return std::nullopt;
   const ir::Node& pw = g.nodes[static_cast<size_t>(affine->conv)];
   if (!is_pointwise_conv(g, pw, pw.input(0), false)) return std::nullopt;
+  // (An output of the input's shape also comes of a strided or padded 1x1 on a map of one or two pixels.)
+  const std::string pw_pad = pw.attrs.get_string("auto_pad", "NOTSET");
+  if ((pw_pad != "NOTSET" && pw_pad != "VALID") || pw.attrs.get_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      pw.attrs.get_ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0}) {
+    return std::nullopt;
+  }
   const Readers readers = value_readers(g);
   const int conv = sole_reader(g, readers, pw.outputs[0]);
   if (conv < 0) return std::nullopt;
