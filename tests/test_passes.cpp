@@ -1284,6 +1284,41 @@ TEST_CASE("the GPU planner's pre-activation matcher: a BatchNormalization read o
   CHECK_FALSE(passes::match_affine_conv(q.graph, 0).has_value());  // its output is the graph's too
 }
 
+TEST_CASE("the GPU planner's dense layer matcher: a BatchNormalization, a 1x1 and a padded 3x3 convolution") {
+  // x [2, 4, 6, 6] -> BatchNormalization -> Relu -> 1x1 conv (8) -> Relu -> 3x3 conv (3, padding `pad`) -> y
+  // [, the hidden activation also a graph output].
+  auto model = [](int64_t pad, bool exposed) {
+    ModelBuilder m;
+    m.input("x", {2, 4, 6, 6}).output("y");
+    batch_norm(m, "x", "n", "bn", 4);
+    m.node("Relu", {"n"}, {"a"}, "relu");
+    random_initializer(m, "pw.w", {8, 4, 1, 1});
+    m.node("Conv", {"a", "pw.w"}, {"h"}, "pw");
+    m.node("Relu", {"h"}, {"r"}, "relu2");
+    conv(m, "r", "y", "conv", 8, 3, false, pad);
+    if (exposed) m.output("r");
+    return m;
+  };
+  const Passed p = check_unchanged(model(1, false), {{2, 4, 6, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{ir::fused::kFusedBatchNorm, ir::fused::kFusedConv, "Conv"});
+  const auto m = passes::match_dense_layer(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->affine == 0);
+  CHECK(m->pw == 1);
+  CHECK(m->conv == 2);
+  CHECK_FALSE(passes::match_dense_layer(p.graph, 1).has_value());  // not a BatchNormalization
+  // A 3x3 without padding (a 4x4 map), and the hidden activation a graph output too.
+  CHECK_FALSE(passes::match_dense_layer(prepare(model(0, false), {{2, 4, 6, 6}}, {}).graph, 0).has_value());
+  CHECK_FALSE(passes::match_dense_layer(prepare(model(1, true), {{2, 4, 6, 6}}, {}).graph, 0).has_value());
+  // DenseNet-BC of the zoo: its eighteen bottleneck layers (not the transitions' 1x1 + pool).
+  ir::Graph g = onnx_io::load_model_file(std::string(CNNRT_SOURCE_DIR) + "/models/zoo/densenet_bc/model.onnx", Limits{});
+  passes::bind_shapes(g, {{1, 3, 32, 32}});
+  passes::run_passes(g, {}, gpu_target());
+  int layers = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) layers += passes::match_dense_layer(g, static_cast<int>(i)).has_value();
+  CHECK(layers == 18);
+}
+
 TEST_CASE("the GPU planner's sibling-convolution matcher: convolutions of one input joined by one channel Concat") {
   // x -> Relu -> t; a = 3x3 conv(t), b = 3x3 conv(t) [, c = 3x3 conv(t) read by another node too]; y = Concat(b, a).
   struct Variant {

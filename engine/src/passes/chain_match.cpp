@@ -337,6 +337,39 @@ std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& g, int first) 
   return m;
 }
 
+std::optional<DenseLayerMatch> match_dense_layer(const ir::Graph& g, int first) {
+  const std::optional<AffineConvMatch> affine = match_affine_conv(g, first);
+  if (!affine) return std::nullopt;
+  const ir::Node& pw = g.nodes[static_cast<size_t>(affine->conv)];
+  if (!is_pointwise_conv(g, pw, pw.input(0), false)) return std::nullopt;
+  // (An output of the input's shape also comes of a strided or padded 1x1 on a map of one or two pixels.)
+  const std::string pw_pad = pw.attrs.get_string("auto_pad", "NOTSET");
+  if ((pw_pad != "NOTSET" && pw_pad != "VALID") || pw.attrs.get_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      pw.attrs.get_ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0}) {
+    return std::nullopt;
+  }
+  const Readers readers = value_readers(g);
+  const int conv = sole_reader(g, readers, pw.outputs[0]);
+  if (conv < 0) return std::nullopt;
+  const ir::Node& c = g.nodes[static_cast<size_t>(conv)];
+  if (!is_plain_conv2d(g, c) || c.input(0) != pw.outputs[0] || c.attrs.get_int("group", 1) != 1 ||
+      (c.op == ir::fused::kFusedConv && c.has_input(ir::fused::kResidualInput))) {
+    return std::nullopt;
+  }
+  const ir::Shape& in = g.shape_of(pw.outputs[0]);
+  const ir::Shape& w = g.constant_of(c.input(1))->shape();
+  const ir::Shape& out = g.shape_of(c.outputs[0]);
+  const std::string auto_pad = c.attrs.get_string("auto_pad", "NOTSET");
+  if (w[1] != in[1] || w[2] != 3 || w[3] != 3 || out.size() != 4 || out[0] != in[0] || out[1] != w[0] ||
+      out[2] != in[2] || out[3] != in[3] || (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") ||
+      c.attrs.get_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      c.attrs.get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      (auto_pad == "NOTSET" && c.attrs.get_ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{1, 1, 1, 1})) {
+    return std::nullopt;
+  }
+  return DenseLayerMatch{first, affine->conv, conv};
+}
+
 std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& g, int first) {
   const ir::Node& head = g.nodes.at(static_cast<size_t>(first));
   if (!is_plain_conv2d(g, head) || head.attrs.get_int("group", 1) != 1) return std::nullopt;

@@ -112,6 +112,17 @@ struct AffineConvMatch {
 // The BatchNormalization `first` and the convolution after it, or nullopt.
 std::optional<AffineConvMatch> match_affine_conv(const ir::Graph& graph, int first);
 
+// DenseNet's bottleneck layer for the dense layer kernel (kernels/dense_layer.cuh): a BatchNormalization read only
+// by a 1x1 convolution (AffineConvMatch; one group, stride 1, no padding, no residual or pool), whose output is read
+// only by a 3x3 Conv|FusedConv of one group, stride 1, dilation 1 and padding 1 on every side over the same map
+// (constant weights and bias, no residual or pool), and is not a graph output.
+struct DenseLayerMatch {
+  int affine = -1, pw = -1, conv = -1;  // node indices
+};
+
+// The BatchNormalization `first` and the two convolutions after it, or nullopt.
+std::optional<DenseLayerMatch> match_dense_layer(const ir::Graph& graph, int first);
+
 // The siblings whose first node in graph order is `first`, or nullopt.
 std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& graph, int first);
 

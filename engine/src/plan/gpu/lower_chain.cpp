@@ -21,6 +21,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
+#include "kernels/dense_layer.cuh"
 #include "kernels/dw_pw.cuh"
 #include "kernels/mbconv.cuh"
 #include "kernels/squeeze_excite.cuh"
@@ -797,6 +798,87 @@ std::vector<Step> lower_affine_conv(const passes::AffineConvMatch& m, std::vecto
       {m.affine, m.conv}, "AffineConv",
       fmt::format("normalization {} read by convolution {}", ir::node_short_name(bn), ir::node_short_name(cv)),
       std::move(steps), lc);
+}
+
+std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& m, std::vector<Step> steps, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& bn = g.nodes[static_cast<size_t>(m.affine)];
+  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
+  const ir::Node& cv = g.nodes[static_cast<size_t>(m.conv)];
+  const std::string what = fmt::format("dense layer {} .. {}", ir::node_short_name(bn), ir::node_short_name(cv));
+  const ConvStep d1 = describe_conv(pw, lc);
+  const ConvStep d2 = describe_conv(cv, lc);
+  const ir::Shape& x = g.shape_of(bn.input(0));
+  kernels::DenseLayerDesc d;
+  d.batch = static_cast<int>(x[0]);
+  d.C = static_cast<int>(x[1]);
+  d.H = static_cast<int>(x[2]);
+  d.W = static_cast<int>(x[3]);
+  d.x_image = lc.image_floats(bn.input(0));  // a strided block of a Concat's output (the running stack), or 0
+  const ChannelAffine affine = batchnorm_affine(bn, lc);
+  const KernelActivation act0 = kernel_activation(bn);
+  d.scale = affine.scale;
+  d.shift = affine.shift;
+  d.act0 = act0.act;
+  d.alpha0 = act0.alpha;
+  d.beta0 = act0.beta;
+  d.M = d1.layer.g.F;
+  d.b1 = d1.layer.e.bias;
+  d.act1 = d1.layer.e.param_act;
+  d.alpha1 = d1.layer.e.alpha;
+  d.beta1 = d1.layer.e.beta;
+  d.F = d2.layer.g.F;
+  d.b2 = d2.layer.e.bias;
+  d.act2 = d2.layer.e.param_act;
+  d.alpha2 = d2.layer.e.alpha;
+  d.beta2 = d2.layer.e.beta;
+  d.y_image = lc.image_floats(cv.outputs.at(0));  // its block of the next Concat's output, or 0
+  const ir::HostTensor& w1 = *g.constant_of(pw.input(1));
+  const ir::HostTensor& w2 = *g.constant_of(cv.input(1));
+  const std::vector<float> packed = kernels::dense_layer_pack(std::vector<float>(w1.f32(), w1.f32() + w1.numel()),
+                                                              std::vector<float>(w2.f32(), w2.f32() + w2.numel()), d);
+  const float* w_device = lc.context.weights.upload(packed, "dense_layer");
+  d.w1 = w_device;
+  d.w2 = w_device + kernels::dense_layer_w2_offset(d);
+  std::string why;
+  if (!kernels::dense_layer_supports(d, &why)) {
+    lc.note(fmt::format("{}: its steps ({})", what, why));
+    return steps;
+  }
+  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  const std::vector<kernels::DenseLayerVariant> variants = kernels::dense_layer_variants(d, optin);
+  if (variants.empty()) {
+    lc.note(fmt::format("{}: its steps (a tile's input exceeds shared memory)", what));
+    return steps;
+  }
+  const int64_t hw = int64_t(d.H) * d.W;
+  const std::vector<int> in_slots = {lc.slot(bn.input(0))};
+  const int out_slot = lc.slot(cv.outputs.at(0));
+  TuneShapes shapes;
+  shapes.input_floats = {d.x_image ? (d.batch - 1) * d.x_image + d.C * hw : d.batch * d.C * hw};
+  shapes.output_floats = d.y_image ? (d.batch - 1) * d.y_image + d.F * hw : d.batch * d.F * hw;
+  std::vector<KernelCandidate> candidates;
+  for (const kernels::DenseLayerVariant& v : variants) {
+    const int64_t blocks = int64_t(d.batch) * ((d.H + v.th - 1) / v.th) * ((d.W + v.tw - 1) / v.tw);
+    candidates.push_back({v.name, fmt::format("{}x{} output tiles, {} blocks", v.th, v.tw, blocks),
+                          [v, d](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_dense_layer(v, in[0], out[0], d, s);
+                          }});
+  }
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
+  const std::string signature =
+      fmt::format("dense_layer affine act={} {} {} in_image={} [{}] [{}] out_image={}", static_cast<int>(d.act0),
+                  d.alpha0, d.beta0, d.x_image, d1.signature, d2.signature, d.y_image);
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: its steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  Step step = replacing_step("DenseLayer", {m.affine, m.pw, m.conv}, cv, chosen, choice, steps, in_slots, out_slot,
+                             what, lc);
+  step.min_bytes = 4.0 * (double(d.batch) * d.C * hw + double(packed.size()) + double(d.batch) * d.F * hw);
+  return {std::move(step)};
 }
 
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,

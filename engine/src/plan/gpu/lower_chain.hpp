@@ -62,6 +62,12 @@ std::vector<Step> lower_shuffled_depthwise(const passes::ShuffledDepthwiseMatch&
 // replayed; else `steps`.
 std::vector<Step> lower_affine_conv(const passes::AffineConvMatch& match, std::vector<Step> steps, LowerContext& lc);
 
+// The steps the plan gets for DenseNet's bottleneck layer `match` (BatchNormalization, 1x1 and 3x3 convolutions;
+// `steps` are the normalization read by the 1x1 convolution, as lower_affine_conv left them, and the 3x3): one
+// launch of the dense layer kernel (kernels/dense_layer.cuh) where a tile of it measures faster than those steps,
+// else `steps`.
+std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& match, std::vector<Step> steps, LowerContext& lc);
+
 // An inverted residual block the plan runs as one step of the block kernel: what a chain of them is made of.
 struct BlockStep {
   kernels::MbconvDesc desc;

@@ -495,6 +495,23 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       });
       continue;
     }
+    if (const std::optional<passes::DenseLayerMatch> layer = passes::match_dense_layer(g, static_cast<int>(i));
+        layer && !lowered[static_cast<size_t>(layer->pw)] && !lowered[static_cast<size_t>(layer->conv)]) {
+      // Measured against the normalization and 1x1 convolution (read through where that wins) and the 3x3's step.
+      std::vector<Step> inner = lower.lower_apart([&] {
+        const passes::AffineConvMatch pair{layer->affine, layer->pw};
+        lower_fused(node, {pair.affine, pair.conv},
+                    [&](std::vector<Step> steps) { return lower_affine_conv(pair, std::move(steps), lower); });
+        lower_node(g.nodes[static_cast<size_t>(layer->conv)]);
+        mark_lowered(layer->conv);
+      });
+      try {
+        lower.append_steps(lower_dense_layer(*layer, std::move(inner), lower));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
+      continue;
+    }
     if (const std::optional<passes::AffineConvMatch> affine = passes::match_affine_conv(g, static_cast<int>(i));
         affine && !lowered[static_cast<size_t>(affine->conv)]) {
       lower_fused(node, {affine->affine, affine->conv},

@@ -17,6 +17,7 @@
 #include "gpu/graph_timing.hpp"
 #include "kernels/conv_chain.cuh"
 #include "kernels/dense_chain.cuh"
+#include "kernels/dense_layer.cuh"
 #include "kernels/conv_registry.hpp"
 #include "kernels/dw_pw.cuh"
 #include "kernels/mbconv.cuh"
@@ -45,8 +46,8 @@ namespace {
 
 // The kernels offered outside the convolution registry, against the steps they replace: the chain kernel's
 // variants as built, the dense chain kernel's, the squeeze-excitation kernel's, the depthwise + pointwise
-// kernel's, the inverted residual block kernel's (one block or a chain of them), the network kernel's and the
-// sequence kernel's; and the Gemm steps' (ours and cuBLASLt's ranked algorithms).
+// kernel's, the inverted residual block kernel's (one block or a chain of them), the dense layer kernel's, the
+// network kernel's and the sequence kernel's; and the Gemm steps' (ours and cuBLASLt's ranked algorithms).
 std::vector<std::string> fusion_kernel_names() {
   std::vector<std::string> names = kernels::conv_chain_variant_names();
   for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
@@ -54,6 +55,7 @@ std::vector<std::string> fusion_kernel_names() {
   for (std::string& n : kernels::dw_pw_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
+  for (std::string& n : kernels::dense_layer_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::net_variant_names()) names.push_back(n + "_cut*");  // the cut: which node it starts at
   for (std::string& n : kernels::seqnet_variant_names()) names.push_back(n + "_cut*");
   for (std::string& n : gemm_kernel_names()) names.push_back(std::move(n));
@@ -98,7 +100,8 @@ void check_forced_kernel(const std::string& name) {
   }
   fail(ErrorCode::Usage,
        "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
-       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'net', 'seqnet', 'gemm', 'cublaslt', 'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
+       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'dense_layer', 'net', 'seqnet', 'gemm', 'cublaslt', "
+       "'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }
 
