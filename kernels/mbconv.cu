@@ -636,6 +636,7 @@ std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_b
       }
     }
   }
+  for (MbconvVariant& v : mbconv_split_variants(d, smem_optin_bytes)) out.push_back(std::move(v));
   return out;
 }
 
@@ -643,11 +644,16 @@ std::vector<std::string> mbconv_variant_names() {
   std::vector<std::string> names = {"mbconv"};
   for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_cl{}", ranks));
   for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_px_cl{}", ranks));
+  for (std::string& name : mbconv_split_variant_names()) names.push_back(std::move(name));
   return names;
 }
 
 void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
-                   int smem_optin_bytes, cudaStream_t stream) {
+                   int smem_optin_bytes, cudaStream_t stream, float* workspace) {
+  if (v.split_channels > 0) {
+    launch_mbconv_split(v, x, residual, y, d, workspace, smem_optin_bytes, stream);
+    return;
+  }
   if (v.pixel_split) {
     const MbconvPxLayout L = mbconv_px_layout(d, v.ranks);
     const int bytes = L.floats * static_cast<int>(sizeof(float));

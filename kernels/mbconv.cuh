@@ -72,6 +72,10 @@ struct MbconvVariant {
   int ranks = 1;     // blocks an image (a cluster above 1: compute capability 9.0)
   bool stage_x = true;  // the expand layer's input copied into shared memory (false: read from L2, where it does not fit)
   bool pixel_split = false;  // `_px`: ranks split the output rows instead of the hidden channels
+  // `_split`: two launches over every SM (below); 0 for one launch.
+  int split_channels = 0;  // hidden channels a block of the first launch
+  int split_outputs = 0;   // outputs x pixels a block of the second
+  int split_pixels = 0;
 };
 
 // Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
@@ -82,9 +86,26 @@ std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_b
 // Every name mbconv_variants can return.
 std::vector<std::string> mbconv_variant_names();
 
-// x: [batch, C, H, W]; residual: [batch, F, OH, OW] or null; y: [batch, F, OH, OW], aliasing neither.
+// Scratch (floats) `v` needs to run `d`: the split's depthwise outputs and squeeze sums; 0 for one launch.
+int64_t mbconv_workspace_floats(const MbconvVariant& v, const MbconvDesc& d);
+
+// x: [batch, C, H, W]; residual: [batch, F, OH, OW] or null; y: [batch, F, OH, OW], aliasing neither; workspace:
+// mbconv_workspace_floats(v, d) floats (16-byte aligned), or null where that is 0.
 void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
-                   int smem_optin_bytes, cudaStream_t stream);
+                   int smem_optin_bytes, cudaStream_t stream, float* workspace = nullptr);
+
+// The split (`mbconv_split{hc}_{FO}x{PG}`, mbconv_split.cu), for blocks of many hidden channels on small maps, where
+// one cluster an image leaves most SMs idle and the block's time is its staging and barriers, not its work:
+//   1. a block per hc hidden channels of an image (every SM busy at batch 1): expand, depthwise with its activation
+//      (to the workspace), and with a gate, the channels' means and their share of the squeeze layer's sums;
+//   2. a block per FO outputs x PG pixels of an image: the squeeze layer from the shares (in slice order), the gate
+//      of every hidden channel folded into its project weights, the project layer in 4 x 4 register tiles, the
+//      epilogue.
+// Any compute capability; the weights of each launch are staged before it waits for the launch before it.
+std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_optin_bytes);
+std::vector<std::string> mbconv_split_variant_names();
+void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
+                         float* workspace, int smem_optin_bytes, cudaStream_t stream);
 
 // Consecutive blocks in one launch (a chain): the same clusters run each block in turn, a cluster barrier between
 // them (a block's outputs, in global memory, visible to every rank before the next reads them); each block's weights

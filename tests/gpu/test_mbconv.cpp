@@ -38,6 +38,8 @@ ir::Attributes conv_attrs(int k, int stride, int dilation, std::vector<int64_t> 
                      {"group", int64_t(groups)}});
 }
 
+int split_ran = 0;  // how many of the checks below ran a two-launch (`_split`) variant
+
 // Runs every variant the device offers for `bc`; returns how many ran.
 int check_mbconv(const BlockCase& bc, uint32_t seed) {
   const int B = bc.batch, C = bc.channels, HD = bc.expand ? bc.hidden : bc.channels, F = bc.filters, K = bc.k;
@@ -130,9 +132,13 @@ int check_mbconv(const BlockCase& bc, uint32_t seed) {
                              std::to_string(S);
     note_check_point(what);
     DeviceBuffer y(static_cast<size_t>(want.numel()));
+    const int64_t scratch = kernels::mbconv_workspace_floats(v, d);
+    DeviceBuffer workspace(static_cast<size_t>(std::max<int64_t>(scratch, 1)));
     check_twice(what, y, want, [&] {
-      kernels::launch_mbconv(v, dx.get(), bc.residual ? dres.get() : nullptr, y.get(), d, optin, nullptr);
+      kernels::launch_mbconv(v, dx.get(), bc.residual ? dres.get() : nullptr, y.get(), d, optin, nullptr,
+                             scratch > 0 ? workspace.get() : nullptr);
     });
+    if (v.split_channels > 0) ++split_ran;
     ++ran;
   }
   return ran;
@@ -227,6 +233,7 @@ TEST_CASE("inverted residual block: odd sizes, strides, dilation, activations, w
   ran += check_mbconv({2, 5, 31, 5, 1, 33, 1, 1, 1, 0, 0, 0, 0, true, 3, P::Sigmoid, P::LeakyRelu, P::Relu, P::Tanh,
                        P::None, false, true}, 305);
   CHECK(ran >= 5);
+  CHECK(split_ran >= 5);  // the split runs on every device, and each case here has at least one
 }
 
 // Three blocks as one chain (expand, stride 2 and a gate; the input as residual; no expand, 5x5 and a gate) at batches
@@ -290,6 +297,13 @@ TEST_CASE("inverted residual block: the planner runs zoo models' blocks as one s
   check_fused_plans({"mobilenet_v2", 96, "mbconv", "inverted residual block", 17, {1, 5, 16}});
   check_fused_plans({"mobilenet_v3_small", 128, "mbconv", "inverted residual block", 11, {1, 5, 16}});
   check_fused_plans({"efficientnet_b0_small", 128, "mbconv", "inverted residual block", 10, {1, 5, 16}});
+}
+
+// Forced to the split (any compute capability), every block of efficientnet_b0_small and mobilenet_v2 runs as its two
+// launches, and the networks match the CPU backend.
+TEST_CASE("inverted residual block: the planner runs the split, forced") {
+  check_fused_plans({"efficientnet_b0_small", 128, "mbconv_split", "inverted residual block", 10, {1, 5}});
+  check_fused_plans({"mobilenet_v2", 96, "mbconv_split", "inverted residual block", 17, {1, 5}});
 }
 
 // Forced to chains, the zoo's consecutive block steps run as chains of blocks in one launch, and the networks still

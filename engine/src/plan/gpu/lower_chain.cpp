@@ -962,13 +962,22 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
     }
   }
   std::vector<KernelCandidate> candidates;
+  const size_t workspace_in = in_slots.size();  // a candidate's workspace follows its inputs
   for (const kernels::MbconvVariant& v : variants) {
-    candidates.push_back({v.name,
-                          v.ranks > 1 ? fmt::format("one cluster of {} blocks an image", v.ranks)
-                                      : std::string("one block an image"),
-                          [v, d, optin, residual_in](const float* const* in, float* const* out, Stream s) {
-                            kernels::launch_mbconv(v, in[0], d.residual ? in[residual_in] : nullptr, out[0], d, optin, s);
-                          }});
+    std::string config = v.ranks > 1 ? fmt::format("one cluster of {} blocks an image", v.ranks)
+                                     : std::string("one block an image");
+    if (v.split_channels > 0) {
+      config = fmt::format("two launches: {} hidden channels a block, then {} outputs x {} pixels a block",
+                           v.split_channels, v.split_outputs, v.split_pixels);
+    }
+    KernelCandidate c{v.name, std::move(config),
+                      [v, d, optin, residual_in, workspace_in](const float* const* in, float* const* out, Stream s) {
+                        float* workspace = v.split_channels > 0 ? const_cast<float*>(in[workspace_in]) : nullptr;
+                        kernels::launch_mbconv(v, in[0], d.residual ? in[residual_in] : nullptr, out[0], d, optin, s,
+                                               workspace);
+                      }};
+    c.workspace_floats = kernels::mbconv_workspace_floats(v, d);
+    candidates.push_back(std::move(c));
   }
   const int out_slot = lc.slot(pj.outputs.at(0));
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc));
@@ -979,8 +988,12 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
     lc.note(fmt::format("{}: its steps ({})", what, timing_text(choice)));
     return steps;
   }
-  Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, in_slots, out_slot, what, lc);
-  chosen_blocks.push_back({d, signature, in_slots[0], d.residual ? in_slots[residual_in] : -1, out_slot});
+  std::vector<int> inputs = in_slots;
+  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "mbconv workspace"));
+  Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, inputs, out_slot, what, lc);
+  if (chosen.workspace_floats == 0) {  // a chain runs one-launch blocks only
+    chosen_blocks.push_back({d, signature, in_slots[0], d.residual ? in_slots[residual_in] : -1, out_slot});
+  }
   double weights = double(d.hidden) * (d.dw.KH * d.dw.KW + d.F + 2.0 * d.squeeze);
   if (d.expand) weights += double(d.hidden) * d.C;
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weights + double(shapes.output_floats) * (d.residual ? 2.0 : 1.0));

@@ -1,0 +1,399 @@
+// An inverted residual block in two launches over every SM (see mbconv.cuh, "The split").
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
+#include "kernels/fast_div.cuh"
+#include "kernels/launch.cuh"
+#include "kernels/mbconv.cuh"
+#include "kernels/row_reduce.cuh"
+
+namespace cnnrt::kernels {
+
+namespace {
+
+constexpr int T = kMbconvThreads;
+constexpr int kSliceChannels[] = {4, 8, 16};       // hidden channels a block of the first launch
+constexpr int kOutputTiles[][2] = {{8, 16}, {16, 16}, {16, 64}};  // outputs x pixels a block of the second
+
+__host__ __device__ inline int round4(int n) { return (n + 3) / 4 * 4; }
+
+// The first launch's shared memory, in floats (each array 16-byte aligned): the slice's weights, the image's input
+// (where the block expands and it fits), the expanded and depthwise maps of the slice, the slice's channel means.
+struct SplitALayout {
+  int wexp = 0, bexp = 0, wdw = 0, bdw = 0, w1 = 0, x = 0, e = 0, dmap = 0, mean = 0, floats = 0;
+};
+
+__host__ __device__ inline SplitALayout split_a_layout(const MbconvDesc& d, int hc, bool stage_x) {
+  SplitALayout L;
+  const int P = d.H * d.W, OP = d.dw.OH * d.dw.OW, KK = d.dw.KH * d.dw.KW, S = d.squeeze;
+  int at = 0;
+  auto take = [&at](int floats) {
+    const int here = at;
+    at += round4(floats);
+    return here;
+  };
+  L.wexp = take(d.expand ? round4(hc) * d.C : 0);  // 4 rows a thread: rows up to a multiple of 4
+  L.bexp = take(d.expand ? round4(hc) : 0);
+  L.wdw = take(hc * KK);
+  L.bdw = take(hc);
+  L.w1 = take(S * hc);
+  L.x = take(d.expand && stage_x ? d.C * P : 0);
+  L.e = take(hc * P);
+  L.dmap = take(hc * OP);
+  L.mean = take(S > 0 ? hc : 0);
+  L.floats = at;
+  return L;
+}
+
+// The second launch's: the block's project weights [hidden][FO] (scaled by the gate), the gate's weights, the
+// depthwise outputs of the block's pixels [hidden][PG] and the partial sums of its tiles [split][FO][PG].
+struct SplitBLayout {
+  int wt = 0, w2 = 0, b2 = 0, z = 0, dm = 0, red = 0, floats = 0;
+};
+
+// Hidden-channel splits of the second launch: 256 threads over (FO/4) x (PG/4) tiles of 4 x 4 outputs.
+__host__ __device__ inline int split_ways(int FO, int PG) { return max(1, T / ((FO / 4) * (PG / 4))); }
+
+__host__ __device__ inline SplitBLayout split_b_layout(const MbconvDesc& d, int FO, int PG) {
+  SplitBLayout L;
+  const int HD = d.hidden, S = d.squeeze;
+  int at = 0;
+  auto take = [&at](int floats) {
+    const int here = at;
+    at += round4(floats);
+    return here;
+  };
+  L.wt = take(HD * FO);
+  L.w2 = take(HD * S);
+  L.b2 = take(S > 0 ? HD : 0);
+  L.z = take(S);
+  L.dm = take(HD * PG);
+  L.red = take(split_ways(FO, PG) * FO * PG);
+  L.floats = at;
+  return L;
+}
+
+__device__ __forceinline__ float bias_or_zero(const float* bias, int i) { return bias ? __ldg(bias + i) : 0.0f; }
+
+// Copies n floats from global src to shared dst (16-byte copies where both allow).
+__device__ __forceinline__ void stage_floats(float* dst, const float* src, int n) {
+  const int tid = threadIdx.x;
+  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    for (int i = tid; i < n / 4; i += T) cp_async_16(dst + 4 * i, src + 4 * i, true);
+  } else {
+    for (int i = tid; i < n; i += T) cp_async_4(dst + i, src + i, true);
+  }
+}
+
+// The first launch: block (n, s) runs hidden channels [s*hc, s*hc + hc) of image n: expand, depthwise with its
+// activation (stored to `dw_out` [batch][hidden][OH*OW]), and where the block has a gate, the channels' means and
+// their share of the squeeze layer's sums (stored to `squeeze_part` [batch][slices][squeeze]).
+__global__ void __launch_bounds__(T)
+    mbconv_split_channels(const float* __restrict__ x, float* __restrict__ dw_out, float* __restrict__ squeeze_part,
+                          const __grid_constant__ MbconvDesc d, int hc, int stage_x, FastDiv in_px, FastDiv out_px,
+                          FastDiv out_w) {
+  extern __shared__ __align__(16) float smem[];
+  constexpr int kWarps = T / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int n = static_cast<int>(blockIdx.x), slice = static_cast<int>(blockIdx.y), slices = static_cast<int>(gridDim.y);
+  const SplitALayout L = split_a_layout(d, hc, stage_x != 0);
+  const ConvGeometry& g = d.dw;
+  const int C = d.C, HD = d.hidden, S = d.squeeze;
+  const int P = d.H * d.W, OP = g.OH * g.OW, KH = g.KH, KW = g.KW, KK = KH * KW;
+  const int c0 = slice * hc, my = min(HD, c0 + hc) - c0;
+
+  // 0. The slice's weights (constants: before the prior grid's end).
+  if (d.expand) {
+    stage_floats(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C);
+    for (int i = tid; i < my; i += T) smem[L.bexp + i] = bias_or_zero(d.exp_epilogue.bias, c0 + i);
+  }
+  stage_floats(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK);
+  for (int i = tid; i < my; i += T) smem[L.bdw + i] = bias_or_zero(d.dw_epilogue.bias, c0 + i);
+  for (int i = tid; i < S * my; i += T) {  // [S][hidden] -> [S][my]
+    const int s = i / my, c = i - s * my;
+    cp_async_4(smem + L.w1 + s * hc + c, d.w_se1 + static_cast<int64_t>(s) * HD + c0 + c, true);
+  }
+  cp_async_commit();
+  wait_for_prior_grid();
+
+  // 1. The input: every channel where the block expands (or read from L2 where it did not fit), else the slice's.
+  const float* xi = x + static_cast<int64_t>(n) * C * P;
+  const float* xs = smem + L.x;
+  float* e = smem + L.e;
+  if (d.expand) {
+    if (stage_x) {
+      stage_floats(smem + L.x, xi, C * P);
+    } else {
+      xs = xi;
+    }
+  } else {
+    stage_floats(e, xi + static_cast<int64_t>(c0) * P, my * P);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // 2. Expand: a thread 4 channels of one pixel (rows past `my` are read, never stored).
+  if (d.expand) {
+    const Epilogue ep = d.exp_epilogue;
+    const float* wexp = smem + L.wexp;
+    const int chunks = (my + 3) / 4;
+    for (int item = tid; item < chunks * P; item += T) {
+      const int q = in_px.div(item), p = item - q * P, cb = 4 * q;
+      const float* w0 = wexp + cb * C;
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+      for (int k = 0; k < C; ++k) {
+        const float v = xs[k * P + p];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[j] = fmaf(w0[j * C + k], v, acc[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (cb + j < my) e[(cb + j) * P + p] = param_activate(acc[j] + smem[L.bexp + cb + j], ep.param_act, ep.alpha, ep.beta);
+      }
+    }
+    __syncthreads();
+  }
+
+  // 3. Depthwise: a thread an output, into shared memory (for the means) and to global memory.
+  float* dmap = smem + L.dmap;
+  const float* wdw = smem + L.wdw;
+  const Epilogue dep = d.dw_epilogue;
+  float* out = dw_out + (static_cast<int64_t>(n) * HD + c0) * OP;
+  for (int item = tid; item < my * OP; item += T) {
+    const int c = out_px.div(item), q = item - c * OP, oy = out_w.div(q), ox = q - oy * g.OW;
+    const int iy0 = oy * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
+    const float* ec = e + c * P;
+    const float* wc = wdw + c * KK;
+    float acc = 0.0f;
+    for (int ky = 0; ky < KH; ++ky) {
+      const int iy = iy0 + ky * g.dil_h;
+      if (iy < 0 || iy >= g.H) continue;
+      for (int kx = 0; kx < KW; ++kx) {
+        const int ix = ix0 + kx * g.dil_w;
+        if (ix >= 0 && ix < g.W) acc = fmaf(wc[ky * KW + kx], ec[iy * g.W + ix], acc);
+      }
+    }
+    const float v = param_activate(acc + smem[L.bdw + c], dep.param_act, dep.alpha, dep.beta);
+    dmap[item] = v;
+    out[item] = v;
+  }
+  if (S == 0) return;
+  __syncthreads();
+
+  // 4. The gate's first half: the slice's channel means (a warp a channel), its share of the squeeze layer's sums.
+  float* mean = smem + L.mean;
+  const float inv = 1.0f / static_cast<float>(OP);
+  for (int c = warp; c < my; c += kWarps) {
+    float s = 0.0f;
+    for (int q = lane; q < OP; q += 32) s += dmap[c * OP + q];
+    s = warp_allreduce(s, [](float u, float v) { return u + v; });
+    if (lane == 0) mean[c] = s * inv;
+  }
+  __syncthreads();
+  float* part = squeeze_part + (static_cast<int64_t>(n) * slices + slice) * S;
+  for (int s = tid; s < S; s += T) {
+    const float* w1 = smem + L.w1 + s * hc;
+    float acc = 0.0f;
+    for (int c = 0; c < my; ++c) acc = fmaf(w1[c], mean[c], acc);
+    part[s] = acc;
+  }
+}
+
+// The second launch: block (n, fo, pg) computes outputs [fo*FO, +FO) x pixels [pg*PG, +PG) of image n. Where the
+// block has a gate, every block finishes the squeeze layer (the slices' shares added in slice order) and the gate of
+// every hidden channel, and scales its project weights by it (FO x hidden products instead of hidden x PG); then the
+// project layer in 4 x 4 tiles of outputs x pixels a thread over a share of the hidden channels, the shares added in
+// order, the epilogue (bias, residual, activation).
+__global__ void __launch_bounds__(T)
+    mbconv_split_project(const float* __restrict__ dw_out, const float* __restrict__ squeeze_part,
+                         const float* __restrict__ residual, float* __restrict__ y, const __grid_constant__ MbconvDesc d,
+                         int FO, int PG, int slices) {
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int n = static_cast<int>(blockIdx.x), f0 = static_cast<int>(blockIdx.y) * FO;
+  const int p0 = static_cast<int>(blockIdx.z) * PG;
+  const SplitBLayout L = split_b_layout(d, FO, PG);
+  const int HD = d.hidden, S = d.squeeze, F = d.F, OP = d.dw.OH * d.dw.OW;
+  const int fo = min(FO, F - f0), pg = min(PG, OP - p0);
+  float* wt = smem + L.wt;
+
+  // 0. Constants before the prior grid's end: the project weights [F][hidden] -> [hidden][FO] (zeros past F), the
+  // gate's second layer.
+  for (int i = tid; i < FO * HD; i += T) {
+    const int o = i / HD, h = i - o * HD;
+    const bool valid = o < fo;
+    cp_async_4(wt + h * FO + o, d.w_pj + (valid ? static_cast<int64_t>(f0 + o) * HD + h : 0), valid);
+  }
+  if (S > 0) {
+    stage_floats(smem + L.w2, d.w_se2, HD * S);
+    for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_or_zero(d.b_se2, i);
+  }
+  cp_async_commit();
+  wait_for_prior_grid();
+
+  // 1. The depthwise outputs of the block's pixels (zeros past the map), and the squeeze layer.
+  float* dm = smem + L.dm;
+  const float* src = dw_out + static_cast<int64_t>(n) * HD * OP + p0;
+  if (OP % 4 == 0 && PG % 4 == 0) {
+    const int q4 = PG / 4;
+    for (int i = tid; i < HD * q4; i += T) {
+      const int h = i / q4, q = 4 * (i - h * q4);
+      const bool valid = q < pg;
+      cp_async_16(dm + h * PG + q, src + (valid ? static_cast<int64_t>(h) * OP + q : 0), valid);
+    }
+  } else {
+    for (int i = tid; i < HD * PG; i += T) {
+      const int h = i / PG, q = i - h * PG;
+      const bool valid = q < pg;
+      cp_async_4(dm + h * PG + q, src + (valid ? static_cast<int64_t>(h) * OP + q : 0), valid);
+    }
+  }
+  cp_async_commit();
+  if (S > 0) {
+    float* z = smem + L.z;
+    const float* part = squeeze_part + static_cast<int64_t>(n) * slices * S;
+    for (int s = tid; s < S; s += T) {
+      float acc = 0.0f;
+      for (int r = 0; r < slices; ++r) acc += part[r * S + s];
+      z[s] = param_activate(acc + bias_or_zero(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // 2. The gate of every hidden channel, folded into the project weights.
+  if (S > 0) {
+    const float* z = smem + L.z;
+    for (int h = tid; h < HD; h += T) {
+      const float* w2 = smem + L.w2 + h * S;
+      float acc = 0.0f;
+      for (int s = 0; s < S; ++s) acc = fmaf(w2[s], z[s], acc);
+      const float gate = param_activate(acc + smem[L.b2 + h], d.se_gate, d.gate_alpha, d.gate_beta);
+      for (int o = 0; o < FO; ++o) wt[h * FO + o] *= gate;
+    }
+    __syncthreads();
+  }
+
+  // 3. Project: 4 outputs x 4 pixels a thread over its share of the hidden channels; consecutive threads take
+  // consecutive pixel quads (their float4 reads of `dm` cover consecutive banks; of `wt`, a broadcast).
+  const int pq = PG / 4, tiles = (FO / 4) * pq, ways = split_ways(FO, PG);
+  float* red = smem + L.red;
+  for (int item = tid; item < tiles * ways; item += T) {
+    const int k = item / tiles, tile = item - k * tiles, oq = tile / pq, q = tile - oq * pq;
+    const int h0 = static_cast<int>(static_cast<int64_t>(HD) * k / ways);
+    const int h1 = static_cast<int>(static_cast<int64_t>(HD) * (k + 1) / ways);
+    float acc[4][4] = {};
+#pragma unroll 4
+    for (int h = h0; h < h1; ++h) {
+      const float4 w = *reinterpret_cast<const float4*>(wt + h * FO + 4 * oq);
+      const float4 v = *reinterpret_cast<const float4*>(dm + h * PG + 4 * q);
+      const float wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      *reinterpret_cast<float4*>(red + (k * FO + 4 * oq + i) * PG + 4 * q) =
+          make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    }
+  }
+  __syncthreads();
+
+  // 4. The shares added in order, the epilogue, stored to NCHW.
+  const Epilogue ep = d.pj_epilogue;
+  for (int i = tid; i < fo * pg; i += T) {
+    const int o = i / pg, q = i - o * pg;
+    float s = 0.0f;
+    for (int k = 0; k < ways; ++k) s += red[(k * FO + o) * PG + q];
+    const int64_t at = (static_cast<int64_t>(n) * F + f0 + o) * OP + p0 + q;
+    float v = s + bias_or_zero(ep.bias, f0 + o);
+    if (residual) v += residual[at];
+    y[at] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
+  }
+}
+
+int64_t split_a_bytes(const MbconvDesc& d, int hc, bool stage_x) { return int64_t(split_a_layout(d, hc, stage_x).floats) * 4; }
+int64_t split_b_bytes(const MbconvDesc& d, int FO, int PG) { return int64_t(split_b_layout(d, FO, PG).floats) * 4; }
+
+int slices_of(const MbconvDesc& d, int hc) { return (d.hidden + hc - 1) / hc; }
+
+}  // namespace
+
+std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_optin_bytes) {
+  std::vector<MbconvVariant> out;
+  const int OP4 = round4(d.dw.OH * d.dw.OW);
+  for (int hc : kSliceChannels) {
+    if (hc > 4 && (d.hidden + hc / 2 - 1) / (hc / 2) <= 1) break;  // a larger slice adds nothing: one slice already
+    bool stage_x = true;
+    if (split_a_bytes(d, hc, true) > smem_optin_bytes) {
+      if (!d.expand || split_a_bytes(d, hc, false) > smem_optin_bytes) continue;
+      stage_x = false;
+    }
+    int last_pg = 0, last_fo = 0;
+    for (const auto& t : kOutputTiles) {
+      const int FO = t[0], PG = std::min(t[1], OP4);
+      if (FO == last_fo && PG == last_pg) continue;  // the map clipped the tile to one already offered
+      last_fo = FO;
+      last_pg = PG;
+      if (split_b_bytes(d, FO, PG) > smem_optin_bytes) continue;
+      MbconvVariant v;
+      v.name = fmt::format("mbconv_split{}_{}x{}", hc, FO, PG);
+      v.stage_x = stage_x;
+      v.split_channels = hc;
+      v.split_outputs = FO;
+      v.split_pixels = PG;
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> mbconv_split_variant_names() {
+  std::vector<std::string> names;
+  for (int hc : kSliceChannels) {
+    for (const auto& t : kOutputTiles) {
+      for (int pg : {4, 8, 12, 16, 32, 64}) {  // the tile's pixels, clipped to the map (a multiple of 4)
+        if (pg <= t[1]) names.push_back(fmt::format("mbconv_split{}_{}x{}", hc, t[0], pg));
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+int64_t mbconv_workspace_floats(const MbconvVariant& v, const MbconvDesc& d) {
+  if (v.split_channels == 0) return 0;
+  const int64_t maps = int64_t(d.batch) * d.hidden * d.dw.OH * d.dw.OW;
+  return (maps + 3) / 4 * 4 + int64_t(d.batch) * slices_of(d, v.split_channels) * d.squeeze;
+}
+
+void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
+                         float* workspace, int smem_optin_bytes, cudaStream_t stream) {
+  const int hc = v.split_channels, FO = v.split_outputs, PG = v.split_pixels, slices = slices_of(d, hc);
+  const int OP = d.dw.OH * d.dw.OW;
+  float* dw_out = workspace;
+  float* part = workspace + (int64_t(d.batch) * d.hidden * OP + 3) / 4 * 4;
+  const int a_bytes = static_cast<int>(split_a_bytes(d, hc, v.stage_x));
+  if (a_bytes > 48 * 1024) allow_dynamic_smem<mbconv_split_channels>(smem_optin_bytes);
+  launch_overlapped(mbconv_split_channels, dim3(static_cast<unsigned>(d.batch), static_cast<unsigned>(slices)),
+                    dim3(T), static_cast<size_t>(a_bytes), stream, 1u, x, dw_out, part, d, hc, v.stage_x ? 1 : 0,
+                    FastDiv(d.H * d.W), FastDiv(OP), FastDiv(d.dw.OW));
+  const int b_bytes = static_cast<int>(split_b_bytes(d, FO, PG));
+  if (b_bytes > 48 * 1024) allow_dynamic_smem<mbconv_split_project>(smem_optin_bytes);
+  launch_overlapped(mbconv_split_project,
+                    dim3(static_cast<unsigned>(d.batch), static_cast<unsigned>((d.F + FO - 1) / FO),
+                         static_cast<unsigned>((OP + PG - 1) / PG)),
+                    dim3(T), static_cast<size_t>(b_bytes), stream, 1u, dw_out, part, d.residual ? residual : nullptr, y,
+                    d, FO, PG, slices);
+}
+
+}  // namespace cnnrt::kernels
