@@ -48,16 +48,17 @@ __host__ __device__ inline SplitALayout split_a_layout(const MbconvDesc& d, int 
   return L;
 }
 
-// The second launch's: the block's project weights [hidden][FO] (scaled by the gate), the gate's weights, the
-// depthwise outputs of the block's pixels [hidden][PG] and the partial sums of its tiles [split][FO][PG].
+// The second launch's: the block's project weights [hidden][FO] (scaled by the gate), the gate's weights, the slices'
+// shares of the squeeze sums, the depthwise outputs of the block's pixels [hidden][PG] and the partial sums of its
+// tiles [split][FO][PG].
 struct SplitBLayout {
-  int wt = 0, w2 = 0, b2 = 0, z = 0, dm = 0, red = 0, floats = 0;
+  int wt = 0, w2 = 0, b2 = 0, part = 0, z = 0, dm = 0, red = 0, floats = 0;
 };
 
 // Hidden-channel splits of the second launch: 256 threads over (FO/4) x (PG/4) tiles of 4 x 4 outputs.
 __host__ __device__ inline int split_ways(int FO, int PG) { return max(1, T / ((FO / 4) * (PG / 4))); }
 
-__host__ __device__ inline SplitBLayout split_b_layout(const MbconvDesc& d, int FO, int PG) {
+__host__ __device__ inline SplitBLayout split_b_layout(const MbconvDesc& d, int FO, int PG, int slices) {
   SplitBLayout L;
   const int HD = d.hidden, S = d.squeeze;
   int at = 0;
@@ -67,8 +68,9 @@ __host__ __device__ inline SplitBLayout split_b_layout(const MbconvDesc& d, int 
     return here;
   };
   L.wt = take(HD * FO);
-  L.w2 = take(HD * S);
+  L.w2 = take(HD * S);  // [S][hidden]
   L.b2 = take(S > 0 ? HD : 0);
+  L.part = take(slices * S);
   L.z = take(S);
   L.dm = take(HD * PG);
   L.red = take(split_ways(FO, PG) * FO * PG);
@@ -217,7 +219,7 @@ __global__ void __launch_bounds__(T)
   const int tid = threadIdx.x;
   const int n = static_cast<int>(blockIdx.x), f0 = static_cast<int>(blockIdx.y) * FO;
   const int p0 = static_cast<int>(blockIdx.z) * PG;
-  const SplitBLayout L = split_b_layout(d, FO, PG);
+  const SplitBLayout L = split_b_layout(d, FO, PG, slices);
   const int HD = d.hidden, S = d.squeeze, F = d.F, OP = d.dw.OH * d.dw.OW;
   const int fo = min(FO, F - f0), pg = min(PG, OP - p0);
   float* wt = smem + L.wt;
@@ -230,7 +232,10 @@ __global__ void __launch_bounds__(T)
     cp_async_4(wt + h * FO + o, d.w_pj + (valid ? static_cast<int64_t>(f0 + o) * HD + h : 0), valid);
   }
   if (S > 0) {
-    stage_floats(smem + L.w2, d.w_se2, HD * S);
+    for (int i = tid; i < HD * S; i += T) {  // [hidden][S] -> [S][hidden]: thread h reads consecutive banks
+      const int h = i / S, j = i - h * S;
+      cp_async_4(smem + L.w2 + j * HD + h, d.w_se2 + i, true);
+    }
     for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_or_zero(d.b_se2, i);
   }
   cp_async_commit();
@@ -253,29 +258,34 @@ __global__ void __launch_bounds__(T)
       cp_async_4(dm + h * PG + q, src + (valid ? static_cast<int64_t>(h) * OP + q : 0), valid);
     }
   }
+  if (S > 0) stage_floats(smem + L.part, squeeze_part + static_cast<int64_t>(n) * slices * S, slices * S);
   cp_async_commit();
-  if (S > 0) {
-    float* z = smem + L.z;
-    const float* part = squeeze_part + static_cast<int64_t>(n) * slices * S;
-    for (int s = tid; s < S; s += T) {
-      float acc = 0.0f;
-      for (int r = 0; r < slices; ++r) acc += part[r * S + s];
-      z[s] = param_activate(acc + bias_or_zero(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
-    }
-  }
   cp_async_wait<0>();
   __syncthreads();
 
-  // 2. The gate of every hidden channel, folded into the project weights.
+  // 2. The squeeze layer (a warp a channel, its lanes over the slices' shares: a fixed order), then the gate of every
+  // hidden channel, folded into the project weights.
   if (S > 0) {
-    const float* z = smem + L.z;
-    for (int h = tid; h < HD; h += T) {
-      const float* w2 = smem + L.w2 + h * S;
+    constexpr int kWarps = T / 32;
+    const int warp = tid / 32, lane = tid % 32;
+    float* z = smem + L.z;
+    const float* part = smem + L.part;
+    for (int s = warp; s < S; s += kWarps) {
       float acc = 0.0f;
-      for (int s = 0; s < S; ++s) acc = fmaf(w2[s], z[s], acc);
-      const float gate = param_activate(acc + smem[L.b2 + h], d.se_gate, d.gate_alpha, d.gate_beta);
-      for (int o = 0; o < FO; ++o) wt[h * FO + o] *= gate;
+      for (int r = lane; r < slices; r += 32) acc += part[r * S + s];
+      acc = warp_allreduce(acc, [](float u, float v) { return u + v; });
+      if (lane == 0) z[s] = param_activate(acc + bias_or_zero(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
     }
+    __syncthreads();
+    float* gate = smem + L.b2;  // each thread's gates in place of the biases it read
+    for (int h = tid; h < HD; h += T) {
+      const float* w2 = smem + L.w2 + h;
+      float acc = 0.0f;
+      for (int s = 0; s < S; ++s) acc = fmaf(w2[s * HD], z[s], acc);
+      gate[h] = param_activate(acc + gate[h], d.se_gate, d.gate_alpha, d.gate_beta);
+    }
+    __syncthreads();
+    for (int i = tid; i < HD * FO; i += T) wt[i] *= gate[i / FO];
     __syncthreads();
   }
 
@@ -321,9 +331,11 @@ __global__ void __launch_bounds__(T)
 }
 
 int64_t split_a_bytes(const MbconvDesc& d, int hc, bool stage_x) { return int64_t(split_a_layout(d, hc, stage_x).floats) * 4; }
-int64_t split_b_bytes(const MbconvDesc& d, int FO, int PG) { return int64_t(split_b_layout(d, FO, PG).floats) * 4; }
-
 int slices_of(const MbconvDesc& d, int hc) { return (d.hidden + hc - 1) / hc; }
+
+int64_t split_b_bytes(const MbconvDesc& d, int FO, int PG, int hc) {
+  return int64_t(split_b_layout(d, FO, PG, slices_of(d, hc)).floats) * 4;
+}
 
 }  // namespace
 
@@ -343,7 +355,7 @@ std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_o
       if (FO == last_fo && PG == last_pg) continue;  // the map clipped the tile to one already offered
       last_fo = FO;
       last_pg = PG;
-      if (split_b_bytes(d, FO, PG) > smem_optin_bytes) continue;
+      if (split_b_bytes(d, FO, PG, hc) > smem_optin_bytes) continue;
       MbconvVariant v;
       v.name = fmt::format("mbconv_split{}_{}x{}", hc, FO, PG);
       v.stage_x = stage_x;
@@ -387,7 +399,7 @@ void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* re
   launch_overlapped(mbconv_split_channels, dim3(static_cast<unsigned>(d.batch), static_cast<unsigned>(slices)),
                     dim3(T), static_cast<size_t>(a_bytes), stream, 1u, x, dw_out, part, d, hc, v.stage_x ? 1 : 0,
                     FastDiv(d.H * d.W), FastDiv(OP), FastDiv(d.dw.OW));
-  const int b_bytes = static_cast<int>(split_b_bytes(d, FO, PG));
+  const int b_bytes = static_cast<int>(split_b_bytes(d, FO, PG, hc));
   if (b_bytes > 48 * 1024) allow_dynamic_smem<mbconv_split_project>(smem_optin_bytes);
   launch_overlapped(mbconv_split_project,
                     dim3(static_cast<unsigned>(d.batch), static_cast<unsigned>((d.F + FO - 1) / FO),
