@@ -98,9 +98,9 @@ void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual
 // one cluster an image leaves most SMs idle and the block's time is its staging and barriers, not its work:
 //   1. a block per hc hidden channels of an image (every SM busy at batch 1): expand, depthwise with its activation
 //      (to the workspace), and with a gate, the channels' means and their share of the squeeze layer's sums;
-//   2. a block per FO outputs x PG pixels of an image: the squeeze layer from the shares (in slice order), the gate
-//      of every hidden channel folded into its project weights, the project layer in 4 x 4 register tiles, the
-//      epilogue.
+//   2. a block per FO outputs x PG pixels of an image (PG clipped to the map): the squeeze layer from the shares (a
+//      fixed order), the gate of every hidden channel folded into its project weights, the project layer in 4 x 4
+//      register tiles over shares of the hidden channels (added in order), the epilogue.
 // Any compute capability; the weights of each launch are staged before it waits for the launch before it.
 std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_optin_bytes);
 std::vector<std::string> mbconv_split_variant_names();

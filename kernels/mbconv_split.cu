@@ -357,7 +357,7 @@ std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_o
       last_pg = PG;
       if (split_b_bytes(d, FO, PG, hc) > smem_optin_bytes) continue;
       MbconvVariant v;
-      v.name = fmt::format("mbconv_split{}_{}x{}", hc, FO, PG);
+      v.name = fmt::format("mbconv_split{}_{}x{}", hc, FO, t[1]);  // the tile as named, whatever the map clips
       v.stage_x = stage_x;
       v.split_channels = hc;
       v.split_outputs = FO;
@@ -371,14 +371,8 @@ std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_o
 std::vector<std::string> mbconv_split_variant_names() {
   std::vector<std::string> names;
   for (int hc : kSliceChannels) {
-    for (const auto& t : kOutputTiles) {
-      for (int pg : {4, 8, 12, 16, 32, 64}) {  // the tile's pixels, clipped to the map (a multiple of 4)
-        if (pg <= t[1]) names.push_back(fmt::format("mbconv_split{}_{}x{}", hc, t[0], pg));
-      }
-    }
+    for (const auto& t : kOutputTiles) names.push_back(fmt::format("mbconv_split{}_{}x{}", hc, t[0], t[1]));
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
