@@ -26,6 +26,20 @@ struct SplitALayout {
   int wexp = 0, bexp = 0, wdw = 0, bdw = 0, w1 = 0, x = 0, e = 0, dmap = 0, mean = 0, floats = 0;
 };
 
+// Lanes that share one expand output (4 channels x 1 pixel), each a 1/KS of the input channels, summed by shuffles:
+// as many as keep every thread busy (a power of two, at most a warp). On small maps (16 pixels) the expand is
+// otherwise a few threads each running the whole input-channel loop.
+__host__ __device__ inline int expand_lanes(int hc, int P) {
+  const int items = (hc + 3) / 4 * P;
+  int ks = 1;
+  while (ks < 32 && items * ks * 2 <= T) ks *= 2;
+  return ks;
+}
+
+// The staged input's row stride: odd where lanes split the input channels (lanes reading rows k, k + 1, ... of the
+// same pixel then hit different banks).
+__host__ __device__ inline int x_stride(int hc, int P) { return expand_lanes(hc, P) > 1 ? (P | 1) : P; }
+
 __host__ __device__ inline SplitALayout split_a_layout(const MbconvDesc& d, int hc, bool stage_x) {
   SplitALayout L;
   const int P = d.H * d.W, OP = d.dw.OH * d.dw.OW, KK = d.dw.KH * d.dw.KW, S = d.squeeze;
@@ -40,7 +54,7 @@ __host__ __device__ inline SplitALayout split_a_layout(const MbconvDesc& d, int 
   L.wdw = take(hc * KK);
   L.bdw = take(hc);
   L.w1 = take(S * hc);
-  L.x = take(d.expand && stage_x ? d.C * P : 0);
+  L.x = take(d.expand && stage_x ? d.C * x_stride(hc, P) : 0);
   L.e = take(hc * P);
   L.dmap = take(hc * OP);
   L.mean = take(S > 0 ? hc : 0);
@@ -124,10 +138,19 @@ __global__ void __launch_bounds__(T)
   // 1. The input: every channel where the block expands (or read from L2 where it did not fit), else the slice's.
   const float* xi = x + static_cast<int64_t>(n) * C * P;
   const float* xs = smem + L.x;
+  int xrow = P;  // the input's row stride where the expand reads it
   float* e = smem + L.e;
   if (d.expand) {
     if (stage_x) {
-      stage_floats(smem + L.x, xi, C * P);
+      xrow = x_stride(hc, P);
+      if (xrow == P) {
+        stage_floats(smem + L.x, xi, C * P);
+      } else {
+        for (int i = tid; i < C * P; i += T) {
+          const int k = i / P;
+          cp_async_4(smem + L.x + k * xrow + (i - k * P), xi + i, true);
+        }
+      }
     } else {
       xs = xi;
     }
@@ -138,24 +161,36 @@ __global__ void __launch_bounds__(T)
   cp_async_wait<0>();
   __syncthreads();
 
-  // 2. Expand: a thread 4 channels of one pixel (rows past `my` are read, never stored).
+  // 2. Expand: KS lanes 4 channels of one pixel (rows past `my` are read, never stored), lane r of them input channels
+  // r, r + KS, ..., their sums added by shuffles (a fixed order). Whole warps run each round (the shuffles need every
+  // lane); lanes past the items add zeros.
   if (d.expand) {
     const Epilogue ep = d.exp_epilogue;
     const float* wexp = smem + L.wexp;
-    const int chunks = (my + 3) / 4;
-    for (int item = tid; item < chunks * P; item += T) {
-      const int q = in_px.div(item), p = item - q * P, cb = 4 * q;
+    const int chunks = (my + 3) / 4, KS = expand_lanes(hc, P), items = chunks * P * KS;
+    for (int base = tid - lane; base < items; base += T) {
+      const int item = base + lane, r = item % KS, pix = item / KS;
+      const bool valid = item < items;
+      const int q = valid ? in_px.div(pix) : 0, p = pix - q * P, cb = 4 * q;
       const float* w0 = wexp + cb * C;
       float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (valid) {
 #pragma unroll 4
-      for (int k = 0; k < C; ++k) {
-        const float v = xs[k * P + p];
+        for (int k = r; k < C; k += KS) {
+          const float v = xs[k * xrow + p];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] = fmaf(w0[j * C + k], v, acc[j]);
+          for (int j = 0; j < 4; ++j) acc[j] = fmaf(w0[j * C + k], v, acc[j]);
+        }
       }
+      for (int m = KS / 2; m > 0; m /= 2) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (cb + j < my) e[(cb + j) * P + p] = param_activate(acc[j] + smem[L.bexp + cb + j], ep.param_act, ep.alpha, ep.beta);
+        for (int j = 0; j < 4; ++j) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], m);
+      }
+      if (valid && r == 0) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (cb + j < my) e[(cb + j) * P + p] = param_activate(acc[j] + smem[L.bexp + cb + j], ep.param_act, ep.alpha, ep.beta);
+        }
       }
     }
     __syncthreads();
@@ -277,12 +312,26 @@ __global__ void __launch_bounds__(T)
       if (lane == 0) z[s] = param_activate(acc + bias_or_zero(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
     }
     __syncthreads();
-    float* gate = smem + L.b2;  // each thread's gates in place of the biases it read
-    for (int h = tid; h < HD; h += T) {
-      const float* w2 = smem + L.w2 + h;
-      float acc = 0.0f;
-      for (int s = 0; s < S; ++s) acc = fmaf(w2[s * HD], z[s], acc);
-      gate[h] = param_activate(acc + gate[h], d.se_gate, d.gate_alpha, d.gate_beta);
+    // Each thread its channels h, h + T, ... (up to kGateRows at once: independent sums), the gates in place of the
+    // biases it read.
+    constexpr int kGateRows = 4;
+    float* gate = smem + L.b2;
+    const float* w2 = smem + L.w2;
+    for (int h0 = tid; h0 < HD; h0 += kGateRows * T) {
+      float acc[kGateRows] = {};
+      for (int s = 0; s < S; ++s) {
+        const float zs = z[s];
+#pragma unroll
+        for (int r = 0; r < kGateRows; ++r) {
+          const int h = h0 + r * T;
+          if (h < HD) acc[r] = fmaf(w2[s * HD + h], zs, acc[r]);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kGateRows; ++r) {
+        const int h = h0 + r * T;
+        if (h < HD) gate[h] = param_activate(acc[r] + gate[h], d.se_gate, d.gate_alpha, d.gate_beta);
+      }
     }
     __syncthreads();
     for (int i = tid; i < HD * FO; i += T) wt[i] *= gate[i / FO];
@@ -321,8 +370,14 @@ __global__ void __launch_bounds__(T)
   const Epilogue ep = d.pj_epilogue;
   for (int i = tid; i < fo * pg; i += T) {
     const int o = i / pg, q = i - o * pg;
-    float s = 0.0f;
-    for (int k = 0; k < ways; ++k) s += red[(k * FO + o) * PG + q];
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four independent sums (ways is 1 or a multiple of 4)
+    int k = 0;
+    for (; k + 4 <= ways; k += 4) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) part[j] += red[((k + j) * FO + o) * PG + q];
+    }
+    for (; k < ways; ++k) part[0] += red[(k * FO + o) * PG + q];
+    const float s = (part[0] + part[1]) + (part[2] + part[3]);
     const int64_t at = (static_cast<int64_t>(n) * F + f0 + o) * OP + p0 + q;
     float v = s + bias_or_zero(ep.bias, f0 + o);
     if (residual) v += residual[at];
