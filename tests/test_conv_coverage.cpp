@@ -5,13 +5,16 @@
 #ifdef CNNRT_WITH_CUDA
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/conv_layers.hpp"
 #include "kernels/conv_registry.hpp"
+#include "kernels/mbconv.cuh"
 
 using namespace cnnrt;
 
@@ -106,6 +109,53 @@ TEST_CASE("a layer whose output has an image stride is offered only to the famil
   L.residual = true;
   for (const kernels::FamilyCandidates& fc : kernels::conv_candidates(L, turing, stand_in, nullptr, stand_in, upload)) {
     CHECK(!fc.rejected.empty());
+  }
+}
+// The inverted residual block's variants for two zoo blocks (efficientnet_b0_small's 96 -> 576 -> 160 on 4x4 with its
+// gate, mobilenet_v2's 24 -> 144 -> 24 on 6x6): each is named by mbconv_variant_names() (what --force-kernel checks)
+// and only the split needs a workspace. On an H100 both get the split and clusters; on a Turing card's 64 KB
+// mobilenet_v2's gets the split and no cluster (efficientnet's gate weights, staged whole in every block of the split's
+// second launch, do not fit there).
+TEST_CASE("inverted residual block: every variant offered is named, the split on any compute capability") {
+  const float stand_in = 0.0f;
+  auto block = [&](int C, int hidden, int F, int map, int squeeze) {
+    kernels::MbconvDesc d;
+    d.C = C;
+    d.H = d.W = map;
+    d.hidden = hidden;
+    d.expand = true;
+    d.w_exp = d.w_dw = d.w_pj = &stand_in;
+    d.dw = kernels::ConvGeometry{1, hidden, map, map, hidden, 3, 3, map, map, 1, 1, 1, 1, 1, 1, 1, 1, hidden};
+    d.squeeze = squeeze;
+    d.w_se1 = d.w_se2 = squeeze > 0 ? &stand_in : nullptr;
+    d.F = F;
+    return d;
+  };
+  struct Case {
+    kernels::MbconvDesc d;
+    int arch, optin;
+    bool split;
+  };
+  const kernels::MbconvDesc efficientnet = block(96, 576, 160, 4, 24), mobilenet = block(24, 144, 24, 6, 0);
+  const std::vector<std::string> names = kernels::mbconv_variant_names();
+  for (const Case& c : {Case{efficientnet, 90, 227 * 1024, true}, Case{mobilenet, 90, 227 * 1024, true},
+                        Case{mobilenet, 75, 64 * 1024, true}, Case{efficientnet, 75, 64 * 1024, false}}) {
+    CAPTURE(c.d.hidden);
+    CAPTURE(c.arch);
+    int split = 0, clusters = 0;
+    for (const kernels::MbconvVariant& v : kernels::mbconv_variants(c.d, c.optin, c.arch)) {
+      CHECK_MESSAGE(std::find(names.begin(), names.end(), v.name) != names.end(), v.name << " is not named");
+      const int64_t workspace = kernels::mbconv_workspace_floats(v, c.d);
+      if (v.split_channels > 0) {
+        ++split;
+        CHECK(workspace >= int64_t(c.d.hidden) * c.d.H * c.d.W);
+      } else {
+        CHECK(workspace == 0);
+      }
+      if (v.ranks > 1) ++clusters;
+    }
+    CHECK((split > 0) == c.split);
+    CHECK((clusters > 0) == (c.arch >= 90));
   }
 }
 #endif  // CNNRT_WITH_CUDA
