@@ -66,6 +66,16 @@ __device__ __forceinline__ float param_activate(float v, ParamAct act, float alp
   }
 }
 
+// One rank-1 update of a 4 x 4 register tile: acc[i][j] += w[i] * x[j].
+__device__ __forceinline__ void fma_4x4(float (&acc)[4][4], float4 w, float4 x) {
+  const float wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
+  }
+}
+
 template <Act ACT>
 __device__ __forceinline__ float activate(float v, const Epilogue& e) {
   if constexpr (ACT == Act::Relu) {

@@ -37,4 +37,17 @@ template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() {}
 #endif
 
+// Copies `n` floats from global `src` into shared `dst` by the block's THREADS threads, every copy in flight at once:
+// 16 bytes a copy where both addresses are 16-byte aligned, the tail 4 bytes a copy. Not committed.
+template <int THREADS>
+__device__ __forceinline__ void cp_async_floats(float* dst, const float* src, int n) {
+  const bool vector = ((reinterpret_cast<size_t>(src) | reinterpret_cast<size_t>(dst)) & 15) == 0;
+  int i = 0;
+  if (vector) {
+    for (i = static_cast<int>(threadIdx.x) * 4; i + 3 < n; i += THREADS * 4) cp_async_16(dst + i, src + i, true);
+    i = n & ~3;
+  }
+  for (int j = i + static_cast<int>(threadIdx.x); j < n; j += THREADS) cp_async_4(dst + j, src + j, true);
+}
+
 }  // namespace cnnrt::kernels

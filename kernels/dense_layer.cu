@@ -108,15 +108,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll 4
     for (int c = 0; c < d.C; ++c) {
-      const float4 xv4 = smem4[(L.xs + c * PP) / 4 + p4];
-      const float4 wv4 = smem4[(L.w1 + c * L.Mp) / 4 + m4];
-      const float xv[4] = {xv4.x, xv4.y, xv4.z, xv4.w};
-      const float wv[4] = {wv4.x, wv4.y, wv4.z, wv4.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) acc[i][k] = fmaf(wv[i], xv[k], acc[i][k]);
-      }
+      fma_4x4(acc, smem4[(L.w1 + c * L.Mp) / 4 + m4], smem4[(L.xs + c * PP) / 4 + p4]);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {

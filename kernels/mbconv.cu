@@ -9,6 +9,7 @@
 #include "kernels/cp_async.cuh"
 #include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
+#include "kernels/mbconv_device.cuh"
 #include "kernels/row_reduce.cuh"
 
 namespace cnnrt::kernels {
@@ -17,7 +18,9 @@ namespace {
 
 constexpr int kClusterRanks[] = {16, 8, 4, 2};
 
-__host__ __device__ inline int round4(int n) { return (n + 3) / 4 * 4; }
+using mbconv_device::bias_at;
+using mbconv_device::depthwise_window;
+using mbconv_device::round4;
 
 // A block's shared memory, in floats (each array 16-byte aligned): its share of the weights, the gate's vectors
 // (`zall`: every rank's share of the squeeze sums), its channels' expanded map `e` and depthwise map `dmap`, the
@@ -131,17 +134,10 @@ MbconvStage make_stage(const MbconvDesc& d, int ranks, bool stage_x, const Mbcon
   return s;
 }
 
-// Copies n floats from global src to shared dst (16-byte copies where both allow).
-__device__ __forceinline__ void stage(float* dst, const float* src, int n, int tid) {
-  constexpr int T = kMbconvThreads;
-  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-    for (int i = tid; i < n / 4; i += T) cp_async_16(dst + 4 * i, src + 4 * i, true);
-  } else {
-    for (int i = tid; i < n; i += T) cp_async_4(dst + i, src + i, true);
-  }
+// Copies n floats from global src to shared dst (cp.async, not committed).
+__device__ __forceinline__ void stage(float* dst, const float* src, int n) {
+  cp_async_floats<kMbconvThreads>(dst, src, n);
 }
-
-__device__ __forceinline__ float bias_at(const float* bias, int i) { return bias ? __ldg(bias + i) : 0.0f; }
 
 // Copies this rank's share of the block's weights into shared memory (cp.async, not committed).
 __device__ void stage_weights(const MbconvStage& st, float* smem, int rank, int ranks) {
@@ -152,10 +148,10 @@ __device__ void stage_weights(const MbconvStage& st, float* smem, int rank, int 
   const int C = d.C, HD = d.hidden, S = d.squeeze, F = d.F, KK = d.dw.KH * d.dw.KW;
   const int hc = L.share, c0 = min(HD, rank * hc), my = min(HD, c0 + hc) - c0;
   if (d.expand) {
-    stage(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C, tid);
+    stage(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C);
     for (int i = tid; i < my; i += T) smem[L.bexp + i] = bias_at(d.exp_epilogue.bias, c0 + i);
   }
-  stage(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK, tid);
+  stage(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK);
   for (int i = tid; i < my; i += T) smem[L.bdw + i] = bias_at(d.dw_epilogue.bias, c0 + i);
   for (int i = tid; i < F * my; i += T) {  // [F][hidden] -> [F][my]
     const int f = i / my, c = i - f * my;
@@ -166,7 +162,7 @@ __device__ void stage_weights(const MbconvStage& st, float* smem, int rank, int 
       const int s = i / my, c = i - s * my;
       cp_async_4(smem + L.w1 + s * hc + c, d.w_se1 + static_cast<int64_t>(s) * HD + c0 + c, true);
     }
-    stage(smem + L.w2, d.w_se2 + static_cast<int64_t>(c0) * S, my * S, tid);  // rows [c0, c0 + my) of [hidden][S]
+    stage(smem + L.w2, d.w_se2 + static_cast<int64_t>(c0) * S, my * S);  // rows [c0, c0 + my) of [hidden][S]
     for (int i = tid; i < S; i += T) smem[L.b1 + i] = bias_at(d.b_se1, i);
     for (int i = tid; i < my; i += T) smem[L.b2 + i] = bias_at(d.b_se2, c0 + i);
   }
@@ -205,12 +201,12 @@ __device__ void block_body(const MbconvStage& st, float* smem, const float* __re
   const float* xi = x + static_cast<int64_t>(n) * C * P;
   if (d.expand) {
     if (stage_x) {
-      stage(smem + L.x, xi, C * P, tid);
+      stage(smem + L.x, xi, C * P);
     } else {
       xs = xi;
     }
   } else {
-    stage(e, xi + static_cast<int64_t>(c0) * P, my * P, tid);
+    stage(e, xi + static_cast<int64_t>(c0) * P, my * P);
   }
   cp_async_commit();
   cp_async_wait<0>();
@@ -244,17 +240,7 @@ __device__ void block_body(const MbconvStage& st, float* smem, const float* __re
   for (int item = tid; item < my * OP; item += T) {
     const int c = out_px.div(item), q = item - c * OP, oy = out_w.div(q), ox = q - oy * g.OW;
     const int iy0 = oy * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
-    const float* ec = e + c * P;
-    const float* wc = wdw + c * KK;
-    float acc = 0.0f;
-    for (int ky = 0; ky < KH; ++ky) {
-      const int iy = iy0 + ky * g.dil_h;
-      if (iy < 0 || iy >= g.H) continue;
-      for (int kx = 0; kx < KW; ++kx) {
-        const int ix = ix0 + kx * g.dil_w;
-        if (ix >= 0 && ix < g.W) acc = fmaf(wc[ky * KW + kx], ec[iy * g.W + ix], acc);
-      }
-    }
+    const float acc = depthwise_window(e + c * P, 0, wdw + c * KK, iy0, ix0, g);
     dmap[item] = param_activate(acc + bdw[c], dw_ep.param_act, dw_ep.alpha, dw_ep.beta);
   }
   __syncthreads();
@@ -433,15 +419,15 @@ __global__ void __launch_bounds__(kMbconvThreads)
 
   // 0. Every weight (constants: before the prior grid's end).
   if (d.expand) {
-    stage(smem + L.wexp, d.w_exp, HD * C, tid);
+    stage(smem + L.wexp, d.w_exp, HD * C);
     for (int i = tid; i < HD; i += T) smem[L.bexp + i] = bias_at(d.exp_epilogue.bias, i);
   }
-  stage(smem + L.wdw, d.w_dw, HD * KK, tid);
+  stage(smem + L.wdw, d.w_dw, HD * KK);
   for (int i = tid; i < HD; i += T) smem[L.bdw + i] = bias_at(d.dw_epilogue.bias, i);
-  stage(smem + L.wpj, d.w_pj, F * HD, tid);
+  stage(smem + L.wpj, d.w_pj, F * HD);
   if (S > 0) {
-    stage(smem + L.w1, d.w_se1, S * HD, tid);
-    stage(smem + L.w2, d.w_se2, HD * S, tid);
+    stage(smem + L.w1, d.w_se1, S * HD);
+    stage(smem + L.w2, d.w_se2, HD * S);
     for (int i = tid; i < S; i += T) smem[L.b1 + i] = bias_at(d.b_se1, i);
     for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_at(d.b_se2, i);
   }
@@ -455,7 +441,7 @@ __global__ void __launch_bounds__(kMbconvThreads)
   // 1. The input rows of the band, every channel (into x where the block expands, else straight into e).
   const float* xi = x + static_cast<int64_t>(n) * C * P + iy_lo * W;
   float* dst = d.expand ? smem + L.x : smem + L.e;
-  for (int c = 0; c < C; ++c) stage(dst + c * BI, xi + static_cast<int64_t>(c) * P, band_in, tid);
+  for (int c = 0; c < C; ++c) stage(dst + c * BI, xi + static_cast<int64_t>(c) * P, band_in);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -496,17 +482,7 @@ __global__ void __launch_bounds__(kMbconvThreads)
     if (q >= band_out) continue;
     const int ly = out_w.div(q), ox = q - ly * g.OW;
     const int iy0 = (oy0 + ly) * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
-    const float* ec = e + c * BI;
-    const float* wc = wdw + c * KK;
-    float acc = 0.0f;
-    for (int ky = 0; ky < KH; ++ky) {
-      const int iy = iy0 + ky * g.dil_h;
-      if (iy < 0 || iy >= d.H) continue;
-      for (int kx = 0; kx < KW; ++kx) {
-        const int ix = ix0 + kx * g.dil_w;
-        if (ix >= 0 && ix < W) acc = fmaf(wc[ky * KW + kx], ec[(iy - iy_lo) * W + ix], acc);
-      }
-    }
+    const float acc = depthwise_window(e + c * BI, iy_lo, wdw + c * KK, iy0, ix0, g);
     dmap[item] = param_activate(acc + smem[L.bdw + c], d.dw_epilogue.param_act, d.dw_epilogue.alpha,
                                 d.dw_epilogue.beta);
   }

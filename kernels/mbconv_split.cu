@@ -8,6 +8,7 @@
 #include "kernels/fast_div.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/mbconv.cuh"
+#include "kernels/mbconv_device.cuh"
 #include "kernels/row_reduce.cuh"
 
 namespace cnnrt::kernels {
@@ -18,7 +19,9 @@ constexpr int T = kMbconvThreads;
 constexpr int kSliceChannels[] = {4, 8, 16};       // hidden channels a block of the first launch
 constexpr int kOutputTiles[][2] = {{8, 16}, {16, 16}, {16, 64}};  // outputs x pixels a block of the second
 
-__host__ __device__ inline int round4(int n) { return (n + 3) / 4 * 4; }
+using mbconv_device::bias_at;
+using mbconv_device::depthwise_window;
+using mbconv_device::round4;
 
 // The first launch's shared memory, in floats (each array 16-byte aligned): the slice's weights, the image's input
 // (where the block expands and it fits), the expanded and depthwise maps of the slice, the slice's channel means.
@@ -92,17 +95,6 @@ __host__ __device__ inline SplitBLayout split_b_layout(const MbconvDesc& d, int 
   return L;
 }
 
-__device__ __forceinline__ float bias_or_zero(const float* bias, int i) { return bias ? __ldg(bias + i) : 0.0f; }
-
-// Copies n floats from global src to shared dst (16-byte copies where both allow).
-__device__ __forceinline__ void stage_floats(float* dst, const float* src, int n) {
-  const int tid = threadIdx.x;
-  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-    for (int i = tid; i < n / 4; i += T) cp_async_16(dst + 4 * i, src + 4 * i, true);
-  } else {
-    for (int i = tid; i < n; i += T) cp_async_4(dst + i, src + i, true);
-  }
-}
 
 // The first launch: block (n, s) runs hidden channels [s*hc, s*hc + hc) of image n: expand, depthwise with its
 // activation (stored to `dw_out` [batch][hidden][OH*OW]), and where the block has a gate, the channels' means and
@@ -114,20 +106,21 @@ __global__ void __launch_bounds__(T)
   extern __shared__ __align__(16) float smem[];
   constexpr int kWarps = T / 32;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int n = static_cast<int>(blockIdx.x), slice = static_cast<int>(blockIdx.y), slices = static_cast<int>(gridDim.y);
+  const int n = static_cast<int>(blockIdx.x), slice = static_cast<int>(blockIdx.y);
+  const int slices = static_cast<int>(gridDim.y);
   const SplitALayout L = split_a_layout(d, hc, stage_x != 0);
   const ConvGeometry& g = d.dw;
   const int C = d.C, HD = d.hidden, S = d.squeeze;
-  const int P = d.H * d.W, OP = g.OH * g.OW, KH = g.KH, KW = g.KW, KK = KH * KW;
+  const int P = d.H * d.W, OP = g.OH * g.OW, KK = g.KH * g.KW;
   const int c0 = slice * hc, my = min(HD, c0 + hc) - c0;
 
   // 0. The slice's weights (constants: before the prior grid's end).
   if (d.expand) {
-    stage_floats(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C);
-    for (int i = tid; i < my; i += T) smem[L.bexp + i] = bias_or_zero(d.exp_epilogue.bias, c0 + i);
+    cp_async_floats<T>(smem + L.wexp, d.w_exp + static_cast<int64_t>(c0) * C, my * C);
+    for (int i = tid; i < my; i += T) smem[L.bexp + i] = bias_at(d.exp_epilogue.bias, c0 + i);
   }
-  stage_floats(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK);
-  for (int i = tid; i < my; i += T) smem[L.bdw + i] = bias_or_zero(d.dw_epilogue.bias, c0 + i);
+  cp_async_floats<T>(smem + L.wdw, d.w_dw + static_cast<int64_t>(c0) * KK, my * KK);
+  for (int i = tid; i < my; i += T) smem[L.bdw + i] = bias_at(d.dw_epilogue.bias, c0 + i);
   for (int i = tid; i < S * my; i += T) {  // [S][hidden] -> [S][my]
     const int s = i / my, c = i - s * my;
     cp_async_4(smem + L.w1 + s * hc + c, d.w_se1 + static_cast<int64_t>(s) * HD + c0 + c, true);
@@ -144,7 +137,7 @@ __global__ void __launch_bounds__(T)
     if (stage_x) {
       xrow = x_stride(hc, P);
       if (xrow == P) {
-        stage_floats(smem + L.x, xi, C * P);
+        cp_async_floats<T>(smem + L.x, xi, C * P);
       } else {
         for (int i = tid; i < C * P; i += T) {
           const int k = i / P;
@@ -155,7 +148,7 @@ __global__ void __launch_bounds__(T)
       xs = xi;
     }
   } else {
-    stage_floats(e, xi + static_cast<int64_t>(c0) * P, my * P);
+    cp_async_floats<T>(e, xi + static_cast<int64_t>(c0) * P, my * P);
   }
   cp_async_commit();
   cp_async_wait<0>();
@@ -189,7 +182,9 @@ __global__ void __launch_bounds__(T)
       if (valid && r == 0) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          if (cb + j < my) e[(cb + j) * P + p] = param_activate(acc[j] + smem[L.bexp + cb + j], ep.param_act, ep.alpha, ep.beta);
+          if (cb + j < my) {
+            e[(cb + j) * P + p] = param_activate(acc[j] + smem[L.bexp + cb + j], ep.param_act, ep.alpha, ep.beta);
+          }
         }
       }
     }
@@ -204,17 +199,7 @@ __global__ void __launch_bounds__(T)
   for (int item = tid; item < my * OP; item += T) {
     const int c = out_px.div(item), q = item - c * OP, oy = out_w.div(q), ox = q - oy * g.OW;
     const int iy0 = oy * g.stride_h - g.pad_top, ix0 = ox * g.stride_w - g.pad_left;
-    const float* ec = e + c * P;
-    const float* wc = wdw + c * KK;
-    float acc = 0.0f;
-    for (int ky = 0; ky < KH; ++ky) {
-      const int iy = iy0 + ky * g.dil_h;
-      if (iy < 0 || iy >= g.H) continue;
-      for (int kx = 0; kx < KW; ++kx) {
-        const int ix = ix0 + kx * g.dil_w;
-        if (ix >= 0 && ix < g.W) acc = fmaf(wc[ky * KW + kx], ec[iy * g.W + ix], acc);
-      }
-    }
+    const float acc = depthwise_window(e + c * P, 0, wdw + c * KK, iy0, ix0, g);
     const float v = param_activate(acc + smem[L.bdw + c], dep.param_act, dep.alpha, dep.beta);
     dmap[item] = v;
     out[item] = v;
@@ -271,7 +256,7 @@ __global__ void __launch_bounds__(T)
       const int h = i / S, j = i - h * S;
       cp_async_4(smem + L.w2 + j * HD + h, d.w_se2 + i, true);
     }
-    for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_or_zero(d.b_se2, i);
+    for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_at(d.b_se2, i);
   }
   cp_async_commit();
   wait_for_prior_grid();
@@ -293,7 +278,7 @@ __global__ void __launch_bounds__(T)
       cp_async_4(dm + h * PG + q, src + (valid ? static_cast<int64_t>(h) * OP + q : 0), valid);
     }
   }
-  if (S > 0) stage_floats(smem + L.part, squeeze_part + static_cast<int64_t>(n) * slices * S, slices * S);
+  if (S > 0) cp_async_floats<T>(smem + L.part, squeeze_part + static_cast<int64_t>(n) * slices * S, slices * S);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -309,7 +294,7 @@ __global__ void __launch_bounds__(T)
       float acc = 0.0f;
       for (int r = lane; r < slices; r += 32) acc += part[r * S + s];
       acc = warp_allreduce(acc, [](float u, float v) { return u + v; });
-      if (lane == 0) z[s] = param_activate(acc + bias_or_zero(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
+      if (lane == 0) z[s] = param_activate(acc + bias_at(d.b_se1, s), d.se_act, d.se_alpha, d.se_beta);
     }
     __syncthreads();
     // Each thread its channels h, h + T, ... (up to kGateRows at once: independent sums), the gates in place of the
@@ -349,14 +334,8 @@ __global__ void __launch_bounds__(T)
     float acc[4][4] = {};
 #pragma unroll 4
     for (int h = h0; h < h1; ++h) {
-      const float4 w = *reinterpret_cast<const float4*>(wt + h * FO + 4 * oq);
-      const float4 v = *reinterpret_cast<const float4*>(dm + h * PG + 4 * q);
-      const float wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
-      }
+      fma_4x4(acc, *reinterpret_cast<const float4*>(wt + h * FO + 4 * oq),
+              *reinterpret_cast<const float4*>(dm + h * PG + 4 * q));
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -379,13 +358,15 @@ __global__ void __launch_bounds__(T)
     for (; k < ways; ++k) part[0] += red[(k * FO + o) * PG + q];
     const float s = (part[0] + part[1]) + (part[2] + part[3]);
     const int64_t at = (static_cast<int64_t>(n) * F + f0 + o) * OP + p0 + q;
-    float v = s + bias_or_zero(ep.bias, f0 + o);
+    float v = s + bias_at(ep.bias, f0 + o);
     if (residual) v += residual[at];
     y[at] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
   }
 }
 
-int64_t split_a_bytes(const MbconvDesc& d, int hc, bool stage_x) { return int64_t(split_a_layout(d, hc, stage_x).floats) * 4; }
+int64_t split_a_bytes(const MbconvDesc& d, int hc, bool stage_x) {
+  return int64_t(split_a_layout(d, hc, stage_x).floats) * 4;
+}
 int slices_of(const MbconvDesc& d, int hc) { return (d.hidden + hc - 1) / hc; }
 
 int64_t split_b_bytes(const MbconvDesc& d, int FO, int PG, int hc) {

@@ -71,17 +71,6 @@ struct ConvShare {
   }
 };
 
-// `n` floats from `src` into shared `dst` by the block's threads, in flight together (cp.async).
-__device__ __forceinline__ void stage_floats(float* dst, const float* src, int n) {
-  const bool vector = ((reinterpret_cast<size_t>(src) | reinterpret_cast<size_t>(dst)) & 15) == 0;
-  int i = 0;
-  if (vector) {
-    for (i = static_cast<int>(threadIdx.x) * 4; i + 3 < n; i += kNetThreads * 4) cp_async_16(dst + i, src + i, true);
-    i = n & ~3;
-  }
-  for (int j = i + static_cast<int>(threadIdx.x); j < n; j += kNetThreads) cp_async_4(dst + j, src + j, true);
-}
-
 // `rows` rows of `n` floats from `src` (contiguous) into shared rows `stride` floats apart.
 __device__ __forceinline__ void stage_rows(float* dst, const float* src, int rows, int n, int stride) {
   for (int i = threadIdx.x; i < rows * n; i += kNetThreads) {
@@ -99,7 +88,8 @@ __device__ void stage_conv_weights(const NetOp& op, int rank, float* sw) {
   if (op.pointwise) {
     stage_rows(sw, op.w + static_cast<size_t>(sh.f_lo) * g.C, sh.f_hi - sh.f_lo, g.C, pointwise_row(g.C));
   } else {
-    stage_floats(sw, op.w + static_cast<size_t>(sh.f_lo) * per_filter, (sh.f_hi - sh.f_lo) * per_filter);
+    cp_async_floats<kNetThreads>(sw, op.w + static_cast<size_t>(sh.f_lo) * per_filter,
+                                 (sh.f_hi - sh.f_lo) * per_filter);
   }
   cp_async_commit();
 }
@@ -178,7 +168,7 @@ __device__ void run_conv(const NetOp& op, float* const* tensors, int image, int 
   const int cg = g.C / g.groups, fg = g.F / g.groups;
   if (op.stage) {
     if (sh.f_hi > sh.f_lo) {
-      stage_floats(sx, x + static_cast<size_t>(sh.c_lo) * hw, (sh.c_hi - sh.c_lo) * hw);
+      cp_async_floats<kNetThreads>(sx, x + static_cast<size_t>(sh.c_lo) * hw, (sh.c_hi - sh.c_lo) * hw);
     }
     trace_point(trace, k, 4);
     cp_async_commit();
