@@ -16,8 +16,8 @@ namespace cnnrt::kernels {
 namespace {
 
 constexpr int T = kMbconvThreads;
-constexpr int kSliceChannels[] = {4, 8, 16};       // hidden channels a block of the first launch
-constexpr int kOutputTiles[][2] = {{8, 16}, {16, 16}, {16, 64}};  // outputs x pixels a block of the second
+constexpr int kSliceChannels[] = {2, 4, 8};        // hidden channels a block of the first launch
+constexpr int kOutputTiles[][2] = {{4, 16}, {8, 16}, {16, 16}, {16, 64}};  // outputs x pixels a block of the second
 
 using mbconv_device::bias_at;
 using mbconv_device::depthwise_window;
@@ -379,7 +379,7 @@ std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_o
   std::vector<MbconvVariant> out;
   const int OP4 = round4(d.dw.OH * d.dw.OW);
   for (int hc : kSliceChannels) {
-    if (hc > 4 && (d.hidden + hc / 2 - 1) / (hc / 2) <= 1) break;  // a larger slice adds nothing: one slice already
+    if (hc > kSliceChannels[0] && slices_of(d, hc / 2) <= 1) break;  // a larger slice adds nothing: one slice already
     bool stage_x = true;
     if (split_a_bytes(d, hc, true) > smem_optin_bytes) {
       if (!d.expand || split_a_bytes(d, hc, false) > smem_optin_bytes) continue;
