@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/conv_device.cuh"
+#include "kernels/cp_async.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/smem_optin.cuh"
 
@@ -60,12 +61,14 @@ __global__ void __launch_bounds__(kThreads)
   const int ox0 = static_cast<int>(blockIdx.x) % tiles_x * TW;
   const int m4s = L.Mp / 4, f4s = L.Fp / 4;
 
-  // 0. The constants, under the previous grid's tail.
+  // 0. The constants, under the previous grid's tail: the weights as 16-byte cp.async (every copy in flight at once,
+  // not one load's latency a loop turn), the scale, shift and biases through registers.
   {
     const float4* w1 = reinterpret_cast<const float4*>(d.w1);
-    for (int i = tid; i < d.C * m4s; i += kThreads) smem4[L.w1 / 4 + i] = __ldg(w1 + i);
+    for (int i = tid; i < d.C * m4s; i += kThreads) cp_async_16(smem4 + L.w1 / 4 + i, w1 + i, true);
     const float4* w2 = reinterpret_cast<const float4*>(d.w2);
-    for (int i = tid; i < d.M * 9 * f4s; i += kThreads) smem4[L.w2 / 4 + i] = __ldg(w2 + i);
+    for (int i = tid; i < d.M * 9 * f4s; i += kThreads) cp_async_16(smem4 + L.w2 / 4 + i, w2 + i, true);
+    cp_async_commit();
     if (d.scale) {
       for (int c = tid; c < d.C; c += kThreads) {
         s[L.aff + 2 * c] = __ldg(d.scale + c);
@@ -75,23 +78,36 @@ __global__ void __launch_bounds__(kThreads)
     for (int m = tid; m < L.Mp; m += kThreads) s[L.b1 + m] = d.b1 && m < d.M ? __ldg(d.b1 + m) : 0.0f;
   }
   wait_for_prior_grid();
-  __syncthreads();  // the prologue's scale and shift, staged by other threads, are read below
 
-  // 1. The input over the tile and its halo, through the prologue (zeros outside the image and past P).
+  // 1. The input over the tile and its halo (cp.async; zeros outside the image and past P), then through the
+  // prologue in place, inside the image only (outside stays the 1x1's zero input).
   const int hw = d.H * d.W;
   const float* xn = x + static_cast<int64_t>(n) * (d.x_image ? d.x_image : int64_t(d.C) * hw);
+  auto inside = [&](int p, int& iy, int& ix) {
+    iy = oy0 - 1 + p / PW;
+    ix = ox0 - 1 + p % PW;
+    return p < P && static_cast<unsigned>(iy) < static_cast<unsigned>(d.H) &&
+           static_cast<unsigned>(ix) < static_cast<unsigned>(d.W);
+  };
   for (int i = tid; i < d.C * PP; i += kThreads) {
     const int c = i / PP, p = i - c * PP;
-    const int iy = oy0 - 1 + p / PW, ix = ox0 - 1 + p % PW;
-    float v = 0.0f;
-    if (p < P && static_cast<unsigned>(iy) < static_cast<unsigned>(d.H) &&
-        static_cast<unsigned>(ix) < static_cast<unsigned>(d.W)) {
-      v = __ldg(xn + static_cast<int64_t>(c) * hw + iy * d.W + ix);
-      if (d.scale) v = param_activate(fmaf(v, s[L.aff + 2 * c], s[L.aff + 2 * c + 1]), d.act0, d.alpha0, d.beta0);
-    }
-    s[L.xs + i] = v;
+    int iy, ix;
+    const bool in = inside(p, iy, ix);
+    cp_async_4(s + L.xs + i, in ? xn + static_cast<int64_t>(c) * hw + iy * d.W + ix : xn, in);
   }
-  __syncthreads();
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();  // the weights, the input, and the scale and shift staged by other threads
+  if (d.scale) {
+    for (int i = tid; i < d.C * PP; i += kThreads) {
+      const int c = i / PP, p = i - c * PP;
+      int iy, ix;
+      if (inside(p, iy, ix)) {
+        s[L.xs + i] = param_activate(fmaf(s[L.xs + i], s[L.aff + 2 * c], s[L.aff + 2 * c + 1]), d.act0, d.alpha0, d.beta0);
+      }
+    }
+    __syncthreads();
+  }
 
   // 2. The 1x1 layer: 4 hidden channels x 4 halo pixels a thread; lanes on consecutive pixel quads (16-byte loads
   // of the input), the filters' float4 shared by the warp.
