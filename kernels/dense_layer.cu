@@ -64,10 +64,8 @@ __global__ void __launch_bounds__(kThreads)
   // 0. The constants, under the previous grid's tail: the weights as 16-byte cp.async (every copy in flight at once,
   // not one load's latency a loop turn), the scale, shift and biases through registers.
   {
-    const float4* w1 = reinterpret_cast<const float4*>(d.w1);
-    for (int i = tid; i < d.C * m4s; i += kThreads) cp_async_16(smem4 + L.w1 / 4 + i, w1 + i, true);
-    const float4* w2 = reinterpret_cast<const float4*>(d.w2);
-    for (int i = tid; i < d.M * 9 * f4s; i += kThreads) cp_async_16(smem4 + L.w2 / 4 + i, w2 + i, true);
+    cp_async_floats<kThreads>(s + L.w1, d.w1, d.C * L.Mp);
+    cp_async_floats<kThreads>(s + L.w2, d.w2, d.M * 9 * L.Fp);
     cp_async_commit();
     if (d.scale) {
       for (int c = tid; c < d.C; c += kThreads) {
