@@ -613,6 +613,7 @@ std::vector<MbconvVariant> mbconv_variants(const MbconvDesc& d, int smem_optin_b
     }
   }
   for (MbconvVariant& v : mbconv_split_variants(d, smem_optin_bytes)) out.push_back(std::move(v));
+  for (MbconvVariant& v : mbconv_tile_variants(d, smem_optin_bytes)) out.push_back(std::move(v));
   return out;
 }
 
@@ -621,6 +622,7 @@ std::vector<std::string> mbconv_variant_names() {
   for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_cl{}", ranks));
   for (int ranks : kClusterRanks) names.push_back(fmt::format("mbconv_px_cl{}", ranks));
   for (std::string& name : mbconv_split_variant_names()) names.push_back(std::move(name));
+  for (std::string& name : mbconv_tile_variant_names()) names.push_back(std::move(name));
   return names;
 }
 
@@ -628,6 +630,10 @@ void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual
                    int smem_optin_bytes, cudaStream_t stream, float* workspace) {
   if (v.split_channels > 0) {
     launch_mbconv_split(v, x, residual, y, d, workspace, smem_optin_bytes, stream);
+    return;
+  }
+  if (v.tile_h > 0) {
+    launch_mbconv_tile(v, x, residual, y, d, smem_optin_bytes, stream);
     return;
   }
   if (v.pixel_split) {

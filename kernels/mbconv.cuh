@@ -76,6 +76,8 @@ struct MbconvVariant {
   int split_channels = 0;  // hidden channels a block of the first launch
   int split_outputs = 0;   // outputs x pixels a block of the second
   int split_pixels = 0;
+  // `_tile`: one launch, a block per output tile of tile_h x tile_w (below); 0 otherwise.
+  int tile_h = 0, tile_w = 0;
 };
 
 // Whether the kernel runs `d` at all (geometry it takes; not whether it fits shared memory), and why not.
@@ -106,6 +108,17 @@ std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_o
 std::vector<std::string> mbconv_split_variant_names();
 void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                          float* workspace, int smem_optin_bytes, cudaStream_t stream);
+
+// The tile (`mbconv_tile{TH}x{TW}`, mbconv_tile.cu), for blocks without a gate on large maps of few channels (a
+// network's first blocks), where one cluster an image has too little of the GPU and a block's two or three steps each
+// pay a launch: one launch, a block per TH x TW output tile of an image (clipped to the map), every channel of it.
+// Each block expands the input over its tile's depthwise window (the halo recomputed by the neighbouring tiles), runs
+// the depthwise layer and the project layer (4 x 4 register tiles over shares of the hidden channels, added in
+// order); every weight is staged by every block before it waits for the launch before it. Any compute capability.
+std::vector<MbconvVariant> mbconv_tile_variants(const MbconvDesc& d, int smem_optin_bytes);
+std::vector<std::string> mbconv_tile_variant_names();
+void launch_mbconv_tile(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
+                        int smem_optin_bytes, cudaStream_t stream);
 
 // Consecutive blocks in one launch (a chain): the same clusters run each block in turn, a cluster barrier between
 // them (a block's outputs, in global memory, visible to every rank before the next reads them); each block's weights

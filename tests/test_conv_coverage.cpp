@@ -115,7 +115,8 @@ TEST_CASE("a layer whose output has an image stride is offered only to the famil
 // gate, mobilenet_v2's 24 -> 144 -> 24 on 6x6): each is named by mbconv_variant_names() (what --force-kernel checks)
 // and only the split needs a workspace. On an H100 both get the split and clusters; on a Turing card's 64 KB
 // mobilenet_v2's gets the split and no cluster (efficientnet's gate weights, staged whole in every block of the split's
-// second launch, do not fit there).
+// second launch, do not fit there). The tile is offered for mobilenet_v2's block (no gate) on both, never for a gated
+// block.
 TEST_CASE("inverted residual block: every variant offered is named, the split on any compute capability") {
   const float stand_in = 0.0f;
   auto block = [&](int C, int hidden, int F, int map, int squeeze) {
@@ -142,7 +143,7 @@ TEST_CASE("inverted residual block: every variant offered is named, the split on
                         Case{mobilenet, 75, 64 * 1024, true}, Case{efficientnet, 75, 64 * 1024, false}}) {
     CAPTURE(c.d.hidden);
     CAPTURE(c.arch);
-    int split = 0, clusters = 0;
+    int split = 0, clusters = 0, tile = 0;
     for (const kernels::MbconvVariant& v : kernels::mbconv_variants(c.d, c.optin, c.arch)) {
       CHECK_MESSAGE(std::find(names.begin(), names.end(), v.name) != names.end(), v.name << " is not named");
       const int64_t workspace = kernels::mbconv_workspace_floats(v, c.d);
@@ -153,8 +154,10 @@ TEST_CASE("inverted residual block: every variant offered is named, the split on
         CHECK(workspace == 0);
       }
       if (v.ranks > 1) ++clusters;
+      if (v.tile_h > 0) ++tile;
     }
     CHECK((split > 0) == c.split);
+    CHECK((tile > 0) == (c.d.squeeze == 0));
     CHECK((clusters > 0) == (c.arch >= 90));
   }
 }

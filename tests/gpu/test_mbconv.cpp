@@ -39,6 +39,7 @@ ir::Attributes conv_attrs(int k, int stride, int dilation, std::vector<int64_t> 
 }
 
 int split_ran = 0;  // how many of the checks below ran a two-launch (`_split`) variant
+int tile_ran = 0;   // and a tile (`_tile`) variant
 
 // Runs every variant the device offers for `bc`; returns how many ran.
 int check_mbconv(const BlockCase& bc, uint32_t seed) {
@@ -139,6 +140,7 @@ int check_mbconv(const BlockCase& bc, uint32_t seed) {
                              scratch > 0 ? workspace.get() : nullptr);
     });
     if (v.split_channels > 0) ++split_ran;
+    if (v.tile_h > 0) ++tile_ran;
     ++ran;
   }
   return ran;
@@ -212,6 +214,11 @@ TEST_CASE("inverted residual block: zoo blocks, every variant, batches 1, 7 and 
     const int big = check_mbconv({batch, 8, 48, 16, 64, 64, 3, 2, 1, 1, 1, 1, 1, true, 2, P::Swish, P::Swish, P::Swish,
                                   P::Sigmoid, P::None, true, false}, s + 6);
     if (gpu::current_device().arch() >= 90 && max_cluster_size() >= 16) CHECK(big > 0);
+    // mobilenet_v2's first blocks: 48x48 with stride 2, 24x24 with a residual (edge tiles of 8x8 past the map)
+    ran += check_mbconv({batch, 8, 48, 8, 48, 48, 3, 2, 1, 1, 1, 1, 1, true, 0, P::Clip, P::Clip, P::None, P::None,
+                         P::None, true, false}, s + 7);
+    ran += check_mbconv({batch, 8, 48, 8, 20, 20, 3, 1, 1, 1, 1, 1, 1, true, 0, P::Clip, P::Clip, P::None, P::None,
+                         P::None, true, true}, s + 8);
   }
   CHECK(ran >= 15);  // one block an image at least (clusters too on compute capability 9.0)
 }
@@ -232,8 +239,12 @@ TEST_CASE("inverted residual block: odd sizes, strides, dilation, activations, w
                        P::Relu, true, true}, 304);
   ran += check_mbconv({2, 5, 31, 5, 1, 33, 1, 1, 1, 0, 0, 0, 0, true, 3, P::Sigmoid, P::LeakyRelu, P::Relu, P::Tanh,
                        P::None, false, true}, 305);
-  CHECK(ran >= 5);
-  CHECK(split_ran >= 5);  // the split runs on every device, and each case here has at least one
+  // no gate: 7 -> 33 -> 31 on 7x7 with unequal padding, stride 2, dilation 2 (the tile's window in every form)
+  ran += check_mbconv({3, 7, 33, 31, 7, 7, 3, 2, 2, 0, 1, 2, 3, true, 0, P::LeakyRelu, P::Tanh, P::None, P::None,
+                       P::Clip, false, true}, 306);
+  CHECK(ran >= 6);
+  CHECK(split_ran >= 6);  // the split runs on every device, and each case here has at least one
+  CHECK(tile_ran >= 3);   // the tile on every case without a gate that fits (not 1000 hidden channels)
 }
 
 // Three blocks as one chain (expand, stride 2 and a gate; the input as residual; no expand, 5x5 and a gate) at batches
@@ -304,6 +315,12 @@ TEST_CASE("inverted residual block: the planner runs zoo models' blocks as one s
 TEST_CASE("inverted residual block: the planner runs the split, forced") {
   check_fused_plans({"efficientnet_b0_small", 128, "mbconv_split", "inverted residual block", 10, {1, 5}});
   check_fused_plans({"mobilenet_v2", 96, "mbconv_split", "inverted residual block", 17, {1, 5}});
+}
+
+// Forced to the tile (any compute capability), every block of mobilenet_v2 (none has a gate) runs as one launch over
+// its output tiles, and the network matches the CPU backend.
+TEST_CASE("inverted residual block: the planner runs the tile, forced") {
+  check_fused_plans({"mobilenet_v2", 96, "mbconv_tile", "inverted residual block", 17, {1, 5}});
 }
 
 // Forced to chains, the zoo's consecutive block steps run as chains of blocks in one launch, and the networks still

@@ -969,6 +969,8 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
     if (v.split_channels > 0) {
       config = fmt::format("two launches: {} hidden channels a block, then {} outputs x {} pixels a block",
                            v.split_channels, v.split_outputs, v.split_pixels);
+    } else if (v.tile_h > 0) {
+      config = fmt::format("a block per {}x{} output tile, every channel", v.tile_h, v.tile_w);
     }
     KernelCandidate c{v.name, std::move(config),
                       [v, d, optin, residual_in, workspace_in](const float* const* in, float* const* out, Stream s) {
