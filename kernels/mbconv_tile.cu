@@ -19,13 +19,13 @@ constexpr int kTiles[][2] = {{2, 2}, {4, 4}, {8, 8}};  // output rows x columns 
 using mbconv_device::round4;
 
 // A block's shared memory, in floats (each array 16-byte aligned): the expand weights [C][HD4] and biases, the
-// depthwise weights [hidden][KH*KW] and biases, the project weights [hidden][F4]; the input over the tile's window
-// [C][PP], the expanded window [HD4][PP], the depthwise outputs [hidden][TP] and the project's partial sums
-// [ways][F4][TP]. HD4, F4, PP and TP round up to multiples of 4 (4 x 4 register tiles).
+// depthwise weights [hidden][KH*KW] and biases, the project weights [hidden][F4] and biases; the input over the tile's
+// window [C][PP], the residual over the tile [F][TP], the expanded window [HD4][PP], the depthwise outputs
+// [hidden][TP] and the project's partial sums [ways][F4][TP]. HD4, F4, PP and TP round up to multiples of 4 (4 x 4 register tiles).
 struct TileLayout {
   int IH = 0, IW = 0;  // the depthwise window of the block's output tile (input rows x columns)
   int HD4 = 0, F4 = 0, PP = 0, TP = 0, ways = 1;
-  int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0, x = 0, e = 0, dmap = 0, red = 0, floats = 0;
+  int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0, bpj = 0, x = 0, res = 0, e = 0, dmap = 0, red = 0, floats = 0;
 };
 
 __host__ __device__ inline TileLayout tile_layout(const MbconvDesc& d, int th, int tw) {
@@ -50,7 +50,9 @@ __host__ __device__ inline TileLayout tile_layout(const MbconvDesc& d, int th, i
   L.wdw = take(d.hidden * g.KH * g.KW);
   L.bdw = take(d.hidden);
   L.wpj = take(d.hidden * L.F4);
+  L.bpj = take(L.F4);
   L.x = take(d.C * L.PP);
+  L.res = take(d.residual ? d.F * L.TP : 0);
   L.e = take(d.expand ? L.HD4 * L.PP : 0);  // without an expand layer the depthwise reads the input window itself
   L.dmap = take(d.hidden * L.TP);
   L.red = take(L.ways * L.F4 * L.TP);
@@ -70,7 +72,8 @@ __device__ __forceinline__ void stage_bias(float* dst, const float* bias, int n)
 // Block (tile, n) computes the th x tw output tile `tile` (row-major over the map's tiles) of image n, every channel:
 //   0. before waiting for the prior grid (constants), every weight, the expand and project weights transposed so a
 //      thread reads 4 hidden channels or 4 outputs as one float4;
-//   1. the input over the tile's depthwise window (zeros outside the image: the padding);
+//   1. the input over the tile's depthwise window (zeros outside the image: the padding), and the residual over the
+//      tile (read now, so its latency hides behind the sums);
 //   2. expand: 4 hidden channels x 4 window pixels a thread, its activation; zeros outside the image (the depthwise
 //      layer pads its own input, the expanded map, with zeros);
 //   3. depthwise: a thread an output, its activation;
@@ -108,6 +111,7 @@ __global__ void __launch_bounds__(T, 2)
     const bool valid = f < F;
     cp_async_4(smem + L.wpj + h * L.F4 + f, d.w_pj + (valid ? i : 0), valid);
   }
+  stage_bias(smem + L.bpj, d.pj_epilogue.bias, F);
   cp_async_commit();
   wait_for_prior_grid();
 
@@ -120,6 +124,15 @@ __global__ void __launch_bounds__(T, 2)
     const bool in = p < window && static_cast<unsigned>(iy) < static_cast<unsigned>(d.H) &&
                     static_cast<unsigned>(ix) < static_cast<unsigned>(d.W);
     cp_async_4(xs + i, in ? xn + (static_cast<int64_t>(c) * d.H + iy) * d.W + ix : xn, in);
+  }
+  const int OP = g.OH * g.OW;
+  if (residual) {
+    const float* rn = residual + static_cast<int64_t>(n) * F * OP;
+    for (int i = tid; i < F * tp; i += T) {
+      const int f = i / tp, q = i - f * tp, oy = oy0 + q / tw, ox = ox0 + q % tw;
+      const bool in = oy < g.OH && ox < g.OW;
+      cp_async_4(smem + L.res + f * L.TP + q, in ? rn + static_cast<int64_t>(f) * OP + oy * g.OW + ox : rn, in);
+    }
   }
   cp_async_commit();
   cp_async_wait<0>();
@@ -206,7 +219,6 @@ __global__ void __launch_bounds__(T, 2)
   __syncthreads();
 
   const Epilogue ep = d.pj_epilogue;
-  const int OP = g.OH * g.OW;
   for (int i = tid; i < F * tp; i += T) {
     const int f = i / tp, q = i - f * tp, oy = oy0 + q / tw, ox = ox0 + q % tw;
     if (oy >= g.OH || ox >= g.OW) continue;
@@ -218,8 +230,8 @@ __global__ void __launch_bounds__(T, 2)
     }
     for (; k < L.ways; ++k) part[0] += red[(k * L.F4 + f) * L.TP + q];
     const int64_t at = (static_cast<int64_t>(n) * F + f) * OP + oy * g.OW + ox;
-    float v = (part[0] + part[1]) + (part[2] + part[3]) + mbconv_device::bias_at(ep.bias, f);
-    if (residual) v += residual[at];
+    float v = (part[0] + part[1]) + (part[2] + part[3]) + smem[L.bpj + f];
+    if (residual) v += smem[L.res + f * L.TP + q];
     y[at] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
   }
 }

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -109,8 +110,8 @@ inline int64_t product(const ir::Shape& shape, size_t first = 0, size_t last = S
 
 // A fused kernel's planner test on a zoo model (input [batch, 3, size, size]): planned with each of `forced` (the
 // fused kernel's name, then `separate_steps`) at each batch, the plan has `count` notes starting with `note`, of
-// which the fused kernel runs `count` where it is forced and the batch is at most `fused_up_to_batch` (else none),
-// and the output matches the CPU backend's on random inputs.
+// which the fused kernel runs `count` (or `fused`, where that is set) where it is forced and the batch is at most
+// `fused_up_to_batch` (else none), and the output matches the CPU backend's on random inputs.
 struct FusedPlanCheck {
   std::string model;
   int64_t size = 0;
@@ -120,6 +121,7 @@ struct FusedPlanCheck {
   std::vector<int64_t> batches = {1, 5, 64};
   int64_t fused_up_to_batch = INT64_MAX;
   uint32_t seed = 31;
+  size_t fused = SIZE_MAX;  // how many of the `count` the forced kernel takes, where not all
 };
 
 // How often `what` occurs in `text` (a plan's notes).
@@ -142,7 +144,7 @@ inline void check_fused_plans(const FusedPlanCheck& c) {
       auto count = [&plan](const std::string& text) { return occurrences(plan, text); };
       const std::string what = c.model + " " + forced + " batch " + std::to_string(batch);
       CHECK_MESSAGE(count("note: " + c.note) == c.count, what << ":\n" << plan);
-      const size_t fused = forced == c.kernel && batch <= c.fused_up_to_batch ? c.count : 0u;
+      const size_t fused = forced == c.kernel && batch <= c.fused_up_to_batch ? std::min(c.count, c.fused) : 0u;
       CHECK_MESSAGE(count("one launch, " + c.kernel) == fused, what << ":\n" << plan);
       const size_t n = static_cast<size_t>(batch * 3 * c.size * c.size);
       const Tensor x{{batch, 3, c.size, c.size}, random_floats(n, c.seed + static_cast<uint32_t>(batch))};

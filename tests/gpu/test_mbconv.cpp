@@ -317,10 +317,15 @@ TEST_CASE("inverted residual block: the planner runs the split, forced") {
   check_fused_plans({"mobilenet_v2", 96, "mbconv_split", "inverted residual block", 17, {1, 5}});
 }
 
-// Forced to the tile (any compute capability), every block of mobilenet_v2 (none has a gate) runs as one launch over
-// its output tiles, and the network matches the CPU backend.
+// Forced to the tile (any compute capability), mobilenet_v2's blocks (none has a gate) run as one launch over their
+// output tiles, all but the last (56 -> 336 -> 112: its weights, 238 KB, staged whole by every block, exceed shared
+// memory on an H100), and the network matches the CPU backend.
 TEST_CASE("inverted residual block: the planner runs the tile, forced") {
-  check_fused_plans({"mobilenet_v2", 96, "mbconv_tile", "inverted residual block", 17, {1, 5}});
+  if (gpu::current_device().smem_per_block_optin < 227 * 1024) {
+    skip_test_case("which of mobilenet_v2's blocks fit a block's shared memory is counted for an H100's 227 KB");
+    return;
+  }
+  check_fused_plans({"mobilenet_v2", 96, "mbconv_tile", "inverted residual block", 17, {1, 5}, INT64_MAX, 31, 16});
 }
 
 // Forced to chains, the zoo's consecutive block steps run as chains of blocks in one launch, and the networks still
