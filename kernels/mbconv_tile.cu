@@ -21,14 +21,11 @@ using mbconv_device::round4;
 // A block's shared memory, in floats (each array 16-byte aligned): the expand weights [C][HD4] and biases, the
 // depthwise weights [hidden][KH*KW] and biases, the project weights [hidden][F4] and biases; the input over the tile's
 // window [C][PP], the residual over the tile [F][TP], the expanded window [HD4][PP], the depthwise outputs
-// [hidden][TP] and the project's partial sums [ways][F4][TP]. HD4, F4, PP and TP round up to multiples of 4 (4 x 4
-// register tiles). Before the input arrives, the area from `x` on holds the expand and project weights as they are in
-// global memory, rows padded to an odd stride (`raw_exp` [hidden][C|1], `raw_pj` [F][hidden|1]), for their transposes.
+// [hidden][TP] and the project's partial sums [ways][F4][TP]. HD4, F4, PP and TP round up to multiples of 4 (4 x 4 register tiles).
 struct TileLayout {
   int IH = 0, IW = 0;  // the depthwise window of the block's output tile (input rows x columns)
   int HD4 = 0, F4 = 0, PP = 0, TP = 0, ways = 1;
   int wexp = 0, bexp = 0, wdw = 0, bdw = 0, wpj = 0, bpj = 0, x = 0, res = 0, e = 0, dmap = 0, red = 0, floats = 0;
-  int raw_exp = 0, raw_pj = 0;
 };
 
 __host__ __device__ inline TileLayout tile_layout(const MbconvDesc& d, int th, int tw) {
@@ -59,9 +56,7 @@ __host__ __device__ inline TileLayout tile_layout(const MbconvDesc& d, int th, i
   L.e = take(d.expand ? L.HD4 * L.PP : 0);  // without an expand layer the depthwise reads the input window itself
   L.dmap = take(d.hidden * L.TP);
   L.red = take(L.ways * L.F4 * L.TP);
-  L.raw_exp = L.x;
-  L.raw_pj = L.raw_exp + (d.expand ? round4(d.hidden * (d.C | 1)) : 0);
-  L.floats = max(at, L.raw_pj + d.F * (d.hidden | 1));
+  L.floats = at;
   return L;
 }
 
@@ -75,10 +70,8 @@ __device__ __forceinline__ void stage_bias(float* dst, const float* bias, int n)
 }
 
 // Block (tile, n) computes the th x tw output tile `tile` (row-major over the map's tiles) of image n, every channel:
-//   0. before waiting for the prior grid (constants), every weight; the expand and project weights copied as they are
-//      (rows of consecutive addresses), then transposed in shared memory, so that a thread reads 4 hidden channels or 4
-//      outputs as one float4 (a transposing copy from global memory wrote shared memory with up to 16-way bank
-//      conflicts);
+//   0. before waiting for the prior grid (constants), every weight, the expand and project weights transposed so a
+//      thread reads 4 hidden channels or 4 outputs as one float4;
 //   1. the input over the tile's depthwise window (zeros outside the image: the padding), and the residual over the
 //      tile (read now, so its latency hides behind the sums);
 //   2. expand: 4 hidden channels x 4 window pixels a thread, its activation; zeros outside the image (the depthwise
@@ -102,36 +95,24 @@ __global__ void __launch_bounds__(T, 2)
   const int iy0 = oy0 * g.stride_h - g.pad_top, ix0 = ox0 * g.stride_w - g.pad_left;
   const int window = L.IH * L.IW, tp = th * tw;
 
-  // 0. The weights: a warp a row of the expand and project weights, lanes along it.
-  constexpr int kWarps = T / 32;
-  const int warp = tid / 32, lane = tid % 32;
-  const int Cs = C | 1, HDs = HD | 1;  // the raw copies' odd row strides: the transposes read them conflict-free
-  float* raw_exp = smem + L.raw_exp;
-  float* raw_pj = smem + L.raw_pj;
+  // 0. The weights.
   if (d.expand) {
-    for (int h = warp; h < HD; h += kWarps) {
-      for (int c = lane; c < C; c += 32) cp_async_4(raw_exp + h * Cs + c, d.w_exp + static_cast<int64_t>(h) * C + c, true);
+    for (int i = tid; i < L.HD4 * C; i += T) {  // [hidden][C] -> [C][HD4], zeros past the hidden channels
+      const int h = i / C, c = i - h * C;
+      const bool valid = h < HD;
+      cp_async_4(smem + L.wexp + c * L.HD4 + h, d.w_exp + (valid ? i : 0), valid);
     }
     stage_bias(smem + L.bexp, d.exp_epilogue.bias, HD);
   }
-  for (int f = warp; f < F; f += kWarps) {
-    for (int h = lane; h < HD; h += 32) cp_async_4(raw_pj + f * HDs + h, d.w_pj + static_cast<int64_t>(f) * HD + h, true);
-  }
   cp_async_floats<T>(smem + L.wdw, d.w_dw, HD * KK);
   stage_bias(smem + L.bdw, d.dw_epilogue.bias, HD);
+  for (int i = tid; i < L.F4 * HD; i += T) {  // [F][hidden] -> [hidden][F4], zeros past F
+    const int f = i / HD, h = i - f * HD;
+    const bool valid = f < F;
+    cp_async_4(smem + L.wpj + h * L.F4 + f, d.w_pj + (valid ? i : 0), valid);
+  }
   stage_bias(smem + L.bpj, d.pj_epilogue.bias, F);
   cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  if (d.expand) {  // [hidden][C] -> [C][HD4], zeros past the hidden channels
-    for (int c = warp; c < C; c += kWarps) {
-      for (int h = lane; h < L.HD4; h += 32) smem[L.wexp + c * L.HD4 + h] = h < HD ? raw_exp[h * Cs + c] : 0.0f;
-    }
-  }
-  for (int h = warp; h < HD; h += kWarps) {  // [F][hidden] -> [hidden][F4], zeros past F
-    for (int f = lane; f < L.F4; f += 32) smem[L.wpj + h * L.F4 + f] = f < F ? raw_pj[f * HDs + h] : 0.0f;
-  }
-  __syncthreads();  // the raw copies' area is the input's next
   wait_for_prior_grid();
 
   // 1. The input window.
