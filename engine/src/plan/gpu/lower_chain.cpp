@@ -1002,14 +1002,11 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
   return {std::move(step)};
 }
 
-namespace {
-
-// A chain replaces its blocks' steps only where it measures at least this much faster than they do: their replay
-// here gets none of the whole graph's overlap search, which hides part of each step's launch (mobilenet_v2 at batch
-// 16 on the H100: a 14-block chain 3% faster than the steps' replay, the network 10% slower with it).
-constexpr double kChainMargin = 0.9;
-
 bool chain_clearly_faster(const Choice& choice, const std::string& chain) {
+  // The margin: the blocks' steps, replayed here, get none of the whole graph's overlap search, which hides part of
+  // each step's launch (mobilenet_v2 at batch 16 on the H100: a 14-block chain 3% faster than the steps' replay, the
+  // network 10% slower with it).
+  constexpr double kChainMargin = 0.9;
   double steps_us = -1, chain_us = -1;
   for (const Candidate& c : choice.timings) {
     if (c.kernel == "separate_steps") steps_us = c.median_us;
@@ -1018,8 +1015,6 @@ bool chain_clearly_faster(const Choice& choice, const std::string& chain) {
   if (steps_us <= 0 || chain_us <= 0) return true;  // not measured (forced, heuristic): as chosen
   return chain_us <= kChainMargin * steps_us;
 }
-
-}  // namespace
 
 void offer_block_chains(const std::vector<BlockStep>& blocks, LowerContext& lc, GpuPlan& plan) {
   std::map<int, const BlockStep*> by_output;

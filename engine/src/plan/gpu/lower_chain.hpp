@@ -33,6 +33,11 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::v
 // `steps`): one launch of the gate kernel where a variant of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, std::vector<Step> steps, LowerContext& lc);
 
+// Whether a chain of inverted residual blocks (`chain`, a candidate of `choice`) measured at least 10% faster than
+// the blocks' steps (`separate_steps`): only then does it replace them. True where either was not timed (forced,
+// heuristic).
+bool chain_clearly_faster(const Choice& choice, const std::string& chain);
+
 // The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`. With
 // `shuffle` (ShuffleNet's unit) the kernel reads the Transpose's input through the channel shuffle, and `steps` are
