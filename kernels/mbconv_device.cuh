@@ -1,4 +1,5 @@
-// Device pieces both inverted residual block kernels use (mbconv.cu: one launch; mbconv_split.cu: two).
+// Device pieces the inverted residual block kernels share (mbconv.cu: one launch; mbconv_split.cu: two;
+// mbconv_tile.cu: one over output tiles).
 #pragma once
 
 #include "kernels/layer.hpp"
@@ -23,6 +24,19 @@ __device__ __forceinline__ float depthwise_window(const float* map, int row_lo, 
     }
   }
   return acc;
+}
+
+// The `ways` shares' partial sums at p, p + stride, ... added in a fixed order (four independent sums, then paired):
+// the same result run to run.
+__device__ __forceinline__ float sum_shares(const float* p, int ways, int stride) {
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int k = 0;
+  for (; k + 4 <= ways; k += 4) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) part[j] += p[(k + j) * stride];
+  }
+  for (; k < ways; ++k) part[0] += p[k * stride];
+  return (part[0] + part[1]) + (part[2] + part[3]);
 }
 
 }  // namespace cnnrt::kernels::mbconv_device

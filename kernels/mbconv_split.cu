@@ -22,6 +22,7 @@ constexpr int kOutputTiles[][2] = {{4, 16}, {8, 16}, {16, 16}, {16, 64}};  // ou
 using mbconv_device::bias_at;
 using mbconv_device::depthwise_window;
 using mbconv_device::round4;
+using mbconv_device::sum_shares;
 
 // The first launch's shared memory, in floats (each array 16-byte aligned): the slice's weights, the image's input
 // (where the block expands and it fits), the expanded and depthwise maps of the slice, the slice's channel means.
@@ -349,14 +350,7 @@ __global__ void __launch_bounds__(T)
   const Epilogue ep = d.pj_epilogue;
   for (int i = tid; i < fo * pg; i += T) {
     const int o = i / pg, q = i - o * pg;
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four independent sums (ways is 1 or a multiple of 4)
-    int k = 0;
-    for (; k + 4 <= ways; k += 4) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) part[j] += red[((k + j) * FO + o) * PG + q];
-    }
-    for (; k < ways; ++k) part[0] += red[(k * FO + o) * PG + q];
-    const float s = (part[0] + part[1]) + (part[2] + part[3]);
+    const float s = sum_shares(red + o * PG + q, ways, FO * PG);
     const int64_t at = (static_cast<int64_t>(n) * F + f0 + o) * OP + p0 + q;
     float v = s + bias_at(ep.bias, f0 + o);
     if (residual) v += residual[at];

@@ -17,6 +17,7 @@ constexpr int T = kMbconvThreads;
 constexpr int kTiles[][2] = {{2, 2}, {4, 4}, {8, 8}};  // output rows x columns a block
 
 using mbconv_device::round4;
+using mbconv_device::sum_shares;
 
 // A block's shared memory, in floats (each array 16-byte aligned): the expand weights [C][HD4] and biases, the
 // depthwise weights [hidden][KH*KW] and biases, the project weights [hidden][F4] and biases; the input over the tile's
@@ -222,15 +223,8 @@ __global__ void __launch_bounds__(T, 2)
   for (int i = tid; i < F * tp; i += T) {
     const int f = i / tp, q = i - f * tp, oy = oy0 + q / tw, ox = ox0 + q % tw;
     if (oy >= g.OH || ox >= g.OW) continue;
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four independent sums in a fixed order
-    int k = 0;
-    for (; k + 4 <= L.ways; k += 4) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) part[j] += red[((k + j) * L.F4 + f) * L.TP + q];
-    }
-    for (; k < L.ways; ++k) part[0] += red[(k * L.F4 + f) * L.TP + q];
     const int64_t at = (static_cast<int64_t>(n) * F + f) * OP + oy * g.OW + ox;
-    float v = (part[0] + part[1]) + (part[2] + part[3]) + smem[L.bpj + f];
+    float v = sum_shares(red + f * L.TP + q, L.ways, L.F4 * L.TP) + smem[L.bpj + f];
     if (residual) v += smem[L.res + f * L.TP + q];
     y[at] = param_activate(v, ep.param_act, ep.alpha, ep.beta);
   }
