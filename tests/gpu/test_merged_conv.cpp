@@ -25,8 +25,9 @@ void conv(ModelBuilder& m, const std::string& in, const std::string& out, int64_
   if (relu) m.node("Relu", {conv_out}, {out}, out + "_relu");
 }
 
-// x [N, 8, 8, 8] -> t = Relu(x); y = Relu(Concat(b: 3x3, a: 1x1, c: 5x3) of t, each + Relu) (merged: the 1x1 and
-// 3x3 filters centred in the 5x3 frame; the Concat in place: its blocks start on 256-byte multiples);
+// x [N, 8, 8, 8] -> t = Relu(x); y = Sigmoid(Concat(b: 3x3, a: 1x1, c: 5x3) of t, each + Relu) (merged: the 1x1
+// and 3x3 filters centred in the 5x3 frame; the Concat in place: its blocks start on 256-byte multiples; a Relu there
+// would be removed, the Concat then writing the graph's output);
 // z = Concat(d: 1x1 + Relu, e: 3x3 without) (different activations; the graph's output, so a copy at every batch).
 std::string siblings_model() {
   ModelBuilder m;
@@ -36,7 +37,7 @@ std::string siblings_model() {
   conv(m, "t", "b", 8, 7, 3, 3, {1, 1, 1, 1}, true, 20);
   conv(m, "t", "c", 8, 3, 5, 3, {2, 1, 2, 1}, true, 30);
   ModelBuilder::attr_int(m.node("Concat", {"b", "a", "c"}, {"y_cat"}, "y_cat"), "axis", 1);
-  m.node("Relu", {"y_cat"}, {"y"}, "y");
+  m.node("Sigmoid", {"y_cat"}, {"y"}, "y");
   conv(m, "t", "d", 8, 4, 1, 1, {0, 0, 0, 0}, true, 40);
   conv(m, "t", "e", 8, 4, 3, 3, {1, 1, 1, 1}, false, 50);
   ModelBuilder::attr_int(m.node("Concat", {"d", "e"}, {"z"}, "z_cat"), "axis", 1);
