@@ -581,6 +581,35 @@ inline std::vector<Layer> pw_layers() {
   return out;
 }
 
+// gap: a 1x1 layer of N images [C, H, W] to F filters, then a global pool of `pool` kind.
+inline Layer gap_layer(int N, int C, int H, int W, int F, kernels::ParamAct act, kernels::FusedPool pool) {
+  Layer L = tc_layer(N, C, H, W, F, 1, 1, 1, 0, 0, 0, 0, act);
+  L.pool = pool;
+  L.pool_k = H;
+  L.pool_kw = W;
+  L.pool_s = 1;
+  return L;
+}
+
+// SqueezeNet's classifier (512 -> 100 over 13x13, ReLU, average), MobileNet v2's last layer at 96x96 input (320 ->
+// 1280 over 3x3, ReLU6 as Clip), MobileNet v3's (96 -> 576 over 3x3, HardSwish); odd sizes: one channel and filter
+// of one pixel, 7x7, 31x33, 1-D, 1000 channels and filters; max pools; no activation; 16 images.
+inline std::vector<Layer> gap_layers() {
+  using kernels::FusedPool;
+  using kernels::ParamAct;
+  return {
+      gap_layer(1, 512, 13, 13, 100, ParamAct::Relu, FusedPool::Avg),
+      gap_layer(1, 320, 3, 3, 1280, ParamAct::Clip, FusedPool::Avg),
+      gap_layer(2, 96, 3, 3, 576, ParamAct::HardSwish, FusedPool::Avg),
+      gap_layer(1, 1, 1, 1, 1, ParamAct::None, FusedPool::Avg),
+      gap_layer(3, 7, 7, 7, 13, ParamAct::Sigmoid, FusedPool::Max),
+      gap_layer(2, 33, 31, 33, 7, ParamAct::LeakyRelu, FusedPool::Avg),
+      gap_layer(5, 64, 1, 31, 33, ParamAct::Relu, FusedPool::Max),
+      gap_layer(1, 1000, 7, 1, 1000, ParamAct::None, FusedPool::Avg),
+      gap_layer(16, 256, 13, 13, 10, ParamAct::Tanh, FusedPool::Max),
+  };
+}
+
 inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "c1") return c1_layers();
   if (family == "c1stream") return c1stream_layers();
@@ -590,6 +619,7 @@ inline std::vector<Layer> family_layers(const std::string& family) {
   if (family == "tc") return tc_layers();
   if (family == "igemm") return tc_layers();  // the same geometries: any stride, dilation, groups, 1-D
   if (family == "dot") return dot_layers();
+  if (family == "gap") return gap_layers();
   if (family == "pw") return pw_layers();
   if (family == "wgr") return wg_layers(false);
   if (family == "wgh") return wg_layers(true);
