@@ -246,17 +246,13 @@ class GapFamily final : public ConvFamily {
       : ConvFamily("gap",
                    "a 1x1 convolution, its activation and a global pooling in one launch: filters x an image a block "
                    "(the channels split over a thread-block cluster), the partial sums added across it in distributed "
-                   "shared memory, a warp a filter pooling",
+                   "shared memory, the block's threads pooling each filter",
                    {}, pack_nothing) {}
 
   std::string reject(const ConvLayer& layer, const DeviceCaps& dev) const override {
     const ConvGeometry& g = layer.g;
-    const PoolGeometry& p = layer.e.pool;
     if (!layer.pooled()) return "no global pooling after it";
-    if (p.PH != 1 || p.PW != 1 || p.kh != g.OH || p.kw != g.OW || p.pad_top != 0 || p.pad_left != 0 ||
-        p.pad_bottom != 0 || p.pad_right != 0 || p.dil_h != 1 || p.dil_w != 1) {
-      return "a pooling that is not global";
-    }
+    if (!layer.pooled_globally()) return "a pooling that is not global";
     if (g.KH != 1 || g.KW != 1 || g.stride_h != 1 || g.stride_w != 1 || g.pad_top != 0 || g.pad_left != 0 ||
         g.pad_bottom != 0 || g.pad_right != 0 || g.groups != 1) {
       return "not a 1x1 convolution of stride 1, no padding, one group";

@@ -130,6 +130,12 @@ struct ConvLayer {
   InputPrologue in;       // how the input is read (as is, by default)
 
   bool pooled() const { return e.pool.kind != FusedPool::None; }
+  // Whether the fused pooling's window is the whole conv output map (a global pooling: one output a plane).
+  bool pooled_globally() const {
+    const PoolGeometry& p = e.pool;
+    return pooled() && p.PH == 1 && p.PW == 1 && p.kh == g.OH && p.kw == g.OW && p.pad_top == 0 && p.pad_left == 0 &&
+           p.pad_bottom == 0 && p.pad_right == 0 && p.dil_h == 1 && p.dil_w == 1;
+  }
   // Elements of the conv output before pooling, and of the step's output.
   int64_t conv_floats() const { return int64_t(g.N) * g.F * g.OH * g.OW; }
   int64_t out_floats() const { return pooled() ? int64_t(g.N) * g.F * e.pool.PH * e.pool.PW : conv_floats(); }

@@ -60,19 +60,12 @@ kernels::Pool2dDesc pool_desc(const kernels::ConvLayer& L) {
   return d;
 }
 
-// Whether the fused pooling's window is the whole map (global pooling).
-bool global_pool(const kernels::ConvLayer& L) {
-  const kernels::PoolGeometry& p = L.e.pool;
-  return p.PH == 1 && p.PW == 1 && p.kh == L.g.OH && p.kw == L.g.OW && p.pad_top == 0 && p.pad_left == 0 &&
-         p.pad_bottom == 0 && p.pad_right == 0 && p.dil_h == 1 && p.dil_w == 1;
-}
-
 // The fused pooling as a launch from the full-resolution conv output to the step's output: a reduction per
 // plane when the window is the whole map (global pooling: a dense output only), else the pooling kernel.
 std::function<void(const float*, float*, Stream)> pool_launch(const kernels::ConvLayer& L) {
   const kernels::PoolGeometry& p = L.e.pool;
   const auto kind = p.kind == kernels::FusedPool::Max ? kernels::PoolOp::Max : kernels::PoolOp::Average;
-  if (global_pool(L)) {
+  if (L.pooled_globally()) {
     CNNRT_CHECK(L.e.out_image_floats == 0, ErrorCode::Internal, "a global pooling launch into a strided output");
     const int64_t planes = int64_t(L.g.N) * L.g.F, plane = int64_t(L.g.OH) * L.g.OW;
     return [kind, planes, plane](const float* in, float* out, Stream s) {
@@ -231,7 +224,7 @@ std::vector<KernelCandidate> conv_kernel_candidates(const kernels::ConvLayer& L,
     if (!fc.rejected.empty() && rejected) rejected->push_back(fmt::format("{}: {}", fc.family->name(), fc.rejected));
     for (const kernels::ConvVariant& v : fc.variants) candidates.push_back(registry_candidate(v, L.residual));
   }
-  if (L.pooled() && (L.e.out_image_floats == 0 || !global_pool(L))) {  // (a global pooling writes dense outputs)
+  if (L.pooled() && (L.e.out_image_floats == 0 || !L.pooled_globally())) {  // (a global pooling writes dense outputs)
     kernels::ConvLayer unpooled = L;  // into the workspace: dense; the pooling writes the step's output
     unpooled.e.pool = kernels::PoolGeometry{};
     unpooled.e.out_image_floats = 0;
