@@ -33,6 +33,7 @@
 
 #include "kernels/code_arch.hpp"
 #include "kernels/conv2d_wg.cuh"
+#include "kernels/conv_pw.cuh"
 #include "kernels/conv_wg_common.cuh"
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
@@ -52,10 +53,11 @@ using wg_common::kStagesPerPartial;
 using wg_common::make_params;
 using wg_common::Params;
 
-// WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8).
-template <int WGS_, int BN_, Act ACT_>
+// WGS warpgroups, each 64 pixels x BN filters (wgmma m64nBNk8). N2 > 0: the 1x1 layer after it in the same
+// launch (conv_pw.cuh), its filters rounded up to N2 columns of a second product.
+template <int WGS_, int BN_, Act ACT_, int N2_ = 0>
 struct Cfg {
-  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4;
+  static constexpr int WGS = WGS_, BN = BN_, STAGES = 4, N2 = N2_;
   static constexpr Act ACT = ACT_;
   static constexpr int BM = 64 * WGS, THREADS = 128 * WGS;
   static constexpr int NT = BN / 8;    // n8 column tiles of the accumulator
@@ -65,7 +67,10 @@ struct Cfg {
   static constexpr int X_BYTES = kBK * XS * 4;
   static constexpr int STAGE_BYTES = 2 * W_BYTES + X_BYTES;
   static constexpr int RECV_BYTES = NT * THREADS * 16;  // the split's partial tiles, [sender][tile][thread]
-  static constexpr int SMEM_BYTES = std::max(STAGES * STAGE_BYTES, RECV_BYTES) + 1024;  // + alignment slack
+  static constexpr int NT2 = N2 / 8;                    // n8 column tiles of the 1x1 product
+  static constexpr int W2_BYTES = N2 * kRowBytes;       // one half of one 32-channel stage of the 1x1 weights
+  static constexpr int PIPE_BYTES = std::max({STAGES * STAGE_BYTES, RECV_BYTES, NT2 * THREADS * 16});
+  static constexpr int SMEM_BYTES = PIPE_BYTES + 4 * W2_BYTES + 1024;  // + alignment slack
   static constexpr int X_PER_THREAD = kBK * BM / THREADS;  // 4-byte copies of the input a thread issues
   static constexpr int X_CSTEP = THREADS / BM;              // channel step between them
   static constexpr int W_CHUNKS = 2 * BN * 8 / THREADS;     // 16-byte filter copies a thread issues
@@ -76,12 +81,114 @@ struct Cfg {
   static_assert(W_RSTEP % 8 == 0 && BN % W_RSTEP == 0, "one swizzle for a thread's filter copies");
   static_assert(kFAlign % BN == 0, "packed filters cover every filter tile");
   static_assert(SMEM_BYTES <= 227 * 1024, "fits one SM");
+  static_assert(N2 == 0 || (WGS == 1 && BN == 64 && (N2 == 32 || N2 == 64)), "the 1x1 product reads one 64-wide tile");
+  static_assert(PIPE_BYTES % 1024 == 0, "the 1x1 weights' swizzle atoms stay 1024-byte aligned");
 };
+
+// The 1x1 layer of a fused launch (N2 > 0): its packed weights (pack_conv_pw_weights), epilogue and output.
+struct PwArgs {
+  const float* w2 = nullptr;
+  float* y2 = nullptr;
+  Epilogue e2;
+  int S = 0;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The 1x1 layer of a fused launch (conv_pw.cuh), after the block's 64 x 64 tile of the first layer is summed into
+// `acc`: bias and activation in registers, the 3xTF32 product with the rank's 64 columns of the 1x1 weights (`w2s`,
+// landed by the last cp.async wait), the ranks' partials added in rank order through distributed shared memory
+// (`smem`, the pipeline buffers, is each rank's partial), and the 1x1 epilogue over this rank's share of its filters.
+// `prow`: the pixel of this thread's first accumulator row. Under a K split a rank holds the whole sums of the
+// column tiles [t_begin, t_end) alone (cluster_sum_tiles) and multiplies those.
+template <class C>
+__device__ __forceinline__ void fused_pointwise(const float (&acc)[C::NT][4], int t_begin, int t_end, uint8_t* smem,
+                                                const uint8_t* w2s, int prow, int f0, const Epilogue& e,
+                                                const Params& q, const PwArgs& pw) {
+  namespace cg = cooperative_groups;
+  const int tid = threadIdx.x, tig = tid & 3;
+  // The A fragments: k step c reads columns 8c .. 8c + 7 of the tile, slot tig + 4h being column 8c + 2 tig + h
+  // (the packed weights' order), rows as the accumulator's.
+  uint32_t frag[C::NT][2][4];
+#pragma unroll
+  for (int c = 0; c < C::NT; ++c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float b = e.bias ? __ldg(e.bias + f0 + 8 * c + 2 * tig + h) : 0.0f;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tc::split_tf32(activate<C::ACT>(acc[c][2 * r + h] + b, e), frag[c][0][2 * h + r], frag[c][1][2 * h + r]);
+      }
+    }
+  }
+  cp_async_wait<0>();  // this thread's copies of the 1x1 weights (and the empty groups past the pipeline's end)
+  wgmma::fence_proxy_async();
+  __syncthreads();  // every thread's copies; every warp past its last wgmma on the pipeline buffers
+  float part[C::NT2][4], cross[C::NT2][4];
+  const uint64_t d0 = wgmma::smem_desc(static_cast<uint32_t>(__cvta_generic_to_shared(w2s)));
+  wgmma::fence();
+#pragma unroll
+  for (int c = 0; c < C::NT; ++c) {
+    if (c < t_begin || c >= t_end) continue;  // (block-uniform)
+    const uint64_t d_big = wgmma::desc_offset(d0, (c / 4) * 2 * C::W2_BYTES + (c % 4) * 32);
+    wg_common::mma_3xtf32_step<true>(part, cross, frag[c][0], frag[c][1], d_big,
+                                     wgmma::desc_offset(d_big, C::W2_BYTES), c > t_begin);
+  }
+  wgmma::commit();
+  wgmma::wait<0>();
+  wgmma::fence_operands(part);
+  wgmma::fence_operands(cross);
+  wgmma::fence_operands(frag);
+
+  const int ranks = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);
+  const int per = (C::NT2 + ranks - 1) / ranks;
+  const int c_begin = min(C::NT2, rank * per), c_end = min(C::NT2, c_begin + per);
+  float sum[C::NT2][4];
+  if (ranks == 1) {
+#pragma unroll
+    for (int t = 0; t < C::NT2; ++t) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[t][j] = part[t][j] + cross[t][j];
+    }
+  } else {
+    cg::cluster_group cluster = cg::this_cluster();
+    float4* mine = reinterpret_cast<float4*>(smem);  // [tile][thread]
+#pragma unroll
+    for (int t = 0; t < C::NT2; ++t) {
+      mine[t * C::THREADS + tid] = make_float4(part[t][0] + cross[t][0], part[t][1] + cross[t][1],
+                                               part[t][2] + cross[t][2], part[t][3] + cross[t][3]);
+    }
+    cluster.sync();  // every rank's partial is in place
+#pragma unroll
+    for (int t = 0; t < C::NT2; ++t) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[t][j] = 0.0f;
+      if (t < c_begin || t >= c_end) continue;
+      for (int src = 0; src < ranks; ++src) {
+        const float4 v = cluster.map_shared_rank(mine, src)[t * C::THREADS + tid];
+        sum[t][0] += v.x;
+        sum[t][1] += v.y;
+        sum[t][2] += v.z;
+        sum[t][3] += v.w;
+      }
+    }
+    cluster.sync();  // no rank leaves while another still reads its partial
+  }
+  int64_t out[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = prow + 8 * r;
+    const int n = p / q.ohw;
+    out[r] = p < q.npix ? static_cast<int64_t>(n) * pw.e2.out_image_stride(int64_t(pw.S) * q.ohw) + (p - n * q.ohw)
+                        : -1;
+  }
+  wg_common::store_pixel_rows<C::NT2, Act::Param>(sum, out, 0, pw.S, q.ohw, pw.e2, pw.y2, c_begin, c_end);
+}
+#endif
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
     conv2d_wgr_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ wp,
-                      const ConvGeometry g, const Epilogue e, const Params q) {
+                      const ConvGeometry g, const Epilogue e, const Params q, const PwArgs pw) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -89,8 +196,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   uint8_t* smem = smem_raw + (sbase - raw);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wgi = warp >> 2, gid = lane >> 2, tig = lane & 3;
-  const int ftile = static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
-  const int p0 = static_cast<int>(blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BM;
+  // A fused 1x1 (conv_pw.cuh): z is filter tile * split + K-split rank, the whole z extent one cluster.
+  constexpr bool PW = C::N2 > 0;
+  const int ftile = PW ? static_cast<int>(blockIdx.z) / q.split
+                       : static_cast<int>(blockIdx.x % static_cast<unsigned>(q.ftiles));
+  const int p0 = static_cast<int>(PW ? blockIdx.x : blockIdx.x / static_cast<unsigned>(q.ftiles)) * C::BM;
   const int f0 = ftile * C::BN;
 
   // Loader role: pixel pl of the tile, k rows jq + i * X_CSTEP of every stage's 32 (X_CSTEP is 2: a thread's
@@ -124,8 +234,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                   wsrc + (static_cast<int64_t>(half) * q.f_pad + row) * q.K + kt * kBK, true);
     }
   };
-  // K split: rank z of the cluster runs stages [k_begin, k_end) of the tile.
-  const int rank = static_cast<int>(blockIdx.z);
+  // K split: rank z of the cluster (of its filter tile's split, fused) runs stages [k_begin, k_end) of the tile.
+  const int rank = static_cast<int>(blockIdx.z) % q.split;
   const int k_begin = q.nk * rank / q.split, k_end = q.nk * (rank + 1) / q.split;
   // The next half-stage to load: filter tap (ky, kx) and first channel c16 (a multiple of 16); ky == KH past K.
   int ky, kx, c16;
@@ -175,6 +285,18 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) {
     if (k_begin + s < k_end) load_w(stage_ptr(k_begin + s, k_begin), k_begin + s);
+  }
+  if constexpr (PW) {
+    // This rank's columns of the 1x1 weights, four [N2][32] tiles ([stage][big, small], 128-byte rows) after the
+    // pipeline buffers: chunk ch of row r lands at the same swizzle as the filter stages'.
+    uint8_t* const w2s = smem + C::PIPE_BYTES;
+    constexpr int kChunks = 4 * C::N2 * 8;
+    const float* src = pw.w2 + static_cast<int64_t>(ftile) * 4 * C::N2 * wg_common::kBK;
+#pragma unroll
+    for (int i = tid; i < kChunks; i += C::THREADS) {
+      const int row = (i / 8) % C::N2, tile = i / (8 * C::N2), ch = i % 8;
+      cp_async_16(w2s + tile * C::W2_BYTES + row * kRowBytes + ((ch ^ (row & 7)) << 4), src + i * 4, true);
+    }
   }
   wait_for_prior_grid();  // launched with PDL (launch.cuh): no input read before this
 #pragma unroll
@@ -244,20 +366,25 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     wg_common::add_partial<C::SEPARATE>(acc, part, cross);
   }
 
-  // A K split: each rank sums and stores its share of the filter tiles.
+  // A K split: each rank sums and stores its share of the filter tiles (fused: multiplies it by the 1x1 weights).
   int c_begin = 0, c_end = C::NT;
   if (q.split > 1) {
     cp_async_wait<0>();  // (the last groups are empty: no copy still lands in the buffers the sum reuses)
-    wg_common::cluster_sum_tiles<C::NT, C::THREADS>(acc, smem, rank, q.split, c_begin, c_end);
+    wg_common::cluster_sum_tiles<C::NT, C::THREADS>(acc, smem, rank, q.split, c_begin, c_end,
+                                                    PW ? ftile * q.split : 0);
   }
-  int64_t out[2];
+  if constexpr (PW) {
+    fused_pointwise<C>(acc, c_begin, c_end, smem, smem + C::PIPE_BYTES, p0 + row0, f0, e, q, pw);
+  } else {
+    int64_t out[2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int p = p0 + row0 + 8 * r;
-    const int n = p / q.ohw;
-    out[r] = p < q.npix ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + (p - n * q.ohw) : -1;
+    for (int r = 0; r < 2; ++r) {
+      const int p = p0 + row0 + 8 * r;
+      const int n = p / q.ohw;
+      out[r] = p < q.npix ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + (p - n * q.ohw) : -1;
+    }
+    wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_begin, c_end);
   }
-  wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_begin, c_end);
 #endif
 }
 
@@ -267,7 +394,7 @@ void launch(const float* x, float* y, const float* w, const ConvGeometry& g, con
   const Params q = make_params(g, C::BN, SPLIT);
   const int64_t blocks = static_cast<int64_t>((q.npix + C::BM - 1) / C::BM) * q.ftiles;
   launch_overlapped(conv2d_wgr_kernel<C>, dim3(static_cast<unsigned>(blocks), 1, SPLIT), dim3(C::THREADS),
-                    C::SMEM_BYTES, stream, SPLIT, x, y, w, g, e, q);
+                    C::SMEM_BYTES, stream, SPLIT, x, y, w, g, e, q, PwArgs{});
 }
 
 // The instantiated configurations (BM pixels x BN filters), 4 stages each:
@@ -300,6 +427,26 @@ const Entry kEntries[] = {
 };
 
 #undef WGR_ENTRY_SPLITS
+
+// A convolution and its 1x1 layer (conv_pw.cuh): a block per 64 pixels and rank (64 filters), the ranks a cluster
+// along z.
+template <int N2>
+void launch_pw(const float* x, float* y, const ConvPwDesc& d, int split, cudaStream_t stream) {
+  using C = Cfg<1, 64, Act::Relu, N2>;
+  allow_dynamic_smem<conv2d_wgr_kernel<C>>(C::SMEM_BYTES);
+  allow_large_clusters<conv2d_wgr_kernel<C>>();
+  const Params q = make_params(d.conv, C::BN, split);
+  const unsigned ptiles = static_cast<unsigned>((q.npix + C::BM - 1) / C::BM);
+  const unsigned ranks = static_cast<unsigned>(d.conv.F / C::BN * split);
+  const PwArgs pw{d.w_pw, y, d.pw_epilogue, d.pw_filters};
+  float* const no_output = nullptr;  // the first layer's output stays on chip
+  launch_overlapped(conv2d_wgr_kernel<C>, dim3(ptiles, 1, ranks), dim3(C::THREADS), C::SMEM_BYTES, stream, ranks, x,
+                    no_output, d.w_conv, d.conv, d.conv_epilogue, q, pw);
+}
+
+constexpr int kPwTile = 64;        // first-layer filters a filter tile
+constexpr int kPwMaxTiles = 8;     // filter tiles (a cluster of at most 16 blocks with a split of 2)
+constexpr int kPwMaxFilters = 64;  // 1x1 filters: the wider second product
 
 }  // namespace wgr
 
@@ -388,6 +535,77 @@ class WgrFamily final : public ConvFamily {
 };
 
 }  // namespace
+
+bool conv_pw_supports(const ConvPwDesc& d, int arch, std::string* why) {
+  auto no = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (arch != 90) return no("needs wgmma (compute capability 9.0)");
+  ConvLayer first;
+  first.g = d.conv;
+  first.e = d.conv_epilogue;
+  if (std::string r = wg_reject(first); !r.empty()) return no("first layer: " + r);
+  if (d.conv.F % wgr::kPwTile != 0 || d.conv.F > wgr::kPwTile * wgr::kPwMaxTiles) {
+    return no("first layer's filters not a multiple of 64 up to 512");
+  }
+  if (d.conv_epilogue.param_act != ParamAct::Relu) return no("first layer's activation not ReLU");
+  if (d.conv_epilogue.residual || d.pw_epilogue.residual) return no("a residual");
+  if (d.pw_epilogue.pool.kind != FusedPool::None) return no("1x1 layer with fused pooling");
+  if (d.pw_filters < 1 || d.pw_filters > wgr::kPwMaxFilters) return no("1x1 layer of more than 64 filters");
+  return true;
+}
+
+std::vector<ConvPwVariant> conv_pw_variants(const ConvPwDesc& d, int arch) {
+  if (!conv_pw_supports(d, arch)) return {};
+  const int tiles = d.conv.F / wgr::kPwTile;
+  const int nk = wg_common::packed_k(d.conv.C, d.conv.KH, d.conv.KW) / wg_common::kBK;
+  std::vector<ConvPwVariant> out;
+  for (int split : {1, 2}) {
+    if (split > 1 && nk < 2 * split) continue;  // at least two stages a block
+    ConvPwVariant v;
+    v.n2 = d.pw_filters <= 32 ? 32 : 64;
+    v.split = split;
+    v.name = "wgr_pw_n" + std::to_string(v.n2) + (split > 1 ? "_split" + std::to_string(split) : "");
+    v.ranks = tiles * split;
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> conv_pw_variant_names() {
+  return {"wgr_pw_n32", "wgr_pw_n64", "wgr_pw_n32_split2", "wgr_pw_n64_split2"};
+}
+
+std::vector<float> pack_conv_pw_weights(const float* w, int S, int F, int n2) {
+  const int ranks = F / wgr::kPwTile, bk = wg_common::kBK;  // (one copy a filter tile, read by its split's ranks)
+  std::vector<float> packed(static_cast<size_t>(ranks) * 4 * n2 * bk, 0.0f);
+  for (int r = 0; r < ranks; ++r) {
+    for (int stage = 0; stage < 2; ++stage) {
+      for (int s = 0; s < S; ++s) {
+        for (int j = 0; j < bk; ++j) {
+          // Local column l = 32 stage + j: k step l / 8, slot t = l % 8 is column 8 (l / 8) + 2 (t % 4) + t / 4.
+          const int l = stage * bk + j, t = l % 8;
+          const int f = r * wgr::kPwTile + 8 * (l / 8) + 2 * (t % 4) + t / 4;
+          const float v = w[static_cast<size_t>(s) * F + f];
+          const float big = tc::round_tf32(v);
+          const size_t at = ((static_cast<size_t>(r) * 4 + stage * 2) * n2 + s) * bk + j;
+          packed[at] = big;
+          packed[at + static_cast<size_t>(n2) * bk] = tc::round_tf32(v - big);  // the small half's tile
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+void launch_conv_pw(const ConvPwVariant& v, const float* x, float* y, const ConvPwDesc& d, cudaStream_t stream) {
+  if (v.n2 == 32) {
+    wgr::launch_pw<32>(x, y, d, v.split, stream);
+  } else {
+    wgr::launch_pw<64>(x, y, d, v.split, stream);
+  }
+}
 
 const ConvFamily& conv2d_wgr_family() {
   static const WgrFamily family;

@@ -158,10 +158,11 @@ __device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], cons
 // thread; the other ranks store their values of those tiles into its shared memory `smem` ([sender][tile]
 // [thread] float4, NT * THREADS * 16 bytes), and it adds them in rank order (the same sums in the same order
 // on every run). Returns the owned tiles in [begin, end), for the epilogue. Every rank must be done with
-// `smem` (its pipeline buffers) when it calls this.
+// `smem` (its pipeline buffers) when it calls this. The split's ranks are the cluster's ranks base .. base + split - 1
+// (a cluster of several splits: conv_pw.cuh); every rank of the cluster calls this.
 template <int NT, int THREADS>
 __device__ __forceinline__ void cluster_sum_tiles(float (&acc)[NT][4], uint8_t* smem, int rank, int split,
-                                                  int& begin, int& end) {
+                                                  int& begin, int& end, int base = 0) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int tid = threadIdx.x, per = NT / split;
@@ -171,7 +172,7 @@ __device__ __forceinline__ void cluster_sum_tiles(float (&acc)[NT][4], uint8_t* 
   for (int t = 0; t < NT; ++t) {
     const int owner = t / per;
     if (owner == rank) continue;
-    float4* dst = cluster.map_shared_rank(recv, owner);
+    float4* dst = cluster.map_shared_rank(recv, base + owner);
     dst[(rank * per + t % per) * THREADS + tid] = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
   }
   cluster.sync();  // the partial sums have landed

@@ -131,7 +131,7 @@ void EngineFlags::add_to(CLI::App& command) {
   command.add_flag("--no-tuning", no_tuning, "Choose kernels by heuristic instead of measuring them");
   command.add_option("--tuning-cache", tuning_cache, "Tuning cache file ('none' to disable)");
   command.add_option("--disable-pass", disabled_passes, "Skip a graph pass (repeatable; cnnrt plan --list-passes)");
-  command.add_option("--force-kernel", force_kernel, "Run convolutions (and fused steps: chain, dense_chain, squeeze_excite, dw_pw, mbconv, mbchain, dense_layer, net, seqnet, separate_steps) with this kernel where it is eligible");
+  command.add_option("--force-kernel", force_kernel, "Run convolutions (and fused steps: chain, dense_chain, squeeze_excite, dw_pw, wgr_pw, mbconv, mbchain, dense_layer, net, seqnet, separate_steps) with this kernel where it is eligible");
   command.add_option("--max-weight-bytes", max_weight_bytes, "Refuse models whose weights need more");
   command.add_option("--max-activation-bytes", max_activation_bytes, "Refuse plans whose arena needs more");
   engine_flags_of_commands().emplace_back(&command, this);

@@ -398,6 +398,27 @@ std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& g, int fir
   return m;
 }
 
+std::optional<ConvPointwiseMatch> match_conv_pointwise(const ir::Graph& g, int first) {
+  const ir::Node& head = g.nodes.at(static_cast<size_t>(first));
+  if (!is_plain_conv2d(g, head) || head.attrs.get_int("group", 1) != 1 ||
+      (head.op == ir::fused::kFusedConv && head.has_input(ir::fused::kResidualInput))) {
+    return std::nullopt;
+  }
+  ConvPointwiseMatch m;
+  int value = head.outputs[0];  // what the 1x1 layer reads
+  if (std::optional<SiblingConvsMatch> siblings = match_sibling_convs(g, first)) {
+    m.convs = std::move(siblings->convs);
+    m.concat = siblings->concat;
+    value = g.nodes[static_cast<size_t>(m.concat)].outputs[0];
+  } else {
+    m.convs = {first};
+  }
+  const Readers readers = value_readers(g);
+  m.pw = sole_reader(g, readers, value);
+  if (m.pw < 0 || !is_pointwise_conv(g, g.nodes[static_cast<size_t>(m.pw)], value, false)) return std::nullopt;
+  return m;
+}
+
 std::vector<int> InvertedResidualMatch::nodes() const {
   std::vector<int> out;
   if (expand >= 0) out.push_back(expand);

@@ -78,6 +78,23 @@ struct SiblingConvsMatch {
   int concat = -1;
 };
 
+// A convolution and the 1x1 convolution that alone reads its output, for the fused kernel (kernels/conv_pw.cuh):
+// a Conv|FusedConv of one group (constant weights and bias, no residual or pool), or sibling convolutions whose
+// Concat is their only reader (SiblingConvsMatch; SqueezeNet's expand layers), whose output is read only by a
+// 1x1 Conv|FusedConv of one group over the same map (stride 1, no padding, no residual or pool) and is not a graph
+// output. Whether the kernel takes the layers (their filter counts, activation) is the lowering's test.
+struct ConvPointwiseMatch {
+  std::vector<int> convs;  // the first layer: one convolution, or the siblings in the Concat's input order
+  int concat = -1;         // the siblings' Concat, or -1
+  int pw = -1;             // the 1x1 convolution
+  std::vector<int> nodes() const {
+    std::vector<int> out = convs;
+    if (concat >= 0) out.push_back(concat);
+    out.push_back(pw);
+    return out;
+  }
+};
+
 // ShuffleNet's channel shuffle in front of a depthwise convolution, for depthwise kernels that read their input
 // through it (kernels::InputPrologue): a Transpose of axes 1 and 2 alone (perm 0 2 1 3 ...) of a non-constant
 // [N, G, C / G, spatial...] (rank 4 or 5), whose output reaches, through views alone, a depthwise Conv|FusedConv of
@@ -122,6 +139,9 @@ struct DenseLayerMatch {
 
 // The BatchNormalization `first` and the two convolutions after it, or nullopt.
 std::optional<DenseLayerMatch> match_dense_layer(const ir::Graph& graph, int first);
+
+// The convolution (or siblings) whose first node in graph order is `first` and its 1x1 reader, or nullopt.
+std::optional<ConvPointwiseMatch> match_conv_pointwise(const ir::Graph& graph, int first);
 
 // The siblings whose first node in graph order is `first`, or nullopt.
 std::optional<SiblingConvsMatch> match_sibling_convs(const ir::Graph& graph, int first);

@@ -20,6 +20,8 @@
 #include "ir/fused.hpp"
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
+#include "kernels/conv_pw.cuh"
+#include "kernels/conv2d_wg.cuh"
 #include "kernels/dense_chain.cuh"
 #include "kernels/dense_layer.cuh"
 #include "kernels/dw_pw.cuh"
@@ -621,20 +623,29 @@ std::vector<Step> choose_fused_conv(const kernels::ConvLayer& L, const float* w_
 
 constexpr double kMergedConvMaxExtraFlops = 1e8;
 
-std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::vector<Step> steps, bool concat_in_place,
-                                      LowerContext& lc) {
+namespace {
+
+// Sibling convolutions (`m`) as one convolution: the largest filter, every other centred in it by the paddings, so
+// that the merged layer's outputs are each layer's outputs in the Concat's order.
+struct MergedConv {
+  kernels::ConvLayer layer;     // e.bias: the device bias (null where no layer has one)
+  std::vector<float> weights;   // [F][C][KH][KW], zeros where a smaller filter has no tap
+  std::vector<float> bias;      // [F], zeros where a layer has none; empty where none has one
+  std::vector<ConvStep> convs;  // the siblings, in the Concat's order
+  std::string signature;
+};
+
+// The merged layer, or nullopt with `why` (their filters do not line up; the zero taps would add more than
+// kMergedConvMaxExtraFlops, so that large batches do not spend their tuning on a layer that cannot win).
+std::optional<MergedConv> merge_sibling_convs(const passes::SiblingConvsMatch& m, LowerContext& lc, std::string& why) {
   const ir::Graph& g = lc.graph;
-  const ir::Node& cat = g.nodes[static_cast<size_t>(m.concat)];
-  const std::string what = fmt::format("convolutions concatenated by {}", ir::node_short_name(cat));
-  std::vector<ConvStep> convs;
-  for (int n : m.convs) convs.push_back(describe_conv(g.nodes[static_cast<size_t>(n)], lc));
-  // The largest filter, and every other centred in it by the paddings: the merged layer's outputs are then each
-  // layer's outputs, in the Concat's order.
+  MergedConv out;
+  for (int n : m.convs) out.convs.push_back(describe_conv(g.nodes[static_cast<size_t>(n)], lc));
+  const std::vector<ConvStep>& convs = out.convs;
   const kernels::ConvGeometry* big = &convs[0].layer.g;
   for (const ConvStep& c : convs) {
     if (c.layer.g.KH >= big->KH && c.layer.g.KW >= big->KW) big = &c.layer.g;
   }
-  std::string why;
   std::vector<std::pair<int, int>> origin;  // each layer's filter within the merged one (row, column)
   int F = 0;
   for (const ConvStep& c : convs) {
@@ -652,33 +663,31 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
     } else if (e.param_act != e0.param_act || e.alpha != e0.alpha || e.beta != e0.beta) {
       why = "different activations";
     }
-    if (!why.empty()) break;
+    if (!why.empty()) return std::nullopt;
     origin.push_back({oy, ox});
     F += a.F;
   }
-  if (!why.empty()) {
-    lc.note(fmt::format("{}: separate steps ({})", what, why));
-    return steps;
-  }
-  kernels::ConvLayer L;
+  kernels::ConvLayer& L = out.layer;
   L.g = *big;
   L.g.F = F;
   L.e = convs[0].layer.e;
   L.e.out_image_floats = 0;  // the merged layer writes the whole Concat output (its layers, its strided blocks)
   // The zero taps cost multiply-adds: offered only where they take less than a step's fixed cost (~2 us at the FP32
-  // peak, about 100 MFLOP), so that large batches do not spend their tuning on a layer that cannot win.
+  // peak, about 100 MFLOP).
   double useful = 0.0;
   for (const ConvStep& c : convs) useful += c.layer.flops();
   const double extra = L.flops() - useful;
   if (extra > kMergedConvMaxExtraFlops) {
-    lc.note(fmt::format("{}: separate steps (merged, the zero taps would add {:.0f} MFLOP)", what, extra / 1e6));
-    return steps;
+    why = fmt::format("merged, the zero taps would add {:.0f} MFLOP", extra / 1e6);
+    return std::nullopt;
   }
   // The merged weights [F][C][KH][KW] and bias [F] (zeros where a layer has none).
   const int C = L.g.C, KH = L.g.KH, KW = L.g.KW;
-  std::vector<float> w(static_cast<size_t>(F) * C * KH * KW, 0.0f), bias(static_cast<size_t>(F), 0.0f);
+  std::vector<float>& w = out.weights;
+  w.assign(static_cast<size_t>(F) * C * KH * KW, 0.0f);
+  std::vector<float> bias(static_cast<size_t>(F), 0.0f);
   bool any_bias = false;
-  std::string signature = "merged";
+  out.signature = "merged";
   for (size_t i = 0, f0 = 0; i < convs.size(); ++i) {
     const ir::Node& node = g.nodes[static_cast<size_t>(m.convs[i])];
     const kernels::ConvGeometry& a = convs[i].layer.g;
@@ -699,10 +708,35 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
       any_bias = true;
     }
     f0 += static_cast<size_t>(a.F);
-    signature += " [" + convs[i].signature + "]";
+    out.signature += " [" + convs[i].signature + "]";
   }
+  if (any_bias) {
+    L.e.bias = lc.context.weights.upload(bias, "merged_conv_bias");
+    out.bias = std::move(bias);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::vector<Step> steps, bool concat_in_place,
+                                      LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& cat = g.nodes[static_cast<size_t>(m.concat)];
+  const std::string what = fmt::format("convolutions concatenated by {}", ir::node_short_name(cat));
+  std::string why;
+  std::optional<MergedConv> merged = merge_sibling_convs(m, lc, why);
+  if (!merged) {
+    lc.note(fmt::format("{}: separate steps ({})", what, why));
+    return steps;
+  }
+  const kernels::ConvLayer& L = merged->layer;
+  const std::vector<ConvStep>& convs = merged->convs;
+  const std::vector<float>& w = merged->weights;
+  const std::string& signature = merged->signature;
+  const std::vector<float>& bias = merged->bias;
+  const bool any_bias = !bias.empty();
   const float* w_device = lc.context.weights.upload(w, "merged_conv_fckk");
-  L.e.bias = any_bias ? lc.context.weights.upload(bias, "merged_conv_bias") : nullptr;
   std::vector<KernelCandidate> candidates =
       conv_kernel_candidates(L, w.data(), any_bias ? bias.data() : nullptr, w_device, lc);
   if (candidates.empty()) {
@@ -729,6 +763,97 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   nodes.push_back(m.concat);
   return choose_fused_conv(L, w_device, double(w.size()), candidates, shapes, in_slots, out_slot, signature,
                            "MergedConv", nodes, cat, what, std::move(steps), lc);
+}
+
+std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std::vector<Step> steps,
+                                       bool concat_in_place, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.convs[0])];
+  const ir::Node& pw = g.nodes[static_cast<size_t>(m.pw)];
+  const std::string what =
+      fmt::format("convolution + 1x1 {} .. {}", ir::node_short_name(first), ir::node_short_name(pw));
+  // The first layer: the convolution, or its siblings merged.
+  kernels::ConvLayer L;
+  std::vector<float> merged_weights;
+  const float* w_host = nullptr;
+  std::string first_signature;
+  std::string why;
+  if (m.concat >= 0) {
+    std::optional<MergedConv> merged =
+        merge_sibling_convs(passes::SiblingConvsMatch{m.convs, m.concat}, lc, why);
+    if (!merged) {
+      lc.note(fmt::format("{}: separate steps ({})", what, why));
+      return steps;
+    }
+    L = merged->layer;
+    merged_weights = std::move(merged->weights);
+    w_host = merged_weights.data();
+    first_signature = merged->signature;
+  } else {
+    const ConvStep a = describe_conv(first, lc);
+    L = a.layer;
+    w_host = g.constant_of(first.input(1))->f32();
+    first_signature = a.signature;
+    if (a.layer.residual) why = "a residual";
+  }
+  const ConvStep b = describe_conv(pw, lc);
+  if (b.layer.residual) why = "a residual";
+  kernels::ConvPwDesc d;
+  d.conv = L.g;
+  d.conv_epilogue = L.e;
+  d.pw_filters = b.layer.g.F;
+  d.pw_epilogue = b.layer.e;
+  if (why.empty() && L.in.any()) why = "the first layer reads through a prologue";
+  if (!why.empty() || !kernels::conv_pw_supports(d, lc.context.device.arch(), &why)) {
+    lc.note(fmt::format("{}: separate steps ({})", what, why));
+    return steps;
+  }
+  const std::vector<kernels::ConvPwVariant> variants = kernels::conv_pw_variants(d, lc.context.device.arch());
+  d.w_conv = lc.context.weights.upload(kernels::pack_wg_filters(w_host, L.g.F, L.g.C, L.g.KH, L.g.KW), "conv_pw_wg");
+  std::vector<KernelCandidate> candidates;
+  d.w_pw = lc.context.weights.upload(  // (every variant has the same n2: the 1x1 filters rounded up)
+      kernels::pack_conv_pw_weights(g.constant_of(pw.input(1))->f32(), d.pw_filters, L.g.F, variants[0].n2),
+      "conv_pw_1x1");
+  for (const kernels::ConvPwVariant& v : variants) {
+    candidates.push_back({v.name,
+                          fmt::format("64 pixels x 64 filters a block, clusters of {}, reduction split {}, 1x1 "
+                                      "product of {} columns", v.ranks, v.split, v.n2),
+                          [v, d](const float* const* in, float* const* out, Stream s) {
+                            kernels::launch_conv_pw(v, in[0], out[0], d, s);
+                          }});
+  }
+  const std::vector<int> in_slots = {lc.slot(first.input(0))};
+  const int out_slot = lc.slot(pw.outputs.at(0));
+  // Where the Concat runs in place, each sibling's output is its block of the Concat's output: so in the replay too.
+  SlotAliases aliases;
+  if (m.concat >= 0 && concat_in_place) {
+    const int cat_slot = lc.slot(g.nodes[static_cast<size_t>(m.concat)].outputs.at(0));
+    int64_t at = 0;
+    for (int n : m.convs) {
+      const ir::Node& c = g.nodes[static_cast<size_t>(n)];
+      aliases[lc.slot(c.outputs.at(0))] = {cat_slot, at};
+      at += ir::numel(g.shape_of(c.outputs.at(0))) / L.g.N * static_cast<int64_t>(sizeof(float));
+    }
+  }
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, aliases.empty() ? nullptr : &aliases));
+  TuneShapes shapes;
+  shapes.input_floats = {ir::numel(g.shape_of(first.input(0)))};
+  shapes.output_floats = b.layer.out_floats();
+  // Timed a replay at a time: back to back, the fused launch's long reduction overlapped the next one's, and it
+  // won pairs that then cost the network time (SqueezeNet's 13x13 pairs at batch 1: 0.5-1.6 us faster back to
+  // back, 1.2 us slower a pair in the network); one replay at a time ranks the five as the network does.
+  shapes.single_replays = true;
+  const std::string signature = "conv_pw [" + first_signature + "] [" + b.signature + "]";
+  const Choice choice = choose_kernel(lc, signature, candidates, shapes);
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
+    return steps;
+  }
+  Step step = replacing_step("ConvPointwise", m.nodes(), pw, chosen, choice, steps, in_slots, out_slot, what, lc);
+  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
+                          double(b.layer.out_floats()));
+  return {std::move(step)};
 }
 
 namespace {

@@ -54,6 +54,13 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& match, std::vector<Step> 
 std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& match, std::vector<Step> steps,
                                       bool concat_in_place, LowerContext& lc);
 
+// The steps the plan gets for a convolution (or sibling convolutions concatenated, merged as lower_sibling_convs
+// merges them) and the 1x1 convolution that alone reads it (`match`; `steps` are its nodes lowered one by one, the
+// siblings and their Concat as the plan would run them): one launch of the fused kernel (kernels/conv_pw.cuh)
+// where it measures faster than the steps replayed, else `steps`.
+std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& match, std::vector<Step> steps,
+                                       bool concat_in_place, LowerContext& lc);
+
 // The steps the plan gets for a channel shuffle and the depthwise convolution after it (`match`; `steps` are the
 // Transpose's copy and the convolution, lowered one by one): the convolution reading its input through the
 // shuffle (kernels::InputPrologue), with every registry kernel that does, where one measures faster than the two

@@ -518,6 +518,35 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
                   [&](std::vector<Step> steps) { return lower_affine_conv(*affine, std::move(steps), lower); });
       continue;
     }
+    if (const std::optional<passes::ConvPointwiseMatch> pair = passes::match_conv_pointwise(g, static_cast<int>(i));
+        pair && !lowered[static_cast<size_t>(pair->pw)] && !writes_strided_block({pair->pw}) &&
+        std::none_of(pair->convs.begin(), pair->convs.end(), [&](int n) { return lowered[static_cast<size_t>(n)]; })) {
+      // Measured against the first layer's steps as the plan would run them (siblings merged where that wins) and
+      // the 1x1 convolution's.
+      const bool in_place_concat = pair->concat >= 0 && in_place.no_step[static_cast<size_t>(pair->concat)];
+      std::vector<Step> inner = lower.lower_apart([&] {
+        if (pair->concat >= 0) {
+          const passes::SiblingConvsMatch siblings{pair->convs, pair->concat};
+          std::vector<int> nodes = siblings.convs;
+          if (!in_place_concat) nodes.push_back(siblings.concat);
+          lower_fused(node, nodes, [&](std::vector<Step> steps) {
+            return lower_sibling_convs(siblings, std::move(steps), in_place_concat, lower);
+          });
+          mark_lowered(siblings.concat);
+        } else {
+          lower_node(node);
+          mark_lowered(static_cast<int>(i));
+        }
+        lower_node(g.nodes[static_cast<size_t>(pair->pw)]);
+        mark_lowered(pair->pw);
+      });
+      try {
+        lower.append_steps(lower_conv_pointwise(*pair, std::move(inner), in_place_concat, lower));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
+      continue;
+    }
     const std::optional<passes::SiblingConvsMatch> siblings = passes::match_sibling_convs(g, static_cast<int>(i));
     if (siblings && std::none_of(siblings->convs.begin(), siblings->convs.end(),
                                  [&](int n) { return lowered[static_cast<size_t>(n)]; })) {

@@ -19,6 +19,7 @@
 #include "kernels/dense_chain.cuh"
 #include "kernels/dense_layer.cuh"
 #include "kernels/conv_registry.hpp"
+#include "kernels/conv_pw.cuh"
 #include "kernels/dw_pw.cuh"
 #include "kernels/mbconv.cuh"
 #include "kernels/net.cuh"
@@ -53,6 +54,7 @@ std::vector<std::string> fusion_kernel_names() {
   for (std::string& n : kernels::dense_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::squeeze_excite_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::dw_pw_variant_names()) names.push_back(std::move(n));
+  for (std::string& n : kernels::conv_pw_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::dense_layer_variant_names()) names.push_back(std::move(n));
@@ -100,7 +102,7 @@ void check_forced_kernel(const std::string& name) {
   }
   fail(ErrorCode::Usage,
        "--force-kernel '{}' names no kernel of this build: names start with a family ({}), 'chain', 'dense_chain', "
-       "'squeeze_excite', 'dw_pw', 'mbconv', 'mbchain', 'dense_layer', 'net', 'seqnet', 'gemm', 'cublaslt', "
+       "'squeeze_excite', 'dw_pw', 'wgr_pw', 'mbconv', 'mbchain', 'dense_layer', 'net', 'seqnet', 'gemm', 'cublaslt', "
        "'separate_steps' or 'direct_reference' (`cnnrt plan --list-kernels` lists them)",
        name, fmt::join(families, ", "));
 }
