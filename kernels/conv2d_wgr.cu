@@ -1,5 +1,6 @@
 // The 3xTF32 implicit-GEMM convolution on Hopper's wgmma with the input in registers, registry entry "wgr"
-// (conv2d_wg.cuh): rows (M) are output pixels, columns (N) filters.
+// (conv2d_wg.cuh): rows (M) are output pixels, columns (N) filters. The same kernel, instantiated with N2 > 0, also
+// runs the 1x1 convolution after the layer in the same launch (conv_pw.cuh).
 //
 // Why: staging the input through registers into split (big, small) tiles in shared memory, one stage ahead
 // (an earlier kernel, with filters as the rows), made every stage wait for one global round trip (at batch 1,
