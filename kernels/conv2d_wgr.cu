@@ -100,7 +100,8 @@ struct PwArgs {
 // landed by the last cp.async wait), the ranks' partials added in rank order through distributed shared memory
 // (`smem`, the pipeline buffers, is each rank's partial), and the 1x1 epilogue over this rank's share of its filters.
 // `prow`: the pixel of this thread's first accumulator row. Under a K split a rank holds the whole sums of the
-// column tiles [t_begin, t_end) alone (cluster_sum_tiles) and multiplies those.
+// column tiles [t_begin, t_end) alone (cluster_sum_tiles) and multiplies those: the other tiles' fragments are zeros,
+// so that every rank issues the same wgmma sequence (wgmma under a run-time branch made ptxas serialize them).
 template <class C>
 __device__ __forceinline__ void fused_pointwise(const float (&acc)[C::NT][4], int t_begin, int t_end, uint8_t* smem,
                                                 const uint8_t* w2s, int prow, int f0, const Epilogue& e,
@@ -112,12 +113,16 @@ __device__ __forceinline__ void fused_pointwise(const float (&acc)[C::NT][4], in
   uint32_t frag[C::NT][2][4];
 #pragma unroll
   for (int c = 0; c < C::NT; ++c) {
+    const bool own = c >= t_begin && c < t_end;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float b = e.bias ? __ldg(e.bias + f0 + 8 * c + 2 * tig + h) : 0.0f;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        tc::split_tf32(activate<C::ACT>(acc[c][2 * r + h] + b, e), frag[c][0][2 * h + r], frag[c][1][2 * h + r]);
+        uint32_t big, small;
+        tc::split_tf32(activate<C::ACT>(acc[c][2 * r + h] + b, e), big, small);
+        frag[c][0][2 * h + r] = own ? big : 0u;
+        frag[c][1][2 * h + r] = own ? small : 0u;
       }
     }
   }
@@ -129,10 +134,9 @@ __device__ __forceinline__ void fused_pointwise(const float (&acc)[C::NT][4], in
   wgmma::fence();
 #pragma unroll
   for (int c = 0; c < C::NT; ++c) {
-    if (c < t_begin || c >= t_end) continue;  // (block-uniform)
     const uint64_t d_big = wgmma::desc_offset(d0, (c / 4) * 2 * C::W2_BYTES + (c % 4) * 32);
     wg_common::mma_3xtf32_step<true>(part, cross, frag[c][0], frag[c][1], d_big,
-                                     wgmma::desc_offset(d_big, C::W2_BYTES), c > t_begin);
+                                     wgmma::desc_offset(d_big, C::W2_BYTES), c > 0);
   }
   wgmma::commit();
   wgmma::wait<0>();
