@@ -1358,6 +1358,69 @@ TEST_CASE("the GPU planner's sibling-convolution matcher: convolutions of one in
   }
 }
 
+TEST_CASE("the GPU planner's convolution + 1x1 matcher: a convolution or siblings read only by a 1x1 convolution") {
+  // x -> 3x3 conv a -> Relu -> 1x1 conv p (-> Relu) -> y; siblings: 3x3 b and 3x3 c of x -> Concat -> 1x1 q -> z.
+  struct Variant {
+    bool a_output = false;   // a's activation is a graph output too
+    int64_t p_stride = 1;    // the 1x1 layer's stride (2: not over the same map)
+    int64_t p_kernel = 1;    // its kernel (3: not a 1x1 layer)
+  };
+  auto model = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {-1, 4, 6, 6}).output("y").output("z");
+    conv(m, "x", "a", "a", 4, 8);
+    m.node("Relu", {"a"}, {"ra"}, "ra");
+    if (v.a_output) {
+      m.output("w");
+      m.node("Sigmoid", {"ra"}, {"w"}, "w");
+    }
+    random_initializer(m, "p.w", {5, 8, v.p_kernel, v.p_kernel});
+    ModelBuilder::attr_ints(m.node("Conv", {"ra", "p.w"}, {"y"}, "p"), "strides", {v.p_stride, v.p_stride});
+    conv(m, "x", "b", "b", 4, 3);
+    conv(m, "x", "c", "c", 4, 2);
+    ModelBuilder::attr_int(m.node("Concat", {"b", "c"}, {"bc"}, "cat"), "axis", 1);
+    random_initializer(m, "q.w", {6, 5, 1, 1});
+    m.node("Conv", {"bc", "q.w"}, {"z"}, "q");
+    return m;
+  };
+  const Passed p = check_unchanged(model(Variant{}), {{2, 4, 6, 6}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{ir::fused::kFusedConv, "Conv", "Conv", "Conv", "Concat", "Conv"});
+  const auto single = passes::match_conv_pointwise(p.graph, 0);
+  REQUIRE(single.has_value());
+  CHECK(single->convs == std::vector<int>{0});
+  CHECK(single->concat == -1);
+  CHECK(single->pw == 1);
+  CHECK(single->nodes() == std::vector<int>{0, 1});
+  const auto siblings = passes::match_conv_pointwise(p.graph, 2);
+  REQUIRE(siblings.has_value());
+  CHECK(siblings->convs == std::vector<int>{2, 3});
+  CHECK(siblings->concat == 4);
+  CHECK(siblings->pw == 5);
+  CHECK(siblings->nodes() == std::vector<int>{2, 3, 4, 5});
+  CHECK_FALSE(passes::match_conv_pointwise(p.graph, 1).has_value());  // the 1x1 layer's output is a graph output
+  CHECK_FALSE(passes::match_conv_pointwise(p.graph, 3).has_value());  // not the first sibling
+  Variant read_twice, strided, wide;
+  read_twice.a_output = true;
+  strided.p_stride = 2;
+  wide.p_kernel = 3;
+  for (const Variant& v : {read_twice, strided, wide}) {
+    const Passed q = prepare(model(v), {{2, 4, 6, 6}}, {});
+    REQUIRE(q.graph.nodes[0].op == ir::fused::kFusedConv);
+    CHECK_FALSE(passes::match_conv_pointwise(q.graph, 0).has_value());
+  }
+  // SqueezeNet of the zoo: five fire modules' expand layers read only by the next squeeze layer (the other three
+  // go to a max pool or to the classifier).
+  ir::Graph g = onnx_io::load_model_file(std::string(CNNRT_SOURCE_DIR) + "/models/zoo/squeezenet/model.onnx", Limits{});
+  passes::bind_shapes(g, {{1, 3, 224, 224}});
+  passes::run_passes(g, {}, gpu_target());
+  int pairs = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto pair = passes::match_conv_pointwise(g, static_cast<int>(i));
+    pairs += pair.has_value() && pair->concat >= 0;
+  }
+  CHECK(pairs == 5);
+}
+
 namespace {
 
 // x[1,3,6,6] -> conv -> relu -> 2x2/2 max pool -> y: the smallest graph every fusing pass touches.
