@@ -95,6 +95,18 @@ struct PwArgs {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Where this thread's two accumulator rows (pixels prow and prow + 8) start in an output of F channels written with
+// epilogue `e` (its image stride); -1 past the last pixel.
+__device__ __forceinline__ void pixel_row_offsets(int prow, int F, const Params& q, const Epilogue& e,
+                                                  int64_t (&out)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = prow + 8 * r;
+    const int n = p / q.ohw;
+    out[r] = p < q.npix ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(F) * q.ohw) + (p - n * q.ohw) : -1;
+  }
+}
+
 // The 1x1 layer of a fused launch (conv_pw.cuh), after the block's 64 x 64 tile of the first layer is summed into
 // `acc`: bias and activation in registers, the 3xTF32 product with the rank's 64 columns of the 1x1 weights (`w2s`,
 // landed by the last cp.async wait), the ranks' partials added in rank order through distributed shared memory
@@ -179,13 +191,7 @@ __device__ __forceinline__ void fused_pointwise(const float (&acc)[C::NT][4], in
     cluster.sync();  // no rank leaves while another still reads its partial
   }
   int64_t out[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int p = prow + 8 * r;
-    const int n = p / q.ohw;
-    out[r] = p < q.npix ? static_cast<int64_t>(n) * pw.e2.out_image_stride(int64_t(pw.S) * q.ohw) + (p - n * q.ohw)
-                        : -1;
-  }
+  pixel_row_offsets(prow, pw.S, q, pw.e2, out);
   wg_common::store_pixel_rows<C::NT2, Act::Param>(sum, out, 0, pw.S, q.ohw, pw.e2, pw.y2, c_begin, c_end);
 }
 #endif
@@ -382,12 +388,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     fused_pointwise<C>(acc, c_begin, c_end, smem, smem + C::PIPE_BYTES, p0 + row0, f0, e, q, pw);
   } else {
     int64_t out[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int p = p0 + row0 + 8 * r;
-      const int n = p / q.ohw;
-      out[r] = p < q.npix ? static_cast<int64_t>(n) * e.out_image_stride(int64_t(g.F) * q.ohw) + (p - n * q.ohw) : -1;
-    }
+    pixel_row_offsets(p0 + row0, g.F, q, e, out);
     wg_common::store_pixel_rows<C::NT, C::ACT>(acc, out, f0, g.F, q.ohw, e, y, c_begin, c_end);
   }
 #endif

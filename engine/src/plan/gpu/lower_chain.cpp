@@ -631,7 +631,6 @@ struct MergedConv {
   kernels::ConvLayer layer;     // e.bias: the device bias (null where no layer has one)
   std::vector<float> weights;   // [F][C][KH][KW], zeros where a smaller filter has no tap
   std::vector<float> bias;      // [F], zeros where a layer has none; empty where none has one
-  std::vector<ConvStep> convs;  // the siblings, in the Concat's order
   std::string signature;
 };
 
@@ -640,8 +639,8 @@ struct MergedConv {
 std::optional<MergedConv> merge_sibling_convs(const passes::SiblingConvsMatch& m, LowerContext& lc, std::string& why) {
   const ir::Graph& g = lc.graph;
   MergedConv out;
-  for (int n : m.convs) out.convs.push_back(describe_conv(g.nodes[static_cast<size_t>(n)], lc));
-  const std::vector<ConvStep>& convs = out.convs;
+  std::vector<ConvStep> convs;  // the siblings, in the Concat's order
+  for (int n : m.convs) convs.push_back(describe_conv(g.nodes[static_cast<size_t>(n)], lc));
   const kernels::ConvGeometry* big = &convs[0].layer.g;
   for (const ConvStep& c : convs) {
     if (c.layer.g.KH >= big->KH && c.layer.g.KW >= big->KW) big = &c.layer.g;
@@ -717,6 +716,22 @@ std::optional<MergedConv> merge_sibling_convs(const passes::SiblingConvsMatch& m
   return out;
 }
 
+// Where the siblings' Concat runs in place, each sibling's output is its block of the Concat's output (from its first
+// image on): so in a replay of their steps too.
+SlotAliases concat_block_aliases(const passes::SiblingConvsMatch& m, LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const int cat_slot = lc.slot(g.nodes[static_cast<size_t>(m.concat)].outputs.at(0));
+  SlotAliases aliases;
+  int64_t at = 0;
+  for (int n : m.convs) {
+    const int v = g.nodes[static_cast<size_t>(n)].outputs.at(0);
+    const ir::Shape& shape = g.shape_of(v);
+    aliases[lc.slot(v)] = {cat_slot, at};
+    at += ir::numel(shape) / shape[0] * static_cast<int64_t>(sizeof(float));
+  }
+  return aliases;
+}
+
 }  // namespace
 
 std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::vector<Step> steps, bool concat_in_place,
@@ -731,7 +746,6 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
     return steps;
   }
   const kernels::ConvLayer& L = merged->layer;
-  const std::vector<ConvStep>& convs = merged->convs;
   const std::vector<float>& w = merged->weights;
   const std::string& signature = merged->signature;
   const std::vector<float>& bias = merged->bias;
@@ -745,16 +759,7 @@ std::vector<Step> lower_sibling_convs(const passes::SiblingConvsMatch& m, std::v
   }
   const std::vector<int> in_slots = {lc.slot(g.nodes[static_cast<size_t>(m.convs[0])].input(0))};
   const int out_slot = lc.slot(cat.outputs.at(0));
-  // In place, each layer's output is its block of the Concat's output (from its first image on): so in the replay
-  // too.
-  SlotAliases aliases;
-  if (concat_in_place) {
-    int64_t at = 0;
-    for (size_t i = 0; i < convs.size(); ++i) {
-      aliases[lc.slot(g.nodes[static_cast<size_t>(m.convs[i])].outputs.at(0))] = {out_slot, at};
-      at += convs[i].layer.out_image_dense() * static_cast<int64_t>(sizeof(float));
-    }
-  }
+  const SlotAliases aliases = concat_in_place ? concat_block_aliases(m, lc) : SlotAliases{};
   candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, concat_in_place ? &aliases : nullptr));
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(g.shape_of(g.nodes[static_cast<size_t>(m.convs[0])].input(0)))};
@@ -794,16 +799,14 @@ std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std:
     L = a.layer;
     w_host = g.constant_of(first.input(1))->f32();
     first_signature = a.signature;
-    if (a.layer.residual) why = "a residual";
   }
-  const ConvStep b = describe_conv(pw, lc);
-  if (b.layer.residual) why = "a residual";
+  const ConvStep b = describe_conv(pw, lc);  // (neither layer has a residual: match_conv_pointwise)
   kernels::ConvPwDesc d;
   d.conv = L.g;
   d.conv_epilogue = L.e;
   d.pw_filters = b.layer.g.F;
   d.pw_epilogue = b.layer.e;
-  if (why.empty() && L.in.any()) why = "the first layer reads through a prologue";
+  if (L.in.any()) why = "the first layer reads through a prologue";
   if (!why.empty() || !kernels::conv_pw_supports(d, lc.context.device.arch(), &why)) {
     lc.note(fmt::format("{}: separate steps ({})", what, why));
     return steps;
@@ -824,18 +827,10 @@ std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std:
   }
   const std::vector<int> in_slots = {lc.slot(first.input(0))};
   const int out_slot = lc.slot(pw.outputs.at(0));
-  // Where the Concat runs in place, each sibling's output is its block of the Concat's output: so in the replay too.
-  SlotAliases aliases;
-  if (m.concat >= 0 && concat_in_place) {
-    const int cat_slot = lc.slot(g.nodes[static_cast<size_t>(m.concat)].outputs.at(0));
-    int64_t at = 0;
-    for (int n : m.convs) {
-      const ir::Node& c = g.nodes[static_cast<size_t>(n)];
-      aliases[lc.slot(c.outputs.at(0))] = {cat_slot, at};
-      at += ir::numel(g.shape_of(c.outputs.at(0))) / L.g.N * static_cast<int64_t>(sizeof(float));
-    }
-  }
-  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, aliases.empty() ? nullptr : &aliases));
+  const bool aliased = m.concat >= 0 && concat_in_place;
+  const SlotAliases aliases =
+      aliased ? concat_block_aliases(passes::SiblingConvsMatch{m.convs, m.concat}, lc) : SlotAliases{};
+  candidates.push_back(replay_candidate(steps, in_slots, out_slot, lc, aliased ? &aliases : nullptr));
   TuneShapes shapes;
   shapes.input_floats = {ir::numel(g.shape_of(first.input(0)))};
   shapes.output_floats = b.layer.out_floats();

@@ -409,6 +409,16 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       rethrow_with_prefix(e, ir::node_label(first));
     }
   };
+  // Sibling convolutions joined by a Concat (`s`; `first`, the first of them in graph order): merged where that wins.
+  auto lower_siblings = [&](const ir::Node& first, const passes::SiblingConvsMatch& s) {
+    const bool in_place_concat = in_place.no_step[static_cast<size_t>(s.concat)];
+    std::vector<int> nodes = s.convs;
+    if (!in_place_concat) nodes.push_back(s.concat);
+    lower_fused(first, nodes, [&](std::vector<Step> steps) {
+      return lower_sibling_convs(s, std::move(steps), in_place_concat, lower);
+    });
+    mark_lowered(s.concat);
+  };
   // Whether one of `nodes` writes a strided block of an in-place Concat's output: only the convolution families
   // write those (the block and pair kernels write dense outputs), so such nodes are lowered one by one.
   auto writes_strided_block = [&](const std::vector<int>& nodes) {
@@ -526,13 +536,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
       const bool in_place_concat = pair->concat >= 0 && in_place.no_step[static_cast<size_t>(pair->concat)];
       std::vector<Step> inner = lower.lower_apart([&] {
         if (pair->concat >= 0) {
-          const passes::SiblingConvsMatch siblings{pair->convs, pair->concat};
-          std::vector<int> nodes = siblings.convs;
-          if (!in_place_concat) nodes.push_back(siblings.concat);
-          lower_fused(node, nodes, [&](std::vector<Step> steps) {
-            return lower_sibling_convs(siblings, std::move(steps), in_place_concat, lower);
-          });
-          mark_lowered(siblings.concat);
+          lower_siblings(node, passes::SiblingConvsMatch{pair->convs, pair->concat});
         } else {
           lower_node(node);
           mark_lowered(static_cast<int>(i));
@@ -550,13 +554,7 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     const std::optional<passes::SiblingConvsMatch> siblings = passes::match_sibling_convs(g, static_cast<int>(i));
     if (siblings && std::none_of(siblings->convs.begin(), siblings->convs.end(),
                                  [&](int n) { return lowered[static_cast<size_t>(n)]; })) {
-      const bool in_place_concat = in_place.no_step[static_cast<size_t>(siblings->concat)];
-      std::vector<int> nodes = siblings->convs;
-      if (!in_place_concat) nodes.push_back(siblings->concat);
-      lower_fused(node, nodes, [&](std::vector<Step> steps) {
-        return lower_sibling_convs(*siblings, std::move(steps), in_place_concat, lower);
-      });
-      mark_lowered(siblings->concat);
+      lower_siblings(node, *siblings);
       continue;
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
