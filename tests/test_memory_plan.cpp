@@ -1,8 +1,11 @@
-// The arena planner: buffers with overlapping lifetimes never share bytes; disjoint ones may.
+// The arena planner: buffers with overlapping lifetimes never share bytes; disjoint ones may. A GPU plan's steps
+// changed by the whole-plan search (another kernel, or a fused step's own steps) get an arena placed anew.
 #include <doctest/doctest.h>
 
 #include <random>
 
+#include "core/error.hpp"
+#include "plan/gpu_plan.hpp"
 #include "plan/memory_plan.hpp"
 
 using namespace cnnrt::plan;
@@ -48,4 +51,89 @@ TEST_CASE("plan_arena never overlaps live buffers (random lifetimes)") {
       for (size_t j = i + 1; j < buffers.size(); ++j) CHECK_FALSE(collide(plan, buffers, i, j));
     }
   }
+}
+
+namespace {
+
+Step step_of(const std::string& label, std::vector<int> inputs, std::vector<int> outputs) {
+  Step s;
+  s.label = label;
+  s.inputs = std::move(inputs);
+  s.outputs = std::move(outputs);
+  return s;
+}
+
+Slot arena_slot(int64_t bytes, int within = -1, int64_t within_offset = 0) {
+  Slot s;
+  s.bytes = bytes;
+  s.within = within;
+  s.within_offset = within_offset;
+  return s;
+}
+
+bool bytes_overlap(const GpuPlan& p, int a, int b) {
+  const Slot& x = p.slots[static_cast<size_t>(a)];
+  const Slot& y = p.slots[static_cast<size_t>(b)];
+  return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+}
+
+}  // namespace
+
+TEST_CASE("change_steps: a fused step's own steps in its place, their tensors placed; another kernel for a step") {
+  // Slots: 0 input; 1 a (conv out); 2 b and 3 c, the two blocks of 4 (an in-place Concat, c at 4096 bytes in);
+  // 5 the fused step's output; 6 the output slot.
+  GpuPlan plan;
+  Slot input;
+  input.kind = SlotKind::Input;
+  input.bytes = 4096;
+  Slot output;
+  output.kind = SlotKind::Output;
+  output.bytes = 1024;
+  plan.slots = {input, arena_slot(4096), arena_slot(4096, 4, 0), arena_slot(4096, 4, 4096), arena_slot(8192),
+                arena_slot(2048), output};
+  const std::vector<Step> replaced = {step_of("left", {1}, {2}), step_of("right", {1}, {3}),
+                                      step_of("pointwise", {4}, {5})};
+  plan.steps = {step_of("conv", {0}, {1}), step_of("left+right+pointwise", {1}, {5}), step_of("fc", {5}, {6})};
+  plan.steps[1].replaced = std::make_shared<const std::vector<Step>>(replaced);
+  place_arena(plan);
+  // As planned, the Concat's blocks are read and written by no step: only a and the fused output take bytes.
+  CHECK(plan.arena_bytes == 4096 + 2048);
+  CHECK_THROWS_AS(change_steps(plan, {{0, StepChange::kUnfuse}}), cnnrt::Error);  // not a fused step
+  CHECK_THROWS_AS(change_steps(plan, {{0, 0}}), cnnrt::Error);                    // no other kernel
+  CHECK_THROWS_AS(change_steps(plan, {{3, StepChange::kUnfuse}}), cnnrt::Error);  // no step 3
+
+  const GpuPlan unfused = change_steps(plan, {{1, StepChange::kUnfuse}});
+  REQUIRE(unfused.steps.size() == 5);
+  const std::vector<std::string> labels = {"conv", "left", "right", "pointwise", "fc"};
+  for (size_t i = 0; i < labels.size(); ++i) CHECK(unfused.steps[i].label == labels[i]);
+  // The Concat lives from its first block's write to the pointwise step's read; its blocks lie inside it.
+  CHECK(unfused.slots[2].offset == unfused.slots[4].offset);
+  CHECK(unfused.slots[3].offset == unfused.slots[4].offset + 4096);
+  CHECK_FALSE(bytes_overlap(unfused, 1, 4));  // a is read while the Concat's blocks are written
+  CHECK_FALSE(bytes_overlap(unfused, 4, 5));  // the Concat is read while the output is written
+  CHECK(unfused.arena_bytes >= 4096 + 8192);
+  CHECK(unfused.arena_bytes > plan.arena_bytes);
+  // The plan it came from is as it was.
+  CHECK(plan.steps.size() == 3);
+  CHECK(plan.arena_bytes == 4096 + 2048);
+  // No change: the same steps.
+  CHECK(change_steps(plan, {}).steps.size() == 3);
+
+  // Another kernel for the first step (its launch and name), and the fused step unfused, in one call.
+  int launched = 0;
+  StepKernel other;
+  other.kernel = "other_conv";
+  other.config = "a block a row";
+  other.launch = [&launched](const float* const*, float* const*, cnnrt::Stream) { ++launched; };
+  plan.steps[0].alternatives = {other};
+  const GpuPlan both = change_steps(plan, {{1, StepChange::kUnfuse}, {0, 0}});
+  REQUIRE(both.steps.size() == 5);
+  CHECK(both.steps[0].kernel == "other_conv");
+  CHECK(both.steps[0].config == "a block a row, chosen in the whole plan");
+  both.steps[0].launch(nullptr, nullptr, nullptr);
+  CHECK(launched == 1);
+  CHECK(both.steps[1].label == "left");
+  CHECK(both.arena_bytes == unfused.arena_bytes);
+  CHECK_THROWS_AS(change_steps(plan, {{0, 1}}), cnnrt::Error);                          // no other kernel 1
+  CHECK_THROWS_AS(change_steps(plan, {{0, 0}, {0, StepChange::kUnfuse}}), cnnrt::Error);  // step 0 twice
 }

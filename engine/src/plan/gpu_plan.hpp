@@ -27,6 +27,10 @@ struct Slot {
   int io_index = -1;               // Input/Output
   int64_t bytes = 0;
   std::string name;                // the IR value, for plans and errors
+  // Arena: a block of an in-place Concat lies in another slot's bytes, `within` (the outermost Concat's output), at
+  // `within_offset`; -1: a buffer of its own (place_arena).
+  int within = -1;
+  int64_t within_offset = 0;
 };
 
 // Launches one step on `stream`. `in`/`out` hold the resolved device pointers of Step::inputs/outputs.
@@ -48,6 +52,18 @@ struct ConvStepInfo {
   kernels::ConvLayer layer;
   const float* weights = nullptr;  // device, [F][C / groups][KH][KW]
   int64_t workspace_floats = 0;    // scratch the chosen kernel needs: the step's last input (0: none)
+};
+
+// Another kernel that can run a step in place of the one the planner chose: measured on its own within a few percent
+// of it (plan/gpu/lower_util.hpp, close_alternatives). The whole plan may run faster with it
+// (runtime::measure_plan_choices).
+struct StepKernel {
+  std::string kernel;
+  std::string config;
+  LaunchFn launch;
+  HostLaunchFn launch_from_host;
+  bool signals_done = false;
+  double median_us = 0;  // the planner's time for it, on its own
 };
 
 struct Step {
@@ -77,6 +93,10 @@ struct Step {
   // output, the host waiting for them spins on that word, a microsecond before the stream reports the launch
   // complete.
   bool signals_done = false;
+  // A fused step (one launch for several nodes): the steps it replaced, lowered and ready to run, which the
+  // planner measured it against. The whole network may run faster with them (runtime::measure_fusions).
+  std::shared_ptr<const std::vector<Step>> replaced;
+  std::vector<StepKernel> alternatives;
 };
 
 struct GpuPlan {
@@ -90,6 +110,22 @@ struct GpuPlan {
   int64_t weight_bytes = 0;       // uploaded constants this plan reads
   std::vector<std::string> notes; // planner decisions worth showing (tuning cache hits, fallbacks)
 };
+
+// Places the arena slots that the steps use: offsets from the steps' lifetimes (memory_plan.hpp), an in-place
+// Concat's blocks inside their Concat's output; sets arena_bytes and activation_bytes.
+void place_arena(GpuPlan& plan);
+
+// A change the whole-plan search (runtime::measure_plan_choices) makes to step `step`: another of its kernels
+// (Step::alternatives[kernel]), or with kernel -1 (kUnfuse) the steps it replaced (Step::replaced).
+struct StepChange {
+  static constexpr int kUnfuse = -1;
+  int step = 0;
+  int kernel = kUnfuse;
+};
+
+// `plan` with `changes` made (indices of `plan`'s steps, one change a step at most), the arena placed anew. Throws
+// where a change names no step, no alternative kernel or no fused step.
+GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes);
 
 std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain);
 

@@ -212,6 +212,7 @@ Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Nod
   step.signals_done = chosen.signals_done;
   step.candidates = choice.timings;
   for (const Step& s : steps) step.flops += s.flops;
+  step.replaced = std::make_shared<const std::vector<Step>>(steps);
   lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
   return step;
 }
@@ -436,6 +437,7 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
   Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, {in_slot}, out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
   return {std::move(step)};
@@ -501,6 +503,7 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
   }
   Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, chosen, choice, steps, {in_slot},
                              out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
   return {std::move(step)};
 }
@@ -588,6 +591,7 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   std::vector<int> nodes = shuffle ? shuffle->nodes() : std::vector<int>{m.dw};  // (a shuffle's ends at m.dw)
   nodes.push_back(m.pw);
   Step step = replacing_step("DepthwisePointwise", nodes, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
                           double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
   return {std::move(step)};
@@ -613,6 +617,7 @@ std::vector<Step> choose_fused_conv(const kernels::ConvLayer& L, const float* w_
   std::vector<int> inputs = in_slots;
   if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
   Step step = replacing_step(op, nodes, last, chosen, choice, steps, inputs, out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
                           (L.residual ? double(L.conv_floats()) : 0.0));
@@ -846,6 +851,7 @@ std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std:
     return steps;
   }
   Step step = replacing_step("ConvPointwise", m.nodes(), pw, chosen, choice, steps, in_slots, out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
                           double(b.layer.out_floats()));
   return {std::move(step)};
@@ -997,6 +1003,7 @@ std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& m, std::vecto
   }
   Step step = replacing_step("DenseLayer", {m.affine, m.pw, m.conv}, cv, chosen, choice, steps, in_slots, out_slot,
                              what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   step.min_bytes = 4.0 * (double(d.batch) * d.C * hw + double(packed.size()) + double(d.batch) * d.F * hw);
   return {std::move(step)};
 }
@@ -1113,6 +1120,7 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
   std::vector<int> inputs = in_slots;
   if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "mbconv workspace"));
   Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, inputs, out_slot, what, lc);
+  step.alternatives = close_alternatives(choice, candidates);
   if (chosen.workspace_floats == 0) {  // a chain runs one-launch blocks only
     chosen_blocks.push_back({d, signature, in_slots[0], d.residual ? in_slots[residual_in] : -1, out_slot});
   }
@@ -1266,6 +1274,7 @@ void offer_block_chains(const std::vector<BlockStep>& blocks, LowerContext& lc, 
       step.flops += st.flops;
       step.min_bytes += st.min_bytes;
     }
+    step.replaced = std::make_shared<const std::vector<Step>>(steps);
     lc.note(fmt::format("{}: one launch, {} for {} steps ({})", what, winner.name, steps.size(), timing_text(choice)));
     kept.push_back(std::move(step));
     i = j;

@@ -622,6 +622,9 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     step.output_shape = g.shape_of(g.outputs[0]);
     step.candidates = choice.timings;
     for (size_t s = cut.step; s < end; ++s) step.flops += plan.steps[s].flops;
+    const auto from = plan.steps.begin() + static_cast<std::ptrdiff_t>(cut.step);
+    const auto to = plan.steps.begin() + static_cast<std::ptrdiff_t>(end);
+    step.replaced = std::make_shared<const std::vector<Step>>(from, to);
     lc.note(fmt::format("{}: one launch, {} for {} steps ({})", what, winner.name, end - cut.step, timing_text(choice)));
     plan.steps.erase(plan.steps.begin() + static_cast<std::ptrdiff_t>(cut.step), plan.steps.end());
     plan.steps.push_back(std::move(step));

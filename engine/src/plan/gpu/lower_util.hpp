@@ -34,6 +34,12 @@ void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what
 Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::vector<KernelCandidate>& candidates,
                      const TuneShapes& shapes);
 
+// The candidates the tuner measured close to its choice (within 15% + 0.3 us of its time; at most two, fastest
+// first) that can run in the chosen one's place: not the reference, needing no more workspace. The whole plan decides
+// among them (runtime::measure_plan_choices): a kernel's time on its own does not say how it runs beside its
+// neighbours (a cluster kernel launched while the step before drains, say). None where the choice was not measured.
+std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates);
+
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 // Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set
 // fingerprint.

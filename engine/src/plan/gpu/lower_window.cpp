@@ -265,6 +265,7 @@ void lower_conv(const ir::Node& node, LowerContext& lc) {
   Step& step = lc.add_step(node, chosen.name, chosen.config.empty() ? choice.how : chosen.config + ", " + choice.how,
                            inputs, output_slots(lc, node), chosen.launch);
   step.candidates = choice.timings;
+  step.alternatives = close_alternatives(choice, candidates);
   step.not_eligible = std::move(rejected);
   step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
   step.flops = L.flops();

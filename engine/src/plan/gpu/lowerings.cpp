@@ -20,6 +20,29 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
   return choice;
 }
 
+std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates) {
+  constexpr double kCloseRatio = 1.15;
+  constexpr double kCloseUs = 0.3;
+  constexpr size_t kMost = 2;
+  std::vector<StepKernel> close;
+  if (choice.timings.empty() || choice.index >= candidates.size()) return close;
+  const KernelCandidate& chosen = candidates[choice.index];
+  double chosen_us = -1;
+  for (const Candidate& t : choice.timings) {
+    if (t.kernel == chosen.name) chosen_us = t.median_us;
+  }
+  if (chosen_us <= 0) return close;
+  for (const Candidate& t : choice.timings) {  // fastest first
+    if (close.size() == kMost) break;
+    if (t.kernel == chosen.name || t.median_us <= 0 || t.median_us > chosen_us * kCloseRatio + kCloseUs) continue;
+    const auto c = std::find_if(candidates.begin(), candidates.end(),
+                                [&t](const KernelCandidate& k) { return k.name == t.kernel; });
+    if (c == candidates.end() || c->reference || c->workspace_floats > chosen.workspace_floats) continue;
+    close.push_back({c->name, c->config, c->launch, c->launch_from_host, c->signals_done, t.median_us});
+  }
+  return close;
+}
+
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node) {
   std::vector<int> slots;
   for (int v : node.inputs) {
