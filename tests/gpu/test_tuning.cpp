@@ -77,9 +77,10 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
     nlohmann::json doc = nlohmann::json::parse(read(cache));
     std::string key, dropped;
     for (auto& [k, e] : doc["entries"].items()) {
-      // (Kernel choices only: the launch-overlap entries, "plain:...", are whole-plan choices of another kind.)
+      // (Kernel choices only: the launch-overlap and plan-choice entries, "plain:..." and "changed:...", are whole-plan
+      // choices of another kind.)
       if (k.find(plan::kernel_set_version()) == std::string::npos || !e.contains("timings") ||
-          e.value("kernel", "").rfind("plain:", 0) == 0) {
+          e.value("kernel", "").rfind("plain:", 0) == 0 || e.value("kernel", "").rfind("changed:", 0) == 0) {
         continue;
       }
       nlohmann::json& timings = e["timings"];
@@ -161,6 +162,68 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   const Tensor input{shape, random_floats(static_cast<size_t>(count), 77)};
   const Tensor want = Context(cpu).run({input})[0];
   CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps run as theirs, outputs stay right") {
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  const char* off = std::getenv("CNNRT_NO_PLAN_TUNING");
+  if (major < 9 || (off && std::string(off) != "0")) {
+    MESSAGE("the LeNet chain kernel needs compute capability 9.0 (or CNNRT_NO_PLAN_TUNING is set): nothing fused");
+    return;
+  }
+  char name[] = "/tmp/cnnrt_plan_choices_XXXXXX";
+  const fs::path dir = mkdtemp(name);
+  const std::string cache = (dir / "tuning.json").string();
+  const std::string path = repo_path("models/fashion_lenet.onnx");
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning_cache = cache;
+  options.batch_sizes = {1};
+  const Model first = Model::load(path, options);
+  const std::string first_plan = first.describe_plan(1);
+  INFO(first_plan);
+  // At batch 1 the planner runs LeNet as one chain launch; the search's choice is stored under the plan's
+  // signature, which names the fused steps. A second load finds it and measures nothing.
+  const std::string note = "changed in the whole plan, which runs faster so (";
+  const std::string text = read(cache);
+  std::smatch key;
+  const std::regex entry(R"re("([^"]*plan-choices-v1\|(\d+) steps\|fused ([0-9,]+)\|[^"]*)")re");
+  REQUIRE_MESSAGE(std::regex_search(text, key, entry), text);
+  const int planned_steps = std::stoi(key[2].str());
+  const std::string fused = key[3].str();
+  // (The same plan, every choice in it now from the cache.)
+  const std::string from_cache = std::regex_replace(first_plan, std::regex("\\bmeasured\\b"), "cache");
+  CHECK(Model::load(path, options).describe_plan(1) == from_cache);
+  CHECK(read(cache) == text);
+  if (first_plan.find(note) != std::string::npos) CHECK(first_plan.find(note + "measured") != std::string::npos);
+  // The cached choice rewritten to run every fused step as its steps: the next load does, the arena placed for
+  // them, and its outputs match the CPU backend's and the fused plan's.
+  nlohmann::json doc = nlohmann::json::parse(text);
+  doc["entries"][key[1].str()]["kernel"] = "changed:" + std::regex_replace(fused, std::regex("(\\d+)"), "$1=steps");
+  std::ofstream(cache) << doc.dump();
+  const Model unfused = Model::load(path, options);
+  const std::string unfused_plan = unfused.describe_plan(1);
+  INFO(unfused_plan);
+  CHECK(unfused_plan.find(note + "cache") != std::string::npos);
+  std::smatch steps;
+  REQUIRE(std::regex_search(unfused_plan, steps, std::regex(R"(steps \((\d+), GPU\))")));
+  CHECK(std::stoi(steps[1].str()) > planned_steps);
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu = Model::load(path, cpu_options);
+  std::vector<int64_t> shape = first.inputs()[0].shape;
+  shape[0] = 1;
+  int64_t count = 1;
+  for (int64_t& d : shape) count *= (d = d < 0 ? 9 : d);
+  const Tensor input{shape, random_floats(static_cast<size_t>(count), 78)};
+  const Tensor want = Context(cpu).run({input})[0];
+  const Tensor got_fused = Context(first).run({input})[0];
+  CHECK(max_rel_error(got_fused, want) < 1e-4);
+  for (int r = 0; r < 2; ++r) CHECK(max_rel_error(Context(unfused).run({input})[0], want) < 1e-4);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

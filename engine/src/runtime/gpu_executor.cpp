@@ -513,6 +513,15 @@ class GpuExecutor final : public Executor {
   std::vector<cudaEvent_t> events_;
 };
 
+// Whole-plan searches run one at a time in the process: two would time each other.
+std::mutex& search_lock() {
+  static std::mutex searching;
+  return searching;
+}
+
+// A change is kept only when it gains more than run-to-run noise.
+double search_margin(double us) { return std::max(0.25, 0.004 * us); }
+
 // measure_step_overlap's search (gpu_executor.hpp), which leaves the steps' flags as they were at a throw.
 OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
   constexpr int kSamples = 15;           // single runs a measurement (their median)
@@ -523,9 +532,7 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // a second arena beside the contexts' (large batches)
   for (plan::Step& s : plan->steps) s.overlap = true;
   if (n < 2 || plan->arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
-  // One search at a time in the process: two would time each other.
-  static std::mutex searching;
-  const std::lock_guard<std::mutex> lock(searching);
+  const std::lock_guard<std::mutex> lock(search_lock());
   auto prepared = std::make_shared<plan::Prepared>();
   prepared->graph.model_name = model_name;
   prepared->gpu_plan = plan;
@@ -541,8 +548,7 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   const auto set_plain = [&](const std::vector<bool>& plain) {
     for (size_t i = 0; i < n; ++i) plan->steps[i].overlap = !plain[i];
   };
-  // A change is kept only when it gains more than run-to-run noise.
-  const auto margin = [](double us) { return std::max(0.25, 0.004 * us); };
+  const auto margin = search_margin;
   std::vector<bool> best(n, false);
   double best_us = executor.median_single_run_us(kSamples);
   choice.overlapped_us = choice.chosen_us = best_us;
@@ -596,7 +602,95 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   return choice;
 }
 
+// The plan with `changes` made, timed in an executor of its own: the median of `samples` single runs.
+double time_changed(const plan::GpuPlan& planned, const std::vector<plan::StepChange>& changes,
+                    const std::string& model_name, cudaStream_t stream, int samples) {
+  auto prepared = std::make_shared<plan::Prepared>();
+  prepared->graph.model_name = model_name;
+  prepared->gpu_plan = std::make_shared<plan::GpuPlan>(plan::change_steps(planned, changes));
+  GpuExecutor executor(prepared, stream, /*use_graphs=*/true);
+  executor.bind_random_inputs();
+  return executor.median_single_run_us(samples);
+}
+
 }  // namespace
+
+PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes) {
+  constexpr int kSamples = 15;        // single runs a measurement (their median)
+  constexpr double kMaxRunUs = 2000;  // longer runs: a step's few microseconds are noise there
+  constexpr double kBudgetUs = 3.0e6; // GPU time the search may take
+  constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // each trial allocates an arena of its own
+  PlanChoice choice;
+  // Every change to try, step by step: its other kernels, then its replaced steps.
+  std::vector<plan::StepChange> options;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const plan::Step& step = plan.steps[i];
+    for (size_t k = 0; k < step.alternatives.size(); ++k) options.push_back({static_cast<int>(i), static_cast<int>(k)});
+    if (step.replaced && !step.replaced->empty()) options.push_back({static_cast<int>(i), plan::StepChange::kUnfuse});
+  }
+  if (options.empty() || plan.arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
+  const std::lock_guard<std::mutex> lock(search_lock());
+  cudaStream_t stream = nullptr;
+  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  double spent_us = 0;
+  const auto time = [&](const std::vector<plan::StepChange>& changes) {
+    const double us = time_changed(plan, changes, model_name, stream, kSamples);
+    spent_us += us * (kSamples + 2);
+    return us;
+  };
+  std::vector<plan::StepChange> best;
+  double best_us = time(best);
+  choice.planned_us = choice.chosen_us = best_us;
+  choice.measured = best_us <= kMaxRunUs && best_us * (kSamples + 2) * double(options.size() + 7) <= kBudgetUs;
+  if (!choice.measured) return choice;
+  // One pass, first step to last, each option in turn against the best so far (an option replaces the change its
+  // step has): kept where the network got faster in three alternating measurements (and its arena stays within
+  // what the plan may take).
+  for (const plan::StepChange& option : options) {
+    if (spent_us + 3 * best_us * (kSamples + 2) > kBudgetUs) break;
+    std::vector<plan::StepChange> trial;
+    for (const plan::StepChange& c : best) {
+      if (c.step != option.step) trial.push_back(c);
+    }
+    trial.push_back(option);
+    if (plan::change_steps(plan, trial).arena_bytes > max_arena_bytes) continue;
+    const double us = time(trial);
+    if (us >= best_us - search_margin(best_us)) continue;
+    std::vector<double> as_best = {best_us}, as_trial = {us};
+    for (int r = 0; r < 2; ++r) {
+      as_best.push_back(time(best));
+      as_trial.push_back(time(trial));
+    }
+    const double best_median = gpu::median(as_best), trial_median = gpu::median(as_trial);
+    if (trial_median < best_median - search_margin(best_median)) {
+      best = std::move(trial);
+      best_us = trial_median;
+    } else {
+      best_us = best_median;
+    }
+  }
+  if (best.empty()) return choice;
+  // The winner against the plan as planned once more, alternating, so that a lucky sample does not decide.
+  std::vector<double> planned, chosen;
+  for (int r = 0; r < 3; ++r) {
+    planned.push_back(time({}));
+    chosen.push_back(time(best));
+  }
+  choice.planned_us = gpu::median(planned);
+  choice.chosen_us = gpu::median(chosen);
+  if (choice.chosen_us < choice.planned_us - search_margin(choice.planned_us)) {
+    std::sort(best.begin(), best.end(),
+              [](const plan::StepChange& a, const plan::StepChange& b) { return a.step < b.step; });
+    choice.changes = best;
+  } else {
+    choice.chosen_us = choice.planned_us;
+  }
+  return choice;
+}
 
 OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
   try {

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -29,6 +30,13 @@ bool launch_tuning_off() {
   return v && std::strcmp(v, "0") != 0;
 }
 
+// CNNRT_NO_PLAN_TUNING=1: the planner's kernel and fusion choices stay, unmeasured in the whole plan (for
+// comparison).
+bool plan_tuning_off() {
+  const char* v = std::getenv("CNNRT_NO_PLAN_TUNING");
+  return v && std::strcmp(v, "0") != 0;
+}
+
 // What identifies a plan's launch sequence for the cache: every step's nodes, kernel and output shape (not its
 // config text, which says whether its kernel was measured or came from the cache).
 std::string overlap_signature(const plan::GpuPlan& plan) {
@@ -47,6 +55,70 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
   // v2: the search of measure_step_overlap; a change to it (or to where kernels release the next grid)
   // bumps this, so that choices it made before are measured again.
   return fmt::format("launch-overlap-v2|{} steps|{:016x}", plan.steps.size(), hash);
+}
+
+// What identifies a plan's options for the whole-plan search, for the cache: every step's nodes, kernel and output
+// shape, its other kernels, and the steps a fused step replaced. The key names the steps with options.
+std::string plan_choices_signature(const plan::GpuPlan& plan) {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  const auto mix = [&hash](const std::string& text) {
+    for (const char c : text + "\n") {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ull;
+    }
+  };
+  const auto mix_step = [&mix](const plan::Step& s) {
+    mix(fmt::format("{}|{}|{}", s.label, s.kernel, fmt::join(s.output_shape, "x")));
+  };
+  std::vector<size_t> fused, other;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const plan::Step& s = plan.steps[i];
+    mix_step(s);
+    for (const plan::StepKernel& k : s.alternatives) mix("or " + k.kernel);
+    if (!s.alternatives.empty()) other.push_back(i);
+    if (!s.replaced) continue;
+    fused.push_back(i);
+    for (const plan::Step& r : *s.replaced) mix_step(r);
+  }
+  return fmt::format("plan-choices-v1|{} steps|fused {}|other kernels {}|{:016x}", plan.steps.size(),
+                     fmt::join(fused, ","), fmt::join(other, ","), hash);
+}
+
+// A cached search result, "changed:3=steps,7=1" (step 3 as the steps it replaced, step 7 by its other kernel 1;
+// "changed:" for none); nullopt for anything else (an entry edited by hand, or written by another version).
+std::optional<std::vector<plan::StepChange>> parse_changes(const std::string& text) {
+  const std::string prefix = "changed:";
+  if (text.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::vector<plan::StepChange> changes;
+  const char* p = text.c_str() + prefix.size();
+  while (*p) {
+    char* end = nullptr;
+    const long step = std::strtol(p, &end, 10);
+    if (end == p || step < 0 || *end != '=') return std::nullopt;
+    p = end + 1;
+    plan::StepChange c;
+    c.step = static_cast<int>(step);
+    if (std::strncmp(p, "steps", 5) == 0) {
+      end = const_cast<char*>(p + 5);
+    } else {
+      const long kernel = std::strtol(p, &end, 10);
+      if (end == p || kernel < 0) return std::nullopt;
+      c.kernel = static_cast<int>(kernel);
+    }
+    if (*end != ',' && *end != '\0') return std::nullopt;
+    changes.push_back(c);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return changes;
+}
+
+std::string format_changes(const std::vector<plan::StepChange>& changes) {
+  std::vector<std::string> parts;
+  for (const plan::StepChange& c : changes) {
+    parts.push_back(c.kernel == plan::StepChange::kUnfuse ? fmt::format("{}=steps", c.step)
+                                                          : fmt::format("{}={}", c.step, c.kernel));
+  }
+  return fmt::format("changed:{}", fmt::join(parts, ","));
 }
 
 // The step list of a cached choice, "plain:3,7,12" ("plain:" for none); nullopt for anything else (an entry
@@ -85,6 +157,7 @@ class GpuModelImpl final : public GpuModel {
   std::shared_ptr<const plan::GpuPlan> plan(const plan::Prepared& prepared) override {
     plan::PlanContext context{device_, weights_, options_, tuner_.get()};
     std::shared_ptr<plan::GpuPlan> plan = plan::build_gpu_plan(prepared, context);
+    choose_plan_changes(*plan, prepared.graph.model_name);
     choose_step_overlap(plan, prepared.graph.model_name);
     return plan;
   }
@@ -104,6 +177,70 @@ class GpuModelImpl final : public GpuModel {
   }
 
  private:
+  // The whole-plan search's changes to the planner's choices (measure_plan_choices), from the cache when this plan
+  // was measured on this device before. Only where measured choices are wanted (tuning on, no forced kernel) and
+  // the plan runs as a CUDA graph.
+  void choose_plan_changes(plan::GpuPlan& plan, const std::string& model_name) {
+    const auto has_options = [](const plan::Step& s) { return s.replaced || !s.alternatives.empty(); };
+    if (!options_.tuning || !options_.cuda_graphs || !options_.force_kernel.empty() || plan_tuning_off() ||
+        std::none_of(plan.steps.begin(), plan.steps.end(), has_options)) {
+      return;
+    }
+    const std::string signature = plan_choices_signature(plan);
+    PlanChoice choice;
+    std::string how = "measured";
+    const std::optional<plan::CachedChoice> cached = tuner_->recall(signature);
+    const std::optional<std::vector<plan::StepChange>> cached_changes =
+        cached ? parse_changes(cached->kernel) : std::nullopt;
+    const auto valid = [&plan](const std::vector<plan::StepChange>& changes) {
+      std::vector<bool> seen(plan.steps.size(), false);
+      for (const plan::StepChange& c : changes) {
+        if (c.step < 0 || static_cast<size_t>(c.step) >= plan.steps.size() || seen[static_cast<size_t>(c.step)]) {
+          return false;
+        }
+        seen[static_cast<size_t>(c.step)] = true;
+        const plan::Step& s = plan.steps[static_cast<size_t>(c.step)];
+        const bool runs = c.kernel == plan::StepChange::kUnfuse ? s.replaced != nullptr
+                                                                : static_cast<size_t>(c.kernel) < s.alternatives.size();
+        if (!runs) return false;
+      }
+      return true;
+    };
+    if (cached_changes && valid(*cached_changes)) {
+      how = "cache";
+      choice.changes = *cached_changes;
+      for (const auto& [what, us] : cached->timings) (what == "planned" ? choice.planned_us : choice.chosen_us) = us;
+    } else {
+      try {
+        choice = measure_plan_choices(plan, model_name, options_.limits.max_activation_bytes);
+      } catch (const std::exception& e) {
+        // Only a speed choice: the plan as planned runs as well. A broken CUDA context fails the load's next CUDA
+        // call with its own error.
+        cudaGetLastError();
+        log().warn("'{}': measuring the planner's choices in the whole plan failed ({}); they stay as planned",
+                   model_name, e.what());
+        return;
+      }
+      if (!choice.measured) return;
+      plan::CachedChoice store;
+      store.kernel = format_changes(choice.changes);
+      store.timings = {{"planned", choice.planned_us}, {"chosen", choice.chosen_us}};
+      tuner_->remember(signature, store);
+    }
+    if (choice.changes.empty()) return;
+    std::vector<std::string> what;
+    for (const plan::StepChange& c : choice.changes) {
+      const plan::Step& s = plan.steps[static_cast<size_t>(c.step)];
+      what.push_back(c.kernel == plan::StepChange::kUnfuse
+                         ? fmt::format("{} as its {} steps", s.label, s.replaced->size())
+                         : fmt::format("{} by {}", s.label, s.alternatives[static_cast<size_t>(c.kernel)].kernel));
+    }
+    plan = plan::change_steps(plan, choice.changes);
+    plan.notes.push_back(fmt::format("changed in the whole plan, which runs faster so ({}: a run {:.1f} us, as planned "
+                                     "{:.1f} us): {}",
+                                     how, choice.chosen_us, choice.planned_us, fmt::join(what, "; ")));
+  }
+
   // Which steps launch without overlapping the step before (measure_step_overlap), from the cache when this
   // launch sequence was measured on this device before. Only where overlapping is possible and measured
   // choices are wanted: PDL on, CUDA graphs on, tuning on.
