@@ -615,6 +615,18 @@ double time_changed(const plan::GpuPlan& planned, const std::vector<plan::StepCh
 
 }  // namespace
 
+double time_plan_us(const plan::GpuPlan& plan, const std::string& model_name) {
+  constexpr int kSamples = 15;
+  const std::lock_guard<std::mutex> lock(search_lock());
+  cudaStream_t stream = nullptr;
+  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  return time_changed(plan, {}, model_name, stream, kSamples);
+}
+
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes) {
   constexpr int kSamples = 15;        // single runs a measurement (their median)
   constexpr double kMaxRunUs = 2000;  // longer runs: a step's few microseconds are noise there

@@ -39,15 +39,15 @@ OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, c
 // (plan::Step::alternatives), or a fused step run as the steps it replaced (plan::Step::replaced). The planner times
 // each kernel on its own, and no one way of timing them ranks every choice as the whole network does: back to back,
 // a launch with a long reduction gains from the next launch's overlap, which a network's different next step does
-// not give it; one replay at a time, others lose what the network gives them; and a cluster kernel launched while
-// the step before drains waits for whole clusters of free SMs. This measures the whole plan's CUDA graph (the median
-// of single runs on random inputs, each trial in an executor of its own), tries each option in turn, first step to
-// last (an option replaces the change its step has), keeps each that gains more than the noise (0.4%, at least
-// 0.25 us) in three alternating measurements and whose arena stays within `max_arena_bytes`, and keeps the result
-// only if it beats the plan as planned again in alternating runs. Plans of runs longer than 2 ms, or whose search
-// would take over 3 s, are timed once and not searched; plans without an option, of an arena over 256 MiB, or run
-// with CNNRT_SYNC_STEPS are not timed at all. One search at a time in the process, with measure_step_overlap's.
-// Apply the choice with plan::change_steps.
+// not give it; one replay at a time, others lose what the network gives them (on an H100, ShuffleNet's clustered
+// depthwise + pointwise launches beat their two steps alone and lose to them in the network). This measures the
+// whole plan's CUDA graph (the median of single runs on random inputs, each trial in an executor of its own), tries
+// each option in turn, first step to last (an option replaces the change its step has), keeps each that gains more
+// than the noise (0.4%, at least 0.25 us) in three alternating measurements and whose arena stays within
+// `max_arena_bytes`, and keeps the result only if it beats the plan as planned again in alternating runs. Plans of
+// runs longer than 2 ms, or whose search would take over 3 s, are timed once and not searched; plans without an
+// option, of an arena over 256 MiB, or run with CNNRT_SYNC_STEPS are not timed at all. One search at a time in the
+// process, with measure_step_overlap's. Apply the choice with plan::change_steps.
 struct PlanChoice {
   std::vector<plan::StepChange> changes;  // by ascending step
   double planned_us = 0;                  // a run as planned
@@ -55,6 +55,10 @@ struct PlanChoice {
   bool measured = false;                  // false: not searched (see above)
 };
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes);
+
+// The median GPU time of single runs of `plan` as it stands (its steps' launch choices too), in an executor of its
+// own on random inputs, as measure_plan_choices times its trials.
+double time_plan_us(const plan::GpuPlan& plan, const std::string& model_name);
 
 // Sets the steps' `overlap` from a choice (a cached one): every step overlaps but those listed.
 void apply_step_overlap(plan::GpuPlan& plan, const std::vector<int>& plain_steps);

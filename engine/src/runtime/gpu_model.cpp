@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
+#include "gpu/graph_timing.hpp"
 #include "gpu/weight_store.hpp"
 #include "kernels/launch.cuh"
 #include "plan/gpu/planner.hpp"
@@ -154,12 +155,29 @@ class GpuModelImpl final : public GpuModel {
     return target;
   }
 
+  // The planner's plan, then the whole-plan search's changes to it (measure_plan_choices) and each step's launch
+  // (measure_step_overlap), both cached. The search compares plans with every step overlapped, so a changed plan is
+  // kept only where, with its own launch choice, it still beats the plan as planned with its own (keep_changes).
   std::shared_ptr<const plan::GpuPlan> plan(const plan::Prepared& prepared) override {
     plan::PlanContext context{device_, weights_, options_, tuner_.get()};
-    std::shared_ptr<plan::GpuPlan> plan = plan::build_gpu_plan(prepared, context);
-    choose_plan_changes(*plan, prepared.graph.model_name);
-    choose_step_overlap(plan, prepared.graph.model_name);
-    return plan;
+    std::shared_ptr<plan::GpuPlan> planned = plan::build_gpu_plan(prepared, context);
+    const std::string& name = prepared.graph.model_name;
+    const FoundChanges found = find_plan_changes(*planned, name);
+    if (found.choice.changes.empty()) {
+      if (found.how == "measured") remember_plan_changes(found);
+      choose_step_overlap(planned, name);
+      return planned;
+    }
+    auto changed = std::make_shared<plan::GpuPlan>(plan::change_steps(*planned, found.choice.changes));
+    changed->notes.push_back(describe_changes(*planned, found));
+    choose_step_overlap(changed, name);
+    if (found.how == "measured" && !keep_changes(planned, changed, name)) {
+      remember_plan_changes({found.signature, PlanChoice{{}, found.choice.planned_us, found.choice.planned_us, true},
+                             found.how});
+      return planned;  // its launch overlap chosen by keep_changes
+    }
+    if (found.how == "measured") remember_plan_changes(found);
+    return changed;
   }
 
   std::unique_ptr<Executor> make_executor(std::shared_ptr<const plan::Prepared> prepared, Stream stream) override {
@@ -177,19 +195,24 @@ class GpuModelImpl final : public GpuModel {
   }
 
  private:
+  struct FoundChanges {
+    std::string signature;
+    PlanChoice choice;
+    std::string how;  // "measured", "cache", or "" where not searched
+  };
+
   // The whole-plan search's changes to the planner's choices (measure_plan_choices), from the cache when this plan
   // was measured on this device before. Only where measured choices are wanted (tuning on, no forced kernel) and
   // the plan runs as a CUDA graph.
-  void choose_plan_changes(plan::GpuPlan& plan, const std::string& model_name) {
+  FoundChanges find_plan_changes(const plan::GpuPlan& plan, const std::string& model_name) {
     const auto has_options = [](const plan::Step& s) { return s.replaced || !s.alternatives.empty(); };
+    FoundChanges found;
     if (!options_.tuning || !options_.cuda_graphs || !options_.force_kernel.empty() || plan_tuning_off() ||
         std::none_of(plan.steps.begin(), plan.steps.end(), has_options)) {
-      return;
+      return found;
     }
-    const std::string signature = plan_choices_signature(plan);
-    PlanChoice choice;
-    std::string how = "measured";
-    const std::optional<plan::CachedChoice> cached = tuner_->recall(signature);
+    found.signature = plan_choices_signature(plan);
+    const std::optional<plan::CachedChoice> cached = tuner_->recall(found.signature);
     const std::optional<std::vector<plan::StepChange>> cached_changes =
         cached ? parse_changes(cached->kernel) : std::nullopt;
     const auto valid = [&plan](const std::vector<plan::StepChange>& changes) {
@@ -207,38 +230,66 @@ class GpuModelImpl final : public GpuModel {
       return true;
     };
     if (cached_changes && valid(*cached_changes)) {
-      how = "cache";
-      choice.changes = *cached_changes;
-      for (const auto& [what, us] : cached->timings) (what == "planned" ? choice.planned_us : choice.chosen_us) = us;
-    } else {
-      try {
-        choice = measure_plan_choices(plan, model_name, options_.limits.max_activation_bytes);
-      } catch (const std::exception& e) {
-        // Only a speed choice: the plan as planned runs as well. A broken CUDA context fails the load's next CUDA
-        // call with its own error.
-        cudaGetLastError();
-        log().warn("'{}': measuring the planner's choices in the whole plan failed ({}); they stay as planned",
-                   model_name, e.what());
-        return;
+      found.how = "cache";
+      found.choice.changes = *cached_changes;
+      for (const auto& [what, us] : cached->timings) {
+        (what == "planned" ? found.choice.planned_us : found.choice.chosen_us) = us;
       }
-      if (!choice.measured) return;
-      plan::CachedChoice store;
-      store.kernel = format_changes(choice.changes);
-      store.timings = {{"planned", choice.planned_us}, {"chosen", choice.chosen_us}};
-      tuner_->remember(signature, store);
+      return found;
     }
-    if (choice.changes.empty()) return;
+    try {
+      found.choice = measure_plan_choices(plan, model_name, options_.limits.max_activation_bytes);
+    } catch (const std::exception& e) {
+      // Only a speed choice: the plan as planned runs as well. A broken CUDA context fails the load's next CUDA
+      // call with its own error.
+      cudaGetLastError();
+      log().warn("'{}': measuring the planner's choices in the whole plan failed ({}); they stay as planned",
+                 model_name, e.what());
+      return {};
+    }
+    if (found.choice.measured) found.how = "measured";
+    return found;
+  }
+
+  void remember_plan_changes(const FoundChanges& found) {
+    plan::CachedChoice store;
+    store.kernel = format_changes(found.choice.changes);
+    store.timings = {{"planned", found.choice.planned_us}, {"chosen", found.choice.chosen_us}};
+    tuner_->remember(found.signature, store);
+  }
+
+  // The plan's note on what changed (`plan` as planned, before the changes).
+  static std::string describe_changes(const plan::GpuPlan& plan, const FoundChanges& found) {
     std::vector<std::string> what;
-    for (const plan::StepChange& c : choice.changes) {
+    for (const plan::StepChange& c : found.choice.changes) {
       const plan::Step& s = plan.steps[static_cast<size_t>(c.step)];
       what.push_back(c.kernel == plan::StepChange::kUnfuse
                          ? fmt::format("{} as its {} steps", s.label, s.replaced->size())
                          : fmt::format("{} by {}", s.label, s.alternatives[static_cast<size_t>(c.kernel)].kernel));
     }
-    plan = plan::change_steps(plan, choice.changes);
-    plan.notes.push_back(fmt::format("changed in the whole plan, which runs faster so ({}: a run {:.1f} us, as planned "
-                                     "{:.1f} us): {}",
-                                     how, choice.chosen_us, choice.planned_us, fmt::join(what, "; ")));
+    return fmt::format("changed in the whole plan, which runs faster so ({}: a run {:.1f} us, as planned {:.1f} us): "
+                       "{}", found.how, found.choice.chosen_us, found.choice.planned_us, fmt::join(what, "; "));
+  }
+
+  // The search compares plans with every step overlapped; each plan's own launch choice (choose_step_overlap) can
+  // change the order. Whether the changed plan, with its launch choice, still beats the plan as planned with its
+  // own, in alternating runs (which sets `planned`'s launch choice too).
+  bool keep_changes(const std::shared_ptr<plan::GpuPlan>& planned, const std::shared_ptr<plan::GpuPlan>& changed,
+                    const std::string& model_name) {
+    choose_step_overlap(planned, model_name);
+    try {
+      std::vector<double> as_planned, as_changed;
+      for (int r = 0; r < 3; ++r) {
+        as_planned.push_back(time_plan_us(*planned, model_name));
+        as_changed.push_back(time_plan_us(*changed, model_name));
+      }
+      const double planned_us = gpu::median(as_planned), changed_us = gpu::median(as_changed);
+      return changed_us < planned_us - std::max(0.25, 0.004 * planned_us);
+    } catch (const std::exception& e) {
+      cudaGetLastError();
+      log().warn("'{}': timing the plan's changes failed ({}); they stay", model_name, e.what());
+      return true;
+    }
   }
 
   // Which steps launch without overlapping the step before (measure_step_overlap), from the cache when this
