@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+
+#include "core/error.hpp"
+#include "plan/memory_plan.hpp"
+
 namespace cnnrt::plan {
 
 namespace {
@@ -49,6 +55,80 @@ std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool 
   for (const std::string& note : plan.notes) text += "  note: " + note + "\n";
   (void)graph;
   return text;
+}
+
+void place_arena(GpuPlan& plan) {
+  // Per slot: the buffer it lies in (itself, or the outermost Concat output) and its offset there. That buffer
+  // lives from the first write of any of its blocks to the last read.
+  const size_t n_slots = plan.slots.size();
+  std::vector<int> buffer_of(n_slots);
+  std::vector<int64_t> offset_in_buffer(n_slots, 0);
+  for (size_t s = 0; s < n_slots; ++s) {
+    int at = static_cast<int>(s);
+    for (; plan.slots[at].within >= 0; at = plan.slots[at].within) offset_in_buffer[s] += plan.slots[at].within_offset;
+    buffer_of[s] = at;
+  }
+  std::vector<int> first(n_slots, INT_MAX), last(n_slots, -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (const auto* list : {&plan.steps[i].inputs, &plan.steps[i].outputs}) {
+      for (int s : *list) {
+        const int buffer = buffer_of[s];
+        first[buffer] = std::min(first[buffer], static_cast<int>(i));
+        last[buffer] = std::max(last[buffer], static_cast<int>(i));
+      }
+    }
+  }
+  std::vector<int> arena_ids;
+  std::vector<BufferLifetime> lifetimes;
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (plan.slots[s].kind != SlotKind::Arena || buffer_of[s] != static_cast<int>(s) || last[s] < 0) continue;
+    arena_ids.push_back(static_cast<int>(s));
+    lifetimes.push_back({plan.slots[s].bytes, first[s], last[s]});
+  }
+  const ArenaPlan arena = plan_arena(lifetimes);
+  for (size_t k = 0; k < arena_ids.size(); ++k) plan.slots[arena_ids[k]].offset = arena.offsets[k];
+  for (size_t s = 0; s < n_slots; ++s) {
+    const int buffer = buffer_of[s];
+    if (buffer != static_cast<int>(s)) plan.slots[s].offset = plan.slots[buffer].offset + offset_in_buffer[s];
+  }
+  plan.arena_bytes = arena.arena_bytes;
+  plan.activation_bytes = arena.sum_bytes;
+}
+
+GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes) {
+  GpuPlan out = plan;
+  std::vector<bool> unfuse(plan.steps.size(), false), changed(plan.steps.size(), false);
+  for (const StepChange& c : changes) {
+    CNNRT_CHECK(c.step >= 0 && static_cast<size_t>(c.step) < plan.steps.size() && !changed[c.step],
+                ErrorCode::Internal, "change_steps: step {} of {} (or changed twice)", c.step, plan.steps.size());
+    changed[c.step] = true;
+    Step& step = out.steps[c.step];
+    if (c.kernel == StepChange::kUnfuse) {
+      CNNRT_CHECK(step.replaced && !step.replaced->empty(), ErrorCode::Internal,
+                  "change_steps: step {} ({}) is not a fused step", c.step, step.label);
+      unfuse[c.step] = true;
+      continue;
+    }
+    CNNRT_CHECK(c.kernel >= 0 && static_cast<size_t>(c.kernel) < step.alternatives.size(), ErrorCode::Internal,
+                "change_steps: step {} ({}) has no other kernel {}", c.step, step.label, c.kernel);
+    const StepKernel k = step.alternatives[static_cast<size_t>(c.kernel)];
+    step.kernel = k.kernel;
+    step.config = k.config.empty() ? "chosen in the whole plan" : k.config + ", chosen in the whole plan";
+    step.launch = k.launch;
+    step.launch_from_host = k.launch_from_host;
+    step.signals_done = k.signals_done;
+  }
+  std::vector<Step> steps;
+  for (size_t i = 0; i < out.steps.size(); ++i) {
+    if (!unfuse[i]) {
+      steps.push_back(std::move(out.steps[i]));
+    } else {
+      steps.insert(steps.end(), out.steps[i].replaced->begin(), out.steps[i].replaced->end());
+    }
+  }
+  out.steps = std::move(steps);
+  place_arena(out);
+  return out;
 }
 
 }  // namespace cnnrt::plan
