@@ -17,6 +17,8 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -522,6 +524,19 @@ std::mutex& search_lock() {
 // A change is kept only when it gains more than run-to-run noise.
 double search_margin(double us) { return std::max(0.25, 0.004 * us); }
 
+// The non-blocking stream a whole-plan search times on, destroyed with it.
+class SearchStream {
+ public:
+  SearchStream() { CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~SearchStream() { cudaStreamDestroy(stream_); }
+  SearchStream(const SearchStream&) = delete;
+  SearchStream& operator=(const SearchStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 // measure_step_overlap's search (gpu_executor.hpp), which leaves the steps' flags as they were at a throw.
 OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
   constexpr int kSamples = 15;           // single runs a measurement (their median)
@@ -536,12 +551,8 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   auto prepared = std::make_shared<plan::Prepared>();
   prepared->graph.model_name = model_name;
   prepared->gpu_plan = plan;
-  cudaStream_t stream = nullptr;
-  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } guard{stream};
+  const SearchStream owned;
+  const cudaStream_t stream = owned.get();
   GpuExecutor executor(prepared, stream, /*use_graphs=*/true);
   executor.bind_random_inputs();
 
@@ -602,33 +613,42 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   return choice;
 }
 
-// The plan with `changes` made, timed in an executor of its own: the median of `samples` single runs.
-double time_changed(const plan::GpuPlan& planned, const std::vector<plan::StepChange>& changes,
-                    const std::string& model_name, cudaStream_t stream, int samples) {
+constexpr int kPlanSamples = 15;  // single runs a measurement of a whole plan (their median)
+
+// `plan` as it stands, timed in an executor of its own on random inputs: the median of kPlanSamples single runs.
+double time_plan(const std::shared_ptr<const plan::GpuPlan>& plan, const std::string& model_name,
+                 cudaStream_t stream) {
   auto prepared = std::make_shared<plan::Prepared>();
   prepared->graph.model_name = model_name;
-  prepared->gpu_plan = std::make_shared<plan::GpuPlan>(plan::change_steps(planned, changes));
+  prepared->gpu_plan = plan;
   GpuExecutor executor(prepared, stream, /*use_graphs=*/true);
   executor.bind_random_inputs();
-  return executor.median_single_run_us(samples);
+  return executor.median_single_run_us(kPlanSamples);
+}
+
+// `a` and `b` timed in turn `rounds` times: the median of each one's times.
+std::pair<double, double> time_alternating(const std::shared_ptr<const plan::GpuPlan>& a,
+                                           const std::shared_ptr<const plan::GpuPlan>& b,
+                                           const std::string& model_name, cudaStream_t stream, int rounds) {
+  std::vector<double> as_a, as_b;
+  for (int r = 0; r < rounds; ++r) {
+    as_a.push_back(time_plan(a, model_name, stream));
+    as_b.push_back(time_plan(b, model_name, stream));
+  }
+  return {gpu::median(as_a), gpu::median(as_b)};
 }
 
 }  // namespace
 
-double time_plan_us(const plan::GpuPlan& plan, const std::string& model_name) {
-  constexpr int kSamples = 15;
+std::pair<double, double> time_plans_alternating(const plan::GpuPlan& a, const plan::GpuPlan& b,
+                                                 const std::string& model_name) {
   const std::lock_guard<std::mutex> lock(search_lock());
-  cudaStream_t stream = nullptr;
-  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } guard{stream};
-  return time_changed(plan, {}, model_name, stream, kSamples);
+  const SearchStream owned;
+  return time_alternating(std::make_shared<const plan::GpuPlan>(a), std::make_shared<const plan::GpuPlan>(b),
+                          model_name, owned.get(), 3);
 }
 
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes) {
-  constexpr int kSamples = 15;        // single runs a measurement (their median)
   constexpr double kMaxRunUs = 2000;  // longer runs: a step's few microseconds are noise there
   constexpr double kBudgetUs = 3.0e6; // GPU time the search may take
   constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // each trial allocates an arena of its own
@@ -642,44 +662,44 @@ PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& mo
   }
   if (options.empty() || plan.arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
   const std::lock_guard<std::mutex> lock(search_lock());
-  cudaStream_t stream = nullptr;
-  CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } guard{stream};
+  const SearchStream owned;
+  const cudaStream_t stream = owned.get();
   double spent_us = 0;
-  const auto time = [&](const std::vector<plan::StepChange>& changes) {
-    const double us = time_changed(plan, changes, model_name, stream, kSamples);
-    spent_us += us * (kSamples + 2);
+  const auto time = [&](const std::shared_ptr<const plan::GpuPlan>& p) {
+    const double us = time_plan(p, model_name, stream);
+    spent_us += us * (kPlanSamples + 2);
     return us;
   };
+  const auto planned = std::make_shared<const plan::GpuPlan>(plan);
   std::vector<plan::StepChange> best;
-  double best_us = time(best);
+  std::shared_ptr<const plan::GpuPlan> best_plan = planned;
+  double best_us = time(best_plan);
   choice.planned_us = choice.chosen_us = best_us;
-  choice.measured = best_us <= kMaxRunUs && best_us * (kSamples + 2) * double(options.size() + 7) <= kBudgetUs;
+  choice.measured = best_us <= kMaxRunUs && best_us * (kPlanSamples + 2) * double(options.size() + 7) <= kBudgetUs;
   if (!choice.measured) return choice;
   // One pass, first step to last, each option in turn against the best so far (an option replaces the change its
   // step has): kept where the network got faster in three alternating measurements (and its arena stays within
   // what the plan may take).
   for (const plan::StepChange& option : options) {
-    if (spent_us + 3 * best_us * (kSamples + 2) > kBudgetUs) break;
+    if (spent_us + 3 * best_us * (kPlanSamples + 2) > kBudgetUs) break;
     std::vector<plan::StepChange> trial;
     for (const plan::StepChange& c : best) {
       if (c.step != option.step) trial.push_back(c);
     }
     trial.push_back(option);
-    if (plan::change_steps(plan, trial).arena_bytes > max_arena_bytes) continue;
-    const double us = time(trial);
+    auto trial_plan = std::make_shared<const plan::GpuPlan>(plan::change_steps(plan, trial));
+    if (trial_plan->arena_bytes > max_arena_bytes) continue;
+    const double us = time(trial_plan);
     if (us >= best_us - search_margin(best_us)) continue;
     std::vector<double> as_best = {best_us}, as_trial = {us};
     for (int r = 0; r < 2; ++r) {
-      as_best.push_back(time(best));
-      as_trial.push_back(time(trial));
+      as_best.push_back(time(best_plan));
+      as_trial.push_back(time(trial_plan));
     }
     const double best_median = gpu::median(as_best), trial_median = gpu::median(as_trial);
     if (trial_median < best_median - search_margin(best_median)) {
       best = std::move(trial);
+      best_plan = std::move(trial_plan);
       best_us = trial_median;
     } else {
       best_us = best_median;
@@ -687,13 +707,7 @@ PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& mo
   }
   if (best.empty()) return choice;
   // The winner against the plan as planned once more, alternating, so that a lucky sample does not decide.
-  std::vector<double> planned, chosen;
-  for (int r = 0; r < 3; ++r) {
-    planned.push_back(time({}));
-    chosen.push_back(time(best));
-  }
-  choice.planned_us = gpu::median(planned);
-  choice.chosen_us = gpu::median(chosen);
+  std::tie(choice.planned_us, choice.chosen_us) = time_alternating(planned, best_plan, model_name, stream, 3);
   if (choice.chosen_us < choice.planned_us - search_margin(choice.planned_us)) {
     std::sort(best.begin(), best.end(),
               [](const plan::StepChange& a, const plan::StepChange& b) { return a.step < b.step; });

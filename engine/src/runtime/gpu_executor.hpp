@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/gpu_plan.hpp"
@@ -56,9 +57,10 @@ struct PlanChoice {
 };
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes);
 
-// The median GPU time of single runs of `plan` as it stands (its steps' launch choices too), in an executor of its
-// own on random inputs, as measure_plan_choices times its trials.
-double time_plan_us(const plan::GpuPlan& plan, const std::string& model_name);
+// Two plans as they stand (their steps' launch choices too), timed in turn three times, each run in an executor of
+// its own on random inputs as measure_plan_choices times its trials: the median GPU time of a run of each.
+std::pair<double, double> time_plans_alternating(const plan::GpuPlan& a, const plan::GpuPlan& b,
+                                                 const std::string& model_name);
 
 // Sets the steps' `overlap` from a choice (a cached one): every step overlaps but those listed.
 void apply_step_overlap(plan::GpuPlan& plan, const std::vector<int>& plain_steps);

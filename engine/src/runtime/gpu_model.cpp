@@ -13,7 +13,6 @@
 #include "core/log.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
-#include "gpu/graph_timing.hpp"
 #include "gpu/weight_store.hpp"
 #include "kernels/launch.cuh"
 #include "plan/gpu/planner.hpp"
@@ -38,16 +37,22 @@ bool plan_tuning_off() {
   return v && std::strcmp(v, "0") != 0;
 }
 
+// The 64-bit FNV-1a hash of the texts mixed in, each ended by a newline: what the cache keys of whole-plan choices
+// carry to tell plans apart.
+struct PlanHash {
+  uint64_t value = 14695981039346656037ull;
+  void operator()(const std::string& text) {
+    for (const char c : text + "\n") {
+      value ^= static_cast<unsigned char>(c);
+      value *= 1099511628211ull;
+    }
+  }
+};
+
 // What identifies a plan's launch sequence for the cache: every step's nodes, kernel and output shape (not its
 // config text, which says whether its kernel was measured or came from the cache).
 std::string overlap_signature(const plan::GpuPlan& plan) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a
-  const auto mix = [&hash](const std::string& text) {
-    for (const char c : text + "\n") {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 1099511628211ull;
-    }
-  };
+  PlanHash mix;
   for (const plan::Step& s : plan.steps) {
     mix(s.label);
     mix(s.kernel);
@@ -55,19 +60,13 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
   }
   // v2: the search of measure_step_overlap; a change to it (or to where kernels release the next grid)
   // bumps this, so that choices it made before are measured again.
-  return fmt::format("launch-overlap-v2|{} steps|{:016x}", plan.steps.size(), hash);
+  return fmt::format("launch-overlap-v2|{} steps|{:016x}", plan.steps.size(), mix.value);
 }
 
 // What identifies a plan's options for the whole-plan search, for the cache: every step's nodes, kernel and output
 // shape, its other kernels, and the steps a fused step replaced. The key names the steps with options.
 std::string plan_choices_signature(const plan::GpuPlan& plan) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a
-  const auto mix = [&hash](const std::string& text) {
-    for (const char c : text + "\n") {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 1099511628211ull;
-    }
-  };
+  PlanHash mix;
   const auto mix_step = [&mix](const plan::Step& s) {
     mix(fmt::format("{}|{}|{}", s.label, s.kernel, fmt::join(s.output_shape, "x")));
   };
@@ -82,7 +81,7 @@ std::string plan_choices_signature(const plan::GpuPlan& plan) {
     for (const plan::Step& r : *s.replaced) mix_step(r);
   }
   return fmt::format("plan-choices-v1|{} steps|fused {}|other kernels {}|{:016x}", plan.steps.size(),
-                     fmt::join(fused, ","), fmt::join(other, ","), hash);
+                     fmt::join(fused, ","), fmt::join(other, ","), mix.value);
 }
 
 // A cached search result, "changed:3=steps,7=1" (step 3 as the steps it replaced, step 7 by its other kernel 1;
@@ -278,12 +277,7 @@ class GpuModelImpl final : public GpuModel {
                     const std::string& model_name) {
     choose_step_overlap(planned, model_name);
     try {
-      std::vector<double> as_planned, as_changed;
-      for (int r = 0; r < 3; ++r) {
-        as_planned.push_back(time_plan_us(*planned, model_name));
-        as_changed.push_back(time_plan_us(*changed, model_name));
-      }
-      const double planned_us = gpu::median(as_planned), changed_us = gpu::median(as_changed);
+      const auto [planned_us, changed_us] = time_plans_alternating(*planned, *changed, model_name);
       return changed_us < planned_us - std::max(0.25, 0.004 * planned_us);
     } catch (const std::exception& e) {
       cudaGetLastError();
