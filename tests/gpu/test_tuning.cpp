@@ -46,12 +46,45 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
+// A tuning cache in a fresh temporary folder, removed with it.
+struct TempCache {
+  explicit TempCache(const std::string& prefix) {
+    std::string name = "/tmp/" + prefix + "_XXXXXX";
+    dir = mkdtemp(name.data());
+    file = (dir / "tuning.json").string();
+  }
+  ~TempCache() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path dir;
+  std::string file;
+};
+
+// Whether a whole-plan choice is measured here: compute capability 9.0 or later (programmatic dependent launch,
+// the kernels whose options the tests rely on), and `switch_off` (an environment variable) not set.
+bool whole_plan_measured(const char* switch_off) {
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  const char* off = std::getenv(switch_off);
+  return major >= 9 && !(off && std::string(off) != "0");
+}
+
+// A random input of batch 1 for `model`'s first input (other extents left open become 9).
+Tensor batch1_input(const Model& model, uint32_t seed) {
+  std::vector<int64_t> shape = model.inputs()[0].shape;
+  shape[0] = 1;
+  int64_t count = 1;
+  for (int64_t& d : shape) count *= (d = d < 0 ? 9 : d);
+  return Tensor{shape, random_floats(static_cast<size_t>(count), seed)};
+}
+
 }  // namespace
 
 TEST_CASE("tuning cache: a second load measures nothing; another kernel set is measured again") {
-  char name[] = "/tmp/cnnrt_tuning_XXXXXX";
-  const fs::path dir = mkdtemp(name);
-  const std::string cache = (dir / "tuning.json").string();
+  const TempCache temp("cnnrt_tuning");
+  const std::string& cache = temp.file;
   for (int64_t batch : {1, 64}) {
     CAPTURE(batch);
     const std::string first = plan_with_cache(cache, batch);
@@ -112,22 +145,15 @@ TEST_CASE("tuning cache: a second load measures nothing; another kernel set is m
   const std::string stale = plan_with_cache(cache, 1);
   CHECK_MESSAGE(count(stale, "measured") > 0, stale);
   CHECK_MESSAGE(count(stale, "cache") == 0, stale);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("launch overlap: measured on the whole plan once, then from the cache; the outputs stay right") {
-  int device = 0, major = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
-  const char* off = std::getenv("CNNRT_NO_LAUNCH_TUNING");
-  if (major < 9 || (off && std::string(off) != "0")) {
+  if (!whole_plan_measured("CNNRT_NO_LAUNCH_TUNING")) {
     MESSAGE("no programmatic dependent launch here (or CNNRT_NO_LAUNCH_TUNING is set): nothing is measured");
     return;
   }
-  char name[] = "/tmp/cnnrt_overlap_XXXXXX";
-  const fs::path dir = mkdtemp(name);
-  const std::string cache = (dir / "tuning.json").string();
+  const TempCache temp("cnnrt_overlap");
+  const std::string& cache = temp.file;
   const std::string path = repo_path("tests/data/resnet_basic_block_opset13/model.onnx");
   Options options;
   options.device = Device::Gpu;
@@ -155,29 +181,18 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   const Model cpu = Model::load(path, cpu_options);
-  std::vector<int64_t> shape = first.inputs()[0].shape;
-  shape[0] = 1;
-  int64_t count = 1;
-  for (int64_t& d : shape) count *= (d = d < 0 ? 9 : d);
-  const Tensor input{shape, random_floats(static_cast<size_t>(count), 77)};
+  const Tensor input = batch1_input(first, 77);
   const Tensor want = Context(cpu).run({input})[0];
   CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps run as theirs, outputs stay right") {
-  int device = 0, major = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
-  const char* off = std::getenv("CNNRT_NO_PLAN_TUNING");
-  if (major < 9 || (off && std::string(off) != "0")) {
+  if (!whole_plan_measured("CNNRT_NO_PLAN_TUNING")) {
     MESSAGE("the LeNet chain kernel needs compute capability 9.0 (or CNNRT_NO_PLAN_TUNING is set): nothing fused");
     return;
   }
-  char name[] = "/tmp/cnnrt_plan_choices_XXXXXX";
-  const fs::path dir = mkdtemp(name);
-  const std::string cache = (dir / "tuning.json").string();
+  const TempCache temp("cnnrt_plan_choices");
+  const std::string& cache = temp.file;
   const std::string path = repo_path("models/fashion_lenet.onnx");
   Options options;
   options.device = Device::Gpu;
@@ -215,17 +230,11 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   const Model cpu = Model::load(path, cpu_options);
-  std::vector<int64_t> shape = first.inputs()[0].shape;
-  shape[0] = 1;
-  int64_t count = 1;
-  for (int64_t& d : shape) count *= (d = d < 0 ? 9 : d);
-  const Tensor input{shape, random_floats(static_cast<size_t>(count), 78)};
+  const Tensor input = batch1_input(first, 78);
   const Tensor want = Context(cpu).run({input})[0];
   const Tensor got_fused = Context(first).run({input})[0];
   CHECK(max_rel_error(got_fused, want) < 1e-4);
   for (int r = 0; r < 2; ++r) CHECK(max_rel_error(Context(unfused).run({input})[0], want) < 1e-4);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 // The reference runs first and checks the others. An oracle reference (a family's plain direct kernel) is
