@@ -137,3 +137,44 @@ TEST_CASE("change_steps: a fused step's own steps in its place, their tensors pl
   CHECK_THROWS_AS(change_steps(plan, {{0, 1}}), cnnrt::Error);                          // no other kernel 1
   CHECK_THROWS_AS(change_steps(plan, {{0, 0}, {0, StepChange::kUnfuse}}), cnnrt::Error);  // step 0 twice
 }
+
+TEST_CASE("change_steps: steps that won alone against a fusion run as its one launch") {
+  GpuPlan plan;
+  Slot input;
+  input.kind = SlotKind::Input;
+  input.bytes = 4096;
+  Slot output;
+  output.kind = SlotKind::Output;
+  output.bytes = 1024;
+  plan.slots = {input, arena_slot(4096), arena_slot(4096, 4, 0), arena_slot(4096, 4, 4096), arena_slot(8192),
+                arena_slot(2048), output};
+  plan.steps = {step_of("conv", {0}, {1}), step_of("left", {1}, {2}), step_of("right", {1}, {3}),
+                step_of("pointwise", {4}, {5}), step_of("fc", {5}, {6})};
+  Step fused = step_of("left+right+pointwise", {1}, {5});
+  fused.kernel = "wgr_pw";
+  fused.replaced = std::make_shared<const std::vector<Step>>(plan.steps.begin() + 1, plan.steps.begin() + 4);
+  plan.steps[1].fused = std::make_shared<const Step>(fused);
+  place_arena(plan);
+  CHECK(change_span(plan, {1, StepChange::kFuse}) == 3);
+  CHECK(change_span(plan, {0, StepChange::kFuse}) == 0);
+  CHECK(change_span(plan, {1, StepChange::kUnfuse}) == 0);
+
+  const GpuPlan one = change_steps(plan, {{1, StepChange::kFuse}});
+  REQUIRE(one.steps.size() == 3);
+  CHECK(one.steps[1].kernel == "wgr_pw");
+  CHECK(one.steps[2].label == "fc");
+  CHECK(one.arena_bytes == 4096 + 2048);  // the Concat's blocks are no one's any more
+  CHECK(one.arena_bytes < plan.arena_bytes);
+  // Run as one launch, the fused step can be unfused again (what a cached choice on that plan would do).
+  CHECK(change_steps(one, {{1, StepChange::kUnfuse}}).steps.size() == 5);
+
+  // No two changes may cover one step; a fusion whose steps are no longer there is refused.
+  StepKernel other;
+  other.kernel = "other";
+  plan.steps[2].alternatives = {other};
+  CHECK_THROWS_AS(change_steps(plan, {{1, StepChange::kFuse}, {2, 0}}), cnnrt::Error);
+  CHECK(change_steps(plan, {{2, 0}}).steps[2].kernel == "other");
+  plan.steps[3].label = "something else";
+  CHECK(change_span(plan, {1, StepChange::kFuse}) == 0);
+  CHECK_THROWS_AS(change_steps(plan, {{1, StepChange::kFuse}}), cnnrt::Error);
+}

@@ -206,7 +206,7 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
   const std::string note = "changed in the whole plan, which runs faster so (";
   const std::string text = read(cache);
   std::smatch key;
-  const std::regex entry(R"re("([^"]*plan-choices-v1\|(\d+) steps\|fused ([0-9,]+)\|[^"]*)")re");
+  const std::regex entry(R"re("([^"]*plan-choices-v2\|(\d+) steps\|fused ([0-9,]+)\|[^"]*)")re");
   REQUIRE_MESSAGE(std::regex_search(text, key, entry), text);
   const int planned_steps = std::stoi(key[2].str());
   const std::string fused = key[3].str();
@@ -235,6 +235,61 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
   const Tensor got_fused = Context(first).run({input})[0];
   CHECK(max_rel_error(got_fused, want) < 1e-4);
   for (int r = 0; r < 2; ++r) CHECK(max_rel_error(Context(unfused).run({input})[0], want) < 1e-4);
+}
+
+// MobileNet v2 at batch 1 has every kind of option: fused blocks, convolutions with close runner-ups, and where
+// the steps won alone, fusions offered. Each kind applied from a rewritten cache entry, all at once: the plan says
+// so, and its outputs match the CPU backend's.
+TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, every fusion offered: outputs right") {
+  int device = 0, major = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  const char* off = std::getenv("CNNRT_NO_PLAN_TUNING");
+  if (major < 9 || (off && std::string(off) != "0")) {
+    MESSAGE("not on compute capability 9.0 (or CNNRT_NO_PLAN_TUNING is set): the options differ");
+    return;
+  }
+  char name[] = "/tmp/cnnrt_plan_options_XXXXXX";
+  const fs::path dir = mkdtemp(name);
+  const std::string cache = (dir / "tuning.json").string();
+  const std::string path = repo_path("models/zoo/mobilenet_v2/model.onnx");
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning_cache = cache;
+  options.batch_sizes = {1};
+  Model::load(path, options);
+  const std::string text = read(cache);
+  std::smatch key;
+  const std::regex entry(
+      R"re("([^"]*plan-choices-v2\|\d+ steps\|fused ([0-9,]*)\|other kernels ([0-9,]*)\|fusions ([0-9,]*)\|[^"]*)")re");
+  REQUIRE_MESSAGE(std::regex_search(text, key, entry), text);
+  const std::string fused = key[2].str(), other = key[3].str(), fusions = key[4].str();
+  CHECK(!fused.empty());
+  CHECK(!other.empty());
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu = Model::load(path, cpu_options);
+  const Tensor input{{1, 3, 96, 96}, random_floats(3 * 96 * 96, 79)};
+  const Tensor want = Context(cpu).run({input})[0];
+  const auto each = [](const std::string& list, const std::string& as) {
+    return std::regex_replace(list, std::regex("(\\d+)"), "$1=" + as);
+  };
+  const std::vector<std::pair<std::string, std::string>> rewrites = {
+      {"as their steps", each(fused, "steps")}, {"runner-ups", each(other, "0")}, {"fusions", each(fusions, "fused")}};
+  for (const auto& [what, changes] : rewrites) {
+    if (changes.empty()) continue;
+    CAPTURE(what);
+    nlohmann::json doc = nlohmann::json::parse(text);
+    doc["entries"][key[1].str()]["kernel"] = "changed:" + changes;
+    std::ofstream(cache) << doc.dump();
+    const Model changed = Model::load(path, options);
+    const std::string plan = changed.describe_plan(1);
+    INFO(plan);
+    CHECK(plan.find("changed in the whole plan, which runs faster so (cache") != std::string::npos);
+    CHECK(relative_error(Context(changed).run({input})[0].data, want.data) < 1e-5);  // the planner's own bound
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 // The reference runs first and checks the others. An oracle reference (a family's plain direct kernel) is

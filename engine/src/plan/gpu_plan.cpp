@@ -95,35 +95,61 @@ void place_arena(GpuPlan& plan) {
   plan.activation_bytes = arena.sum_bytes;
 }
 
+size_t change_span(const GpuPlan& plan, const StepChange& change) {
+  if (change.step < 0 || static_cast<size_t>(change.step) >= plan.steps.size()) return 0;
+  const size_t at = static_cast<size_t>(change.step);
+  const Step& step = plan.steps[at];
+  if (change.kernel == StepChange::kUnfuse) return step.replaced && !step.replaced->empty() ? 1 : 0;
+  if (change.kernel >= 0) return static_cast<size_t>(change.kernel) < step.alternatives.size() ? 1 : 0;
+  if (change.kernel != StepChange::kFuse || !step.fused || !step.fused->replaced) return 0;
+  const std::vector<Step>& replaced = *step.fused->replaced;
+  if (replaced.empty() || at + replaced.size() > plan.steps.size()) return 0;
+  for (size_t k = 0; k < replaced.size(); ++k) {
+    if (plan.steps[at + k].label != replaced[k].label || plan.steps[at + k].kernel != replaced[k].kernel) return 0;
+  }
+  return replaced.size();
+}
+
 GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes) {
   GpuPlan out = plan;
-  std::vector<bool> unfuse(plan.steps.size(), false), changed(plan.steps.size(), false);
-  for (const StepChange& c : changes) {
-    CNNRT_CHECK(c.step >= 0 && static_cast<size_t>(c.step) < plan.steps.size() && !changed[c.step],
-                ErrorCode::Internal, "change_steps: step {} of {} (or changed twice)", c.step, plan.steps.size());
-    changed[c.step] = true;
-    Step& step = out.steps[c.step];
-    if (c.kernel == StepChange::kUnfuse) {
-      CNNRT_CHECK(step.replaced && !step.replaced->empty(), ErrorCode::Internal,
-                  "change_steps: step {} ({}) is not a fused step", c.step, step.label);
-      unfuse[c.step] = true;
-      continue;
+  // Per step: the change whose span starts there (-1: none), and whether a change covers it.
+  std::vector<int> starts(plan.steps.size(), -1);
+  std::vector<bool> covered(plan.steps.size(), false);
+  for (size_t n = 0; n < changes.size(); ++n) {
+    const StepChange& c = changes[n];
+    const size_t span = change_span(plan, c);
+    CNNRT_CHECK(span > 0, ErrorCode::Internal, "change_steps: step {} of {} has no change {}", c.step,
+                plan.steps.size(), c.kernel);
+    for (size_t k = 0; k < span; ++k) {
+      CNNRT_CHECK(!covered[static_cast<size_t>(c.step) + k], ErrorCode::Internal,
+                  "change_steps: two changes cover step {}", static_cast<size_t>(c.step) + k);
+      covered[static_cast<size_t>(c.step) + k] = true;
     }
-    CNNRT_CHECK(c.kernel >= 0 && static_cast<size_t>(c.kernel) < step.alternatives.size(), ErrorCode::Internal,
-                "change_steps: step {} ({}) has no other kernel {}", c.step, step.label, c.kernel);
-    const StepKernel k = step.alternatives[static_cast<size_t>(c.kernel)];
-    step.kernel = k.kernel;
-    step.config = k.config.empty() ? "chosen in the whole plan" : k.config + ", chosen in the whole plan";
-    step.launch = k.launch;
-    step.launch_from_host = k.launch_from_host;
-    step.signals_done = k.signals_done;
+    starts[static_cast<size_t>(c.step)] = static_cast<int>(n);
   }
   std::vector<Step> steps;
-  for (size_t i = 0; i < out.steps.size(); ++i) {
-    if (!unfuse[i]) {
-      steps.push_back(std::move(out.steps[i]));
+  for (size_t i = 0; i < plan.steps.size();) {
+    if (starts[i] < 0) {
+      steps.push_back(std::move(out.steps[i++]));
+      continue;
+    }
+    const StepChange& c = changes[static_cast<size_t>(starts[i])];
+    Step& step = out.steps[i];
+    if (c.kernel == StepChange::kUnfuse) {
+      steps.insert(steps.end(), step.replaced->begin(), step.replaced->end());
+      ++i;
+    } else if (c.kernel == StepChange::kFuse) {
+      steps.push_back(*step.fused);
+      i += step.fused->replaced->size();
     } else {
-      steps.insert(steps.end(), out.steps[i].replaced->begin(), out.steps[i].replaced->end());
+      const StepKernel k = step.alternatives[static_cast<size_t>(c.kernel)];
+      step.kernel = k.kernel;
+      step.config = k.config.empty() ? "chosen in the whole plan" : k.config + ", chosen in the whole plan";
+      step.launch = k.launch;
+      step.launch_from_host = k.launch_from_host;
+      step.signals_done = k.signals_done;
+      steps.push_back(std::move(step));
+      ++i;
     }
   }
   out.steps = std::move(steps);

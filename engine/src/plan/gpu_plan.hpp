@@ -97,6 +97,9 @@ struct Step {
   // planner measured it against. The whole network may run faster with them (runtime::measure_fusions).
   std::shared_ptr<const std::vector<Step>> replaced;
   std::vector<StepKernel> alternatives;
+  // The first of steps that won alone against fusing them: the fastest fused launch measured close to them (its
+  // `replaced` are this step and the ones after it), which the whole network may run faster.
+  std::shared_ptr<const Step> fused;
 };
 
 struct GpuPlan {
@@ -116,15 +119,21 @@ struct GpuPlan {
 void place_arena(GpuPlan& plan);
 
 // A change the whole-plan search (runtime::measure_plan_choices) makes to step `step`: another of its kernels
-// (Step::alternatives[kernel]), or with kernel -1 (kUnfuse) the steps it replaced (Step::replaced).
+// (Step::alternatives[kernel]); with kernel kUnfuse the steps it replaced (Step::replaced); with kFuse one launch
+// for it and the steps after it (Step::fused).
 struct StepChange {
   static constexpr int kUnfuse = -1;
+  static constexpr int kFuse = -2;
   int step = 0;
   int kernel = kUnfuse;
 };
 
-// `plan` with `changes` made (indices of `plan`'s steps, one change a step at most), the arena placed anew. Throws
-// where a change names no step, no alternative kernel or no fused step.
+// How many of `plan`'s steps a change covers from its step: a fusion's span, else 1; 0 where it cannot be made
+// (no fused launch there, or the steps from there are not the ones it replaces).
+size_t change_span(const GpuPlan& plan, const StepChange& change);
+
+// `plan` with `changes` made (indices of `plan`'s steps, no two covering one step), the arena placed anew. Throws
+// where a change names no step, no alternative kernel, no fused step or no fusion that fits.
 GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes);
 
 std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain);

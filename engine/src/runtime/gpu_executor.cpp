@@ -653,13 +653,20 @@ PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& mo
   constexpr double kBudgetUs = 3.0e6; // GPU time the search may take
   constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // each trial allocates an arena of its own
   PlanChoice choice;
-  // Every change to try, step by step: its other kernels, then its replaced steps.
+  // Every change to try, step by step: its other kernels, its replaced steps, one launch for it and the next ones.
   std::vector<plan::StepChange> options;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const plan::Step& step = plan.steps[i];
     for (size_t k = 0; k < step.alternatives.size(); ++k) options.push_back({static_cast<int>(i), static_cast<int>(k)});
-    if (step.replaced && !step.replaced->empty()) options.push_back({static_cast<int>(i), plan::StepChange::kUnfuse});
+    for (const int kind : {plan::StepChange::kUnfuse, plan::StepChange::kFuse}) {
+      if (plan::change_span(plan, {static_cast<int>(i), kind}) > 0) options.push_back({static_cast<int>(i), kind});
+    }
   }
+  // Whether two changes cover a step in common.
+  const auto overlap = [&plan](const plan::StepChange& a, const plan::StepChange& b) {
+    return a.step < b.step + static_cast<int>(plan::change_span(plan, b)) &&
+           b.step < a.step + static_cast<int>(plan::change_span(plan, a));
+  };
   if (options.empty() || plan.arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
   const std::lock_guard<std::mutex> lock(search_lock());
   const SearchStream owned;
@@ -677,14 +684,14 @@ PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& mo
   choice.planned_us = choice.chosen_us = best_us;
   choice.measured = best_us <= kMaxRunUs && best_us * (kPlanSamples + 2) * double(options.size() + 7) <= kBudgetUs;
   if (!choice.measured) return choice;
-  // One pass, first step to last, each option in turn against the best so far (an option replaces the change its
-  // step has): kept where the network got faster in three alternating measurements (and its arena stays within
-  // what the plan may take).
+  // One pass, first step to last, each option in turn against the best so far (an option replaces the changes that
+  // cover any of its steps): kept where the network got faster in three alternating measurements (and its arena
+  // stays within what the plan may take).
   for (const plan::StepChange& option : options) {
     if (spent_us + 3 * best_us * (kPlanSamples + 2) > kBudgetUs) break;
     std::vector<plan::StepChange> trial;
     for (const plan::StepChange& c : best) {
-      if (c.step != option.step) trial.push_back(c);
+      if (!overlap(c, option)) trial.push_back(c);
     }
     trial.push_back(option);
     auto trial_plan = std::make_shared<const plan::GpuPlan>(plan::change_steps(plan, trial));

@@ -64,28 +64,32 @@ std::string overlap_signature(const plan::GpuPlan& plan) {
 }
 
 // What identifies a plan's options for the whole-plan search, for the cache: every step's nodes, kernel and output
-// shape, its other kernels, and the steps a fused step replaced. The key names the steps with options.
+// shape, its other kernels, the steps a fused step replaced, and a fusion offered to steps that won alone. The key
+// names the steps with options.
 std::string plan_choices_signature(const plan::GpuPlan& plan) {
   PlanHash mix;
   const auto mix_step = [&mix](const plan::Step& s) {
     mix(fmt::format("{}|{}|{}", s.label, s.kernel, fmt::join(s.output_shape, "x")));
   };
-  std::vector<size_t> fused, other;
+  std::vector<size_t> fused, other, fusions;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const plan::Step& s = plan.steps[i];
     mix_step(s);
     for (const plan::StepKernel& k : s.alternatives) mix("or " + k.kernel);
+    if (s.fused) mix_step(*s.fused);
     if (!s.alternatives.empty()) other.push_back(i);
+    if (s.fused) fusions.push_back(i);
     if (!s.replaced) continue;
     fused.push_back(i);
     for (const plan::Step& r : *s.replaced) mix_step(r);
   }
-  return fmt::format("plan-choices-v1|{} steps|fused {}|other kernels {}|{:016x}", plan.steps.size(),
-                     fmt::join(fused, ","), fmt::join(other, ","), mix.value);
+  return fmt::format("plan-choices-v2|{} steps|fused {}|other kernels {}|fusions {}|{:016x}", plan.steps.size(),
+                     fmt::join(fused, ","), fmt::join(other, ","), fmt::join(fusions, ","), mix.value);
 }
 
-// A cached search result, "changed:3=steps,7=1" (step 3 as the steps it replaced, step 7 by its other kernel 1;
-// "changed:" for none); nullopt for anything else (an entry edited by hand, or written by another version).
+// A cached search result, "changed:3=steps,7=1,9=fused" (step 3 as the steps it replaced, step 7 by its other kernel
+// 1, steps 9 on in one launch; "changed:" for none); nullopt for anything else (an entry edited by hand, or written
+// by another version).
 std::optional<std::vector<plan::StepChange>> parse_changes(const std::string& text) {
   const std::string prefix = "changed:";
   if (text.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
@@ -99,6 +103,9 @@ std::optional<std::vector<plan::StepChange>> parse_changes(const std::string& te
     plan::StepChange c;
     c.step = static_cast<int>(step);
     if (std::strncmp(p, "steps", 5) == 0) {
+      end = const_cast<char*>(p + 5);
+    } else if (std::strncmp(p, "fused", 5) == 0) {
+      c.kernel = plan::StepChange::kFuse;
       end = const_cast<char*>(p + 5);
     } else {
       const long kernel = std::strtol(p, &end, 10);
@@ -116,6 +123,7 @@ std::string format_changes(const std::vector<plan::StepChange>& changes) {
   std::vector<std::string> parts;
   for (const plan::StepChange& c : changes) {
     parts.push_back(c.kernel == plan::StepChange::kUnfuse ? fmt::format("{}=steps", c.step)
+                    : c.kernel == plan::StepChange::kFuse ? fmt::format("{}=fused", c.step)
                                                           : fmt::format("{}={}", c.step, c.kernel));
   }
   return fmt::format("changed:{}", fmt::join(parts, ","));
@@ -204,7 +212,7 @@ class GpuModelImpl final : public GpuModel {
   // was measured on this device before. Only where measured choices are wanted (tuning on, no forced kernel) and
   // the plan runs as a CUDA graph.
   FoundChanges find_plan_changes(const plan::GpuPlan& plan, const std::string& model_name) {
-    const auto has_options = [](const plan::Step& s) { return s.replaced || !s.alternatives.empty(); };
+    const auto has_options = [](const plan::Step& s) { return s.replaced || s.fused || !s.alternatives.empty(); };
     FoundChanges found;
     if (!options_.tuning || !options_.cuda_graphs || !options_.force_kernel.empty() || plan_tuning_off() ||
         std::none_of(plan.steps.begin(), plan.steps.end(), has_options)) {
@@ -215,16 +223,14 @@ class GpuModelImpl final : public GpuModel {
     const std::optional<std::vector<plan::StepChange>> cached_changes =
         cached ? parse_changes(cached->kernel) : std::nullopt;
     const auto valid = [&plan](const std::vector<plan::StepChange>& changes) {
-      std::vector<bool> seen(plan.steps.size(), false);
+      std::vector<bool> covered(plan.steps.size(), false);
       for (const plan::StepChange& c : changes) {
-        if (c.step < 0 || static_cast<size_t>(c.step) >= plan.steps.size() || seen[static_cast<size_t>(c.step)]) {
-          return false;
+        const size_t span = plan::change_span(plan, c);
+        if (span == 0) return false;
+        for (size_t k = 0; k < span; ++k) {
+          if (covered[static_cast<size_t>(c.step) + k]) return false;
+          covered[static_cast<size_t>(c.step) + k] = true;
         }
-        seen[static_cast<size_t>(c.step)] = true;
-        const plan::Step& s = plan.steps[static_cast<size_t>(c.step)];
-        const bool runs = c.kernel == plan::StepChange::kUnfuse ? s.replaced != nullptr
-                                                                : static_cast<size_t>(c.kernel) < s.alternatives.size();
-        if (!runs) return false;
       }
       return true;
     };
@@ -262,9 +268,14 @@ class GpuModelImpl final : public GpuModel {
     std::vector<std::string> what;
     for (const plan::StepChange& c : found.choice.changes) {
       const plan::Step& s = plan.steps[static_cast<size_t>(c.step)];
-      what.push_back(c.kernel == plan::StepChange::kUnfuse
-                         ? fmt::format("{} as its {} steps", s.label, s.replaced->size())
-                         : fmt::format("{} by {}", s.label, s.alternatives[static_cast<size_t>(c.kernel)].kernel));
+      if (c.kernel == plan::StepChange::kUnfuse) {
+        what.push_back(fmt::format("{} as its {} steps", s.label, s.replaced->size()));
+      } else if (c.kernel == plan::StepChange::kFuse) {
+        what.push_back(fmt::format("{} steps from {} in one launch of {}", s.fused->replaced->size(), s.label,
+                                   s.fused->kernel));
+      } else {
+        what.push_back(fmt::format("{} by {}", s.label, s.alternatives[static_cast<size_t>(c.kernel)].kernel));
+      }
     }
     return fmt::format("changed in the whole plan, which runs faster so ({}: a run {:.1f} us, as planned {:.1f} us): "
                        "{}", found.how, found.choice.chosen_us, found.choice.planned_us, fmt::join(what, "; "));

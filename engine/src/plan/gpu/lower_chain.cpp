@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -195,8 +196,7 @@ std::string timing_text(const Choice& choice) {
 namespace {
 
 // The one step of the kernel `chosen` that replaces `steps`, the lowering of graph nodes `nodes` (in order;
-// `last` makes the output): it covers their ONNX nodes and counts their flops; the plan's note says so, with
-// the timings the choice was made on.
+// `last` makes the output): it covers their ONNX nodes and counts their flops.
 Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Node& last, const KernelCandidate& chosen,
                     const Choice& choice, const std::vector<Step>& steps, const std::vector<int>& in_slots,
                     int out_slot, const std::string& what, LowerContext& lc) {
@@ -213,8 +213,48 @@ Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Nod
   step.candidates = choice.timings;
   for (const Step& s : steps) step.flops += s.flops;
   step.replaced = std::make_shared<const std::vector<Step>>(steps);
-  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
   return step;
+}
+
+// Where the steps won alone: the fastest fused kernel measured close to them (as close_alternatives), its step
+// built by `make` and offered to the first of them (Step::fused) for the whole-plan check.
+void offer_fused(std::vector<Step>& steps, const Choice& choice, const std::vector<KernelCandidate>& candidates,
+                 const std::function<Step(const KernelCandidate&)>& make) {
+  if (steps.empty() || choice.timings.empty()) return;
+  const std::string& reference = candidates[choice.index].name;
+  double steps_us = -1;
+  for (const Candidate& t : choice.timings) {
+    if (t.kernel == reference) steps_us = t.median_us;
+  }
+  if (steps_us <= 0) return;
+  for (const Candidate& t : choice.timings) {  // fastest first
+    if (t.kernel == reference || t.median_us <= 0) continue;
+    if (t.median_us > steps_us * kCloseRatio + kCloseUs) return;
+    const auto c = std::find_if(candidates.begin(), candidates.end(),
+                                [&t](const KernelCandidate& k) { return k.name == t.kernel; });
+    if (c == candidates.end() || c->reference) continue;
+    steps.front().fused = std::make_shared<const Step>(make(*c));
+    return;
+  }
+}
+
+// The tuner's choice between fused kernels and the replay of `steps` (candidates[choice.index]): one step of the
+// winning kernel, built by `make`, with the kernels measured close to it as alternatives; or `steps` where they win,
+// the fastest close fused kernel offered to the first of them. The plan's note says which, with the timings.
+std::vector<Step> fused_or_steps(const Choice& choice, const std::vector<KernelCandidate>& candidates,
+                                 std::vector<Step> steps, const std::string& what, LowerContext& lc,
+                                 const std::function<Step(const KernelCandidate&)>& make,
+                                 const char* steps_note = "separate steps") {
+  const KernelCandidate& chosen = candidates[choice.index];
+  if (chosen.reference) {
+    lc.note(fmt::format("{}: {} ({})", what, steps_note, timing_text(choice)));
+    offer_fused(steps, choice, candidates, make);
+    return steps;
+  }
+  Step step = make(chosen);
+  step.alternatives = close_alternatives(choice, candidates);
+  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
+  return {std::move(step)};
 }
 
 // A dense layer's weights padded to whole float4s, as the kernels' bulk copies read them.
@@ -341,6 +381,7 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
   nodes.push_back(m.dense);
   nodes.insert(nodes.end(), m.tail.begin(), m.tail.end());
   Step step = replacing_step("ConvChain", nodes, last, chosen, choice, steps, {in_slot}, out_slot, what, lc);
+  lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
   step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats) +
                           double(d.a.g.F) * d.a.g.KH * d.a.g.KW + double(d.b.g.F) * d.b.g.C * d.b.g.KH * d.b.g.KW);
   for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.w.size());
@@ -428,19 +469,16 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   shapes.input_floats = {ir::numel(in_shape)};
   shapes.output_floats = ir::numel(output_shape(lc, last));
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
   std::vector<int> nodes = m.views;
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
-  Step step = replacing_step("DenseChain", nodes, last, chosen, choice, steps, {in_slot}, out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
-  for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
+    Step step = replacing_step("DenseChain", nodes, last, c, choice, replaced, {in_slot}, out_slot, what, lc);
+    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
+    for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
+    return step;
+  });
 }
 
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std::vector<Step> steps, LowerContext& lc) {
@@ -496,16 +534,13 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
                   d.channels, d.hidden, d.spatial, fc1.has_input(2), fc2.has_input(2), static_cast<int>(d.act),
                   d.act_alpha, d.act_beta, static_cast<int>(d.gate), d.gate_alpha, d.gate_beta);
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, chosen, choice, steps, {in_slot},
-                             out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
+    Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, c, choice, replaced, {in_slot},
+                               out_slot, what, lc);
+    step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
+    return step;
+  });
 }
 
 std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
@@ -583,18 +618,15 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   const std::string signature = "dw_pw [" + a.signature + "] [" + b.signature + "]" +
                                 (tr ? fmt::format(" shuffle {}", d.shuffle) : std::string());
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
   std::vector<int> nodes = shuffle ? shuffle->nodes() : std::vector<int>{m.dw};  // (a shuffle's ends at m.dw)
   nodes.push_back(m.pw);
-  Step step = replacing_step("DepthwisePointwise", nodes, pw, chosen, choice, steps, in_slots, out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
-                          double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
+    Step step = replacing_step("DepthwisePointwise", nodes, pw, c, choice, replaced, in_slots, out_slot, what, lc);
+    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
+                            double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
+    return step;
+  });
 }
 
 
@@ -609,19 +641,16 @@ std::vector<Step> choose_fused_conv(const kernels::ConvLayer& L, const float* w_
                                     const char* op, const std::vector<int>& nodes, const ir::Node& last,
                                     const std::string& what, std::vector<Step> steps, LowerContext& lc) {
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  std::vector<int> inputs = in_slots;
-  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "conv workspace"));
-  Step step = replacing_step(op, nodes, last, chosen, choice, steps, inputs, out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, chosen.workspace_floats});
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
-                          (L.residual ? double(L.conv_floats()) : 0.0));
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
+    std::vector<int> inputs = in_slots;
+    if (c.workspace_floats > 0) inputs.push_back(lc.workspace(c.workspace_floats * 4, "conv workspace"));
+    Step step = replacing_step(op, nodes, last, c, choice, replaced, inputs, out_slot, what, lc);
+    step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, c.workspace_floats});
+    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
+                            (L.residual ? double(L.conv_floats()) : 0.0));
+    return step;
+  });
 }
 
 }  // namespace
@@ -845,16 +874,13 @@ std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std:
   shapes.single_replays = true;
   const std::string signature = "conv_pw [" + first_signature + "] [" + b.signature + "]";
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: separate steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  Step step = replacing_step("ConvPointwise", m.nodes(), pw, chosen, choice, steps, in_slots, out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
-                          double(b.layer.out_floats()));
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
+    Step step = replacing_step("ConvPointwise", m.nodes(), pw, c, choice, replaced, in_slots, out_slot, what, lc);
+    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
+                            double(b.layer.out_floats()));
+    return step;
+  });
 }
 
 namespace {
@@ -996,16 +1022,16 @@ std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& m, std::vecto
       fmt::format("dense_layer affine act={} {} {} in_image={} [{}] [{}] out_image={}", static_cast<int>(d.act0),
                   d.alpha0, d.beta0, d.x_image, d1.signature, d2.signature, d.y_image);
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: its steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  Step step = replacing_step("DenseLayer", {m.affine, m.pw, m.conv}, cv, chosen, choice, steps, in_slots, out_slot,
-                             what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  step.min_bytes = 4.0 * (double(d.batch) * d.C * hw + double(packed.size()) + double(d.batch) * d.F * hw);
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c) {
+        Step step = replacing_step("DenseLayer", {m.affine, m.pw, m.conv}, cv, c, choice, replaced, in_slots, out_slot,
+                                   what, lc);
+        step.min_bytes = 4.0 * (double(d.batch) * d.C * hw + double(packed.size()) + double(d.batch) * d.F * hw);
+        return step;
+      },
+      "its steps");
 }
 
 std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m, std::vector<Step> steps,
@@ -1113,21 +1139,23 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
   shapes.output_floats = d_pj.layer.out_floats();
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   const KernelCandidate& chosen = candidates[choice.index];
-  if (chosen.reference) {
-    lc.note(fmt::format("{}: its steps ({})", what, timing_text(choice)));
-    return steps;
-  }
-  std::vector<int> inputs = in_slots;
-  if (chosen.workspace_floats > 0) inputs.push_back(lc.workspace(chosen.workspace_floats * 4, "mbconv workspace"));
-  Step step = replacing_step("InvertedResidual", m.nodes(), pj, chosen, choice, steps, inputs, out_slot, what, lc);
-  step.alternatives = close_alternatives(choice, candidates);
-  if (chosen.workspace_floats == 0) {  // a chain runs one-launch blocks only
+  if (!chosen.reference && chosen.workspace_floats == 0) {  // a chain runs one-launch blocks only
     chosen_blocks.push_back({d, signature, in_slots[0], d.residual ? in_slots[residual_in] : -1, out_slot});
   }
   double weights = double(d.hidden) * (d.dw.KH * d.dw.KW + d.F + 2.0 * d.squeeze);
   if (d.expand) weights += double(d.hidden) * d.C;
-  step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weights + double(shapes.output_floats) * (d.residual ? 2.0 : 1.0));
-  return {std::move(step)};
+  const std::vector<Step> replaced = steps;
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c) {
+        std::vector<int> inputs = in_slots;
+        if (c.workspace_floats > 0) inputs.push_back(lc.workspace(c.workspace_floats * 4, "mbconv workspace"));
+        Step step = replacing_step("InvertedResidual", m.nodes(), pj, c, choice, replaced, inputs, out_slot, what, lc);
+        step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weights +
+                                double(shapes.output_floats) * (d.residual ? 2.0 : 1.0));
+        return step;
+      },
+      "its steps");
 }
 
 bool chain_clearly_faster(const Choice& choice, const std::string& chain) {

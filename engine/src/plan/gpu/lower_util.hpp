@@ -39,6 +39,8 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
 // among them (runtime::measure_plan_choices): a kernel's time on its own does not say how it runs beside its
 // neighbours (a cluster kernel launched while the step before drains, say). None where the choice was not measured.
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates);
+constexpr double kCloseRatio = 1.15;  // what close_alternatives (and a fusion offered where steps won) call close
+constexpr double kCloseUs = 0.3;
 
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 // Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set

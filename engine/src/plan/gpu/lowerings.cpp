@@ -21,8 +21,6 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
 }
 
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates) {
-  constexpr double kCloseRatio = 1.15;
-  constexpr double kCloseUs = 0.3;
   constexpr size_t kMost = 2;
   std::vector<StepKernel> close;
   if (choice.timings.empty() || choice.index >= candidates.size()) return close;
