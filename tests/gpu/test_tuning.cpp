@@ -238,26 +238,21 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
 }
 
 // MobileNet v2 at batch 1 has every kind of option: fused blocks, convolutions with close runner-ups, and where
-// the steps won alone, fusions offered. Each kind applied from a rewritten cache entry, all at once: the plan says
-// so, and its outputs match the CPU backend's.
+// the steps won alone, fusions offered. Each kind in turn is applied to every step that offers it, from a
+// rewritten cache entry: the plan says so, and its outputs match the CPU backend's.
 TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, every fusion offered: outputs right") {
-  int device = 0, major = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
-  const char* off = std::getenv("CNNRT_NO_PLAN_TUNING");
-  if (major < 9 || (off && std::string(off) != "0")) {
+  if (!whole_plan_measured("CNNRT_NO_PLAN_TUNING")) {
     MESSAGE("not on compute capability 9.0 (or CNNRT_NO_PLAN_TUNING is set): the options differ");
     return;
   }
-  char name[] = "/tmp/cnnrt_plan_options_XXXXXX";
-  const fs::path dir = mkdtemp(name);
-  const std::string cache = (dir / "tuning.json").string();
+  const TempCache temp("cnnrt_plan_options");
+  const std::string& cache = temp.file;
   const std::string path = repo_path("models/zoo/mobilenet_v2/model.onnx");
   Options options;
   options.device = Device::Gpu;
   options.tuning_cache = cache;
   options.batch_sizes = {1};
-  Model::load(path, options);
+  const Model first = Model::load(path, options);
   const std::string text = read(cache);
   std::smatch key;
   const std::regex entry(
@@ -269,7 +264,7 @@ TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, e
   Options cpu_options;
   cpu_options.device = Device::Cpu;
   const Model cpu = Model::load(path, cpu_options);
-  const Tensor input{{1, 3, 96, 96}, random_floats(3 * 96 * 96, 79)};
+  const Tensor input = batch1_input(first, 79);
   const Tensor want = Context(cpu).run({input})[0];
   const auto each = [](const std::string& list, const std::string& as) {
     return std::regex_replace(list, std::regex("(\\d+)"), "$1=" + as);
@@ -288,8 +283,6 @@ TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, e
     CHECK(plan.find("changed in the whole plan, which runs faster so (cache") != std::string::npos);
     CHECK(relative_error(Context(changed).run({input})[0].data, want.data) < 1e-5);  // the planner's own bound
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 // The reference runs first and checks the others. An oracle reference (a family's plain direct kernel) is
