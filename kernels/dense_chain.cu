@@ -39,9 +39,14 @@ __global__ void __launch_bounds__(kDenseChainThreads)
     mbarrier_init(&weights_ready, 1);
     if (R > 1 && rank == 0) mbarrier_init(&partials_ready, 1);
     fence_mbarrier_init();
-    mbarrier_arrive_expect_tx(&weights_ready, static_cast<uint32_t>(L.block * 4 + (rank == 0 ? L.rank0_bytes : 0)));
+    mbarrier_arrive_expect_tx(&weights_ready, static_cast<uint32_t>((L.block + L.conv_block) * 4 +
+                                                                    (rank == 0 ? L.rank0_bytes : 0)));
     bulk_copy_to_shared(smem + L.w0, first.weights + static_cast<int64_t>(rank) * L.block,
                         static_cast<uint32_t>(L.block * 4), &weights_ready);
+    if (L.conv_block > 0) {
+      bulk_copy_to_shared(smem + L.conv_w, d.conv.weights + static_cast<int64_t>(rank) * L.conv_block,
+                          static_cast<uint32_t>(L.conv_block * 4), &weights_ready);
+    }
     if (rank == 0) {
 #pragma unroll
       for (int t = 0; t < kDenseChainMax; ++t) {
@@ -59,7 +64,42 @@ __global__ void __launch_bounds__(kDenseChainThreads)
   float* xs = smem + L.x;
   const int k0 = rank * L.slice;
   const float* row = x + static_cast<int64_t>(image) * d.k;  // (without a pool)
-  if (d.pool == 1) {
+  if (d.conv.channels > 0) {
+    // The rank's filters of the convolution at every pixel, activated, then averaged: a thread an output
+    // (four partial sums over the channels, added in a fixed order), then a thread a filter in pixel order.
+    const int C = d.conv.channels, P = d.pool;
+    const float* channels = x + static_cast<int64_t>(image) * C * P;
+    float* cx = smem + L.conv_x;
+    for_items(C * P, [&](int i) { cx[i] = channels[i]; });
+    block_barrier();
+    mbarrier_wait_parity0(&weights_ready);
+    const float* cw = smem + L.conv_w;
+    float* co = smem + L.conv_out;
+    for (int it = tid; it < L.slice * P; it += T) {
+      const int j = it / P, p = it - j * P;
+      const float* wr = cw + j * C;
+      float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+      int c = 0;
+      for (; c + 4 <= C; c += 4) {
+        s0 = fmaf(wr[c], cx[c * P + p], s0);
+        s1 = fmaf(wr[c + 1], cx[(c + 1) * P + p], s1);
+        s2 = fmaf(wr[c + 2], cx[(c + 2) * P + p], s2);
+        s3 = fmaf(wr[c + 3], cx[(c + 3) * P + p], s3);
+      }
+      for (; c < C; ++c) s0 = fmaf(wr[c], cx[c * P + p], s0);
+      co[it] = (s0 + s1) + (s2 + s3);
+    }
+    block_barrier();
+    const float scale = 1.0f / static_cast<float>(P);
+    for (int j = tid; j < L.slice; j += T) {
+      float s = 0.0f;
+      if (k0 + j < d.k) {
+        const float b = d.conv.bias ? d.conv.bias[k0 + j] : 0.0f;
+        for (int p = 0; p < P; ++p) s += param_activate(co[j * P + p] + b, d.conv.act, d.conv.alpha, d.conv.beta);
+      }
+      xs[j] = s * scale;
+    }
+  } else if (d.pool == 1) {
     for_items(L.slice, [&](int i) { xs[i] = k0 + i < d.k ? row[k0 + i] : 0.0f; });
   } else {
     const float* planes = x + static_cast<int64_t>(image) * d.k * d.pool;
@@ -157,6 +197,12 @@ DenseChainLayout make_layout(const DenseChainDesc& d, int ranks, bool by_thread 
     return offset;
   };
   L.w0 = take(L.block);
+  if (d.conv.channels > 0) {
+    L.conv_block = round4(L.slice * d.conv.channels);
+    L.conv_w = take(L.conv_block);
+    L.conv_x = take(d.conv.channels * d.pool);
+    L.conv_out = take(L.slice * d.pool);
+  }
   L.x = take(L.slice);
   L.part = take(ranks * n0);
   int width = 0;
@@ -181,7 +227,7 @@ DenseChainLayout make_layout(const DenseChainDesc& d, int ranks, bool by_thread 
 
 bool fits(const DenseChainLayout& L, int smem_optin_bytes) {
   return int64_t(L.floats) * 4 <= std::min(smem_optin_bytes, kMaxDenseSmemBytes) &&
-         int64_t(L.block) * 4 + L.rank0_bytes <= kChainTailMaxBytes;
+         int64_t(L.block + L.conv_block) * 4 + L.rank0_bytes <= kChainTailMaxBytes;
 }
 
 }  // namespace
@@ -191,11 +237,14 @@ bool dense_chain_supports(const DenseChainDesc& d, int smem_optin_bytes, std::st
     if (why) *why = std::move(reason);
     return false;
   };
-  const int fewest = d.pool > 1 ? 1 : 2;
+  const int fewest = d.pool > 1 || d.conv.channels > 0 ? 1 : 2;
   if (d.count < fewest || d.count > kDenseChainMax) {
     return no(fmt::format("{} dense layers ({} to {})", d.count, fewest, kDenseChainMax));
   }
-  if (d.batch < 1 || d.k < 1 || d.pool < 1) return no("empty tensor");
+  if (d.batch < 1 || d.k < 1 || d.pool < 1 || d.conv.channels < 0) return no("empty tensor");
+  if (int64_t(d.conv.channels) * d.pool * 4 > kMaxDenseSmemBytes) {
+    return no("the convolution's input exceeds shared memory");
+  }
   for (int t = 0, k = d.k; t < d.count; k = d.layers[t].N, ++t) {
     if (d.layers[t].N < 1) return no("empty tensor");
     // (the layout's arithmetic is in int: far larger layers fail the shared-memory check anyway)
@@ -214,10 +263,11 @@ std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int
     const DenseChainLayout L = make_layout(d, ranks);
     if (ranks > 1 && L.slice * (ranks - 1) >= d.k) continue;  // a rank with no inputs
     if (!fits(L, smem_optin_bytes)) continue;
-    out.push_back({fmt::format("dense_chain_cl{}", ranks), L});
+    const char* prefix = d.conv.channels > 0 ? "conv_" : "";
+    out.push_back({fmt::format("{}dense_chain_cl{}", prefix, ranks), L});
     // One thread an output, where the outputs are enough to occupy a block's warps that way.
     if (d.layers[0].N >= kDenseByThreadFrom) {
-      out.push_back({fmt::format("dense_chain_cl{}_t", ranks), make_layout(d, ranks, true)});
+      out.push_back({fmt::format("{}dense_chain_cl{}_t", prefix, ranks), make_layout(d, ranks, true)});
     }
   }
   return out;
@@ -225,9 +275,11 @@ std::vector<DenseChainVariant> dense_chain_variants(const DenseChainDesc& d, int
 
 std::vector<std::string> dense_chain_variant_names() {
   std::vector<std::string> names;
-  for (int ranks : kDenseRanks) {
-    names.push_back(fmt::format("dense_chain_cl{}", ranks));
-    names.push_back(fmt::format("dense_chain_cl{}_t", ranks));
+  for (const char* prefix : {"", "conv_"}) {
+    for (int ranks : kDenseRanks) {
+      names.push_back(fmt::format("{}dense_chain_cl{}", prefix, ranks));
+      names.push_back(fmt::format("{}dense_chain_cl{}_t", prefix, ranks));
+    }
   }
   return names;
 }
@@ -243,6 +295,20 @@ std::vector<float> dense_chain_weights(const std::vector<float>& nk, const Dense
         const size_t at = L.by_thread ? size_t(j) * n0 + n : size_t(n) * L.slice + j;
         out[size_t(r) * L.block + at] = nk[size_t(n) * d.k + k];
       }
+    }
+  }
+  return out;
+}
+
+std::vector<float> dense_chain_conv_weights(const std::vector<float>& kc, const DenseChainDesc& d,
+                                            const DenseChainLayout& L) {
+  const int C = d.conv.channels;
+  std::vector<float> out(static_cast<size_t>(L.ranks) * L.conv_block, 0.0f);
+  for (int r = 0; r < L.ranks; ++r) {
+    for (int j = 0; j < L.slice; ++j) {
+      const int64_t k = int64_t(r) * L.slice + j;
+      if (k >= d.k) continue;
+      std::copy_n(kc.begin() + k * C, C, out.begin() + int64_t(r) * L.conv_block + int64_t(j) * C);
     }
   }
   return out;

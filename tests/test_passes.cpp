@@ -1100,6 +1100,51 @@ TEST_CASE("the GPU planner's squeeze-excitation matcher: pool, two 1x1 convs wit
   CHECK_FALSE(passes::match_squeeze_excite(prepare(gate(other), {{2, 8, 5, 5}}, {}).graph, 1).has_value());
 }
 
+TEST_CASE("the GPU planner's dense-head matcher takes a 1x1 convolution read only by the head's pool") {
+  // x -> conv (1x1 or 3x3, 8 -> 16) -> Clip -> GlobalAveragePool -> Flatten -> Gemm (16 -> 5).
+  struct Variant {
+    bool k3 = false, conv_is_output = false;
+  };
+  auto head = [](const Variant& v) {
+    ModelBuilder m;
+    m.input("x", {-1, 8, 3, 3}).output("y");
+    if (v.conv_is_output) m.output("a");
+    const int64_t k = v.k3 ? 3 : 1;
+    random_initializer(m, "conv.w", {16, 8, k, k});
+    random_initializer(m, "conv.b", {16});
+    auto& c = m.node("Conv", {"x", "conv.w", "conv.b"}, {"c"}, "conv");
+    if (v.k3) ModelBuilder::attr_ints(c, "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c"}, {"a"}, "relu");
+    m.node("GlobalAveragePool", {"a"}, {"p"}, "gap");
+    auto& flat = m.node("Flatten", {"p"}, {"f"}, "flatten");
+    ModelBuilder::attr_int(flat, "axis", 1);
+    random_initializer(m, "fc.w", {5, 16});
+    auto& gemm = m.node("Gemm", {"f", "fc.w"}, {"y"}, "fc");
+    ModelBuilder::attr_int(gemm, "transB", 1);
+    return m;
+  };
+  const Passed p = check_unchanged(head({}), {{1, 8, 3, 3}});
+  REQUIRE(ops_of(p.graph) == std::vector<std::string>{"FusedConv", "GlobalAveragePool", "Flatten", "Gemm"});
+  const auto m = passes::match_dense_chain(p.graph, 0);
+  REQUIRE(m.has_value());
+  CHECK(m->conv == 0);
+  CHECK(m->pool == 1);
+  CHECK(m->views == std::vector<int>{2});
+  CHECK(m->layers == std::vector<int>{3});
+  CHECK(passes::match_dense_chain(p.graph, 1)->conv == -1);  // from the pool: the head without the convolution
+  // Not a 1x1 convolution; its output also a graph output (so fuse_pool's pool stays, but the convolution must
+  // write it).
+  Variant k3, exposed;
+  k3.k3 = true;
+  exposed.conv_is_output = true;
+  const Passed wide = check_unchanged(head(k3), {{1, 8, 3, 3}});
+  REQUIRE(ops_of(wide.graph) == std::vector<std::string>{"FusedConv", "GlobalAveragePool", "Flatten", "Gemm"});
+  CHECK_FALSE(passes::match_dense_chain(wide.graph, 0).has_value());
+  const Passed out = check_unchanged(head(exposed), {{1, 8, 3, 3}});
+  REQUIRE(out.graph.nodes[0].op == "FusedConv");
+  CHECK_FALSE(passes::match_dense_chain(out.graph, 0).has_value());
+}
+
 TEST_CASE("the GPU planner's depthwise + pointwise matcher: a depthwise conv read only by a 1x1 conv") {
   // x -> [z = 3x3 conv(x)] -> 3x3 depthwise (group 8) -> Relu -> 1x1 conv (8 -> 16) [+ z] -> Relu -> y.
   struct Variant {

@@ -20,6 +20,7 @@
 #include "kernels/conv_chain.cuh"
 #include "kernels/conv_chain_jit.hpp"
 #include "kernels/dense_chain.cuh"
+#include "tests/model_builder.hpp"
 
 using namespace cnnrt;
 using namespace cnnrt::testing;
@@ -462,15 +463,29 @@ struct DenseCase {
     bool bias;
   };
   std::vector<Layer> layers;
+  int conv_channels = 0;  // a 1x1 convolution of that many channels to k filters in front of the pool, or 0
+  kernels::ParamAct conv_act = kernels::ParamAct::None;
+  bool conv_bias = true;
 };
 
 // Every variant of the dense chain kernel (kernels/dense_chain.cuh) against the CPU's Gemms, twice (the second
 // run must match the first bit for bit: the partials are summed in a fixed order); returns the variants run.
 int check_dense_chain(const DenseCase& dc, uint32_t seed) {
-  const ir::HostTensor input = random_tensor({dc.batch, dc.k, dc.pool, 1}, seed);
+  const bool conv = dc.conv_channels > 0;
+  const ir::HostTensor input = random_tensor({dc.batch, conv ? dc.conv_channels : dc.k, dc.pool, 1}, seed);
   const std::vector<float> x = input.float_values();
-  ir::HostTensor want = dc.pool == 1 ? ir::HostTensor::floats({dc.batch, dc.k}, x) : [&] {
-    ir::HostTensor pooled = cpu_reference("GlobalAveragePool", {}, {&input}, {dc.batch, dc.k, 1, 1});
+  // With a convolution in front: its filters [k][channels] and bias, its activated output the pool's input.
+  const ir::HostTensor conv_w = random_tensor({dc.k, std::max(1, dc.conv_channels), 1, 1}, seed + 101, -0.3f, 0.3f);
+  const ir::HostTensor conv_b = random_tensor({dc.k}, seed + 102, -0.2f, 0.2f);
+  const ir::HostTensor pooled_in = conv ? [&] {
+    std::vector<const ir::HostTensor*> in = {&input, &conv_w};
+    if (dc.conv_bias) in.push_back(&conv_b);
+    ir::HostTensor y = cpu_reference("Conv", {}, in, {dc.batch, dc.k, dc.pool, 1});
+    apply_test_epilogue(y, nullptr, dc.conv_act);
+    return y;
+  }() : input;
+  ir::HostTensor want = dc.pool == 1 && !conv ? ir::HostTensor::floats({dc.batch, dc.k}, x) : [&] {
+    ir::HostTensor pooled = cpu_reference("GlobalAveragePool", {}, {&pooled_in}, {dc.batch, dc.k, 1, 1});
     return ir::HostTensor::floats({dc.batch, dc.k}, pooled.float_values());
   }();
   kernels::DenseChainDesc d;
@@ -478,6 +493,14 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
   d.k = dc.k;
   d.pool = dc.pool;
   d.count = static_cast<int>(dc.layers.size());
+  if (conv) {
+    d.conv.channels = dc.conv_channels;
+    kernels::Epilogue e;
+    set_test_activation(e, dc.conv_act);
+    d.conv.act = e.param_act;
+    d.conv.alpha = e.alpha;
+    d.conv.beta = e.beta;
+  }
   std::vector<std::vector<float>> weights, biases;
   for (size_t t = 0; t < dc.layers.size(); ++t) {
     const DenseCase::Layer& l = dc.layers[t];
@@ -511,6 +534,8 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
     if (t > 0) d.layers[t].weights = buffers.emplace_back(padded(weights[t])).get();
     d.layers[t].bias = dc.layers[t].bias ? buffers.emplace_back(padded(biases[t])).get() : nullptr;
   }
+  const DeviceBuffer conv_bias(conv_b.float_values());
+  if (conv && dc.conv_bias) d.conv.bias = conv_bias.get();
   int device = 0, smem_optin = 0;
   GPU_CHECK(cudaGetDevice(&device));
   GPU_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -525,8 +550,11 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
                              std::to_string(seed);
     note_check_point(what);
     const DeviceBuffer w0(kernels::dense_chain_weights(weights[0], d, v.layout));
+    const DeviceBuffer cw(conv ? kernels::dense_chain_conv_weights(conv_w.float_values(), d, v.layout)
+                               : std::vector<float>(4, 0.0f));
     kernels::DenseChainDesc dv = d;
     dv.layers[0].weights = w0.get();
+    if (conv) dv.conv.weights = cw.get();
     DeviceBuffer y(static_cast<size_t>(want.numel()));
     const std::vector<float> first =
         check_twice(what, y, want, [&] { kernels::launch_dense_chain(v, dx.get(), y.get(), dv, nullptr); });
@@ -575,4 +603,70 @@ TEST_CASE("dense chain: a global average pool and one to three dense layers") {
   ran += check_dense_chain({3, 33, 7, {{31, ParamAct::Relu, false}, {5, ParamAct::Sigmoid, true}}}, 121);
   ran += check_dense_chain({2, 5, 100, {{3, ParamAct::Tanh, true}, {9, ParamAct::None, true}, {1, ParamAct::Relu, false}}}, 122);
   CHECK(ran > 15);
+}
+
+// With a 1x1 convolution and its activation in front of the pool: MobileNet v2's head (112 channels -> 1280 over
+// 3x3, Clip, -> 100) and the start of mobilenet_v3_small's (96 -> 576 over 4x4, HardSwish, -> 1024 HardSwish), at
+// batches 1 and 7; odd sizes: one channel, one pixel, 7 and 33 channels, 31 and 1000 filters (the last rank's slice
+// partly past k), no bias, a 7x7 map.
+TEST_CASE("dense chain: a 1x1 convolution, its activation, a global average pool and dense layers") {
+  using kernels::ParamAct;
+  int ran = 0;
+  for (int batch : {1, 7}) {
+    ran += check_dense_chain({batch, 1280, 9, {{100, ParamAct::None, true}}, 112, ParamAct::Clip}, 130 + batch);
+    ran += check_dense_chain({batch, 576, 16, {{1024, ParamAct::HardSwish, true}}, 96, ParamAct::HardSwish},
+                             140 + batch);
+  }
+  ran += check_dense_chain({3, 31, 49, {{5, ParamAct::None, true}}, 7, ParamAct::Relu, false}, 151);
+  ran += check_dense_chain({1, 1000, 1, {{10, ParamAct::Sigmoid, false}}, 33, ParamAct::Swish}, 152);
+  ran += check_dense_chain({2, 33, 7, {{31, ParamAct::Tanh, true}, {1, ParamAct::None, true}}, 1, ParamAct::LeakyRelu},
+                           153);
+  CHECK(ran > 15);
+}
+
+// A classifier's head from its last 1x1 convolution on (24 -> 200 channels over 3x3, ReLU, global average pool,
+// 200 -> 37 + ReLU, 37 -> 10) through the planner: forced onto the dense chain kernel with the convolution, the
+// plan runs it as one launch; forced apart and measured, as the planner chooses. The outputs match the CPU
+// backend's at batches 1 and 3 every way.
+TEST_CASE("dense chain: the planner runs a 1x1 convolution, its pool and the dense layers after them as one launch") {
+  if (gpu::current_device().arch() < 90) {
+    testing::skip_test_case("the dense chain kernel needs thread-block clusters (compute capability 9.0)");
+    return;
+  }
+  ModelBuilder m;
+  m.input("x", {-1, 24, 3, 3}).output("y");
+  m.initializer("cw", {200, 24, 1, 1}, random_floats(200 * 24, 171, -0.3f, 0.3f));
+  m.initializer("cb", {200}, random_floats(200, 172, -0.2f, 0.2f));
+  m.initializer("w1", {37, 200}, random_floats(37 * 200, 173, -0.2f, 0.2f));
+  m.initializer("b1", {37}, random_floats(37, 174));
+  m.initializer("w2", {10, 37}, random_floats(10 * 37, 175, -0.3f, 0.3f));
+  m.node("Conv", {"x", "cw", "cb"}, {"c"}, "conv");
+  m.node("Relu", {"c"}, {"a"}, "relu");
+  m.node("GlobalAveragePool", {"a"}, {"p"}, "gap");
+  ModelBuilder::attr_int(m.node("Flatten", {"p"}, {"f"}, "flatten"), "axis", 1);
+  ModelBuilder::attr_int(m.node("Gemm", {"f", "w1", "b1"}, {"h"}, "fc1"), "transB", 1);
+  m.node("Relu", {"h"}, {"hr"}, "fc1_relu");
+  ModelBuilder::attr_int(m.node("Gemm", {"hr", "w2"}, {"y"}, "fc2"), "transB", 1);
+  const std::string bytes = m.bytes();
+  Options cpu_options;
+  cpu_options.device = Device::Cpu;
+  const Model cpu_model = Model::load_from_memory(bytes.data(), bytes.size(), cpu_options, "head.onnx");
+  for (const std::string forced : {"conv_dense_chain", "separate_steps", ""}) {
+    set_log_level(LogLevel::Off);  // --force-kernel warns for every step it cannot force
+    Options options = forced_gpu_options(forced);
+    options.tuning = forced.empty();
+    const Model model = Model::load_from_memory(bytes.data(), bytes.size(), options, "head.onnx");
+    set_log_level(LogLevel::Warn);
+    for (int64_t batch : {1, 3}) {
+      const std::string plan = model.describe_plan(batch);
+      INFO("forced '" << forced << "' batch " << batch << ":\n" << plan);
+      if (forced == "conv_dense_chain") CHECK(plan.find("conv_dense_chain_cl") != std::string::npos);
+      if (forced == "separate_steps") CHECK(plan.find("dense_chain_cl") == std::string::npos);
+      const Tensor x{{batch, 24, 3, 3},
+                     random_floats(static_cast<size_t>(batch) * 24 * 9, 176 + static_cast<uint32_t>(batch))};
+      const Tensor cpu = Context(cpu_model).run({x})[0];
+      Context context(model);
+      for (int r = 0; r < 2; ++r) CHECK(relative_error(context.run({x})[0].data, cpu.data) < kTolerance);
+    }
+  }
 }

@@ -119,9 +119,23 @@ std::optional<ConvChainMatch> match_conv_chain(const ir::Graph& g, int first, st
   return m;
 }
 
+namespace {
+bool is_pointwise_conv(const ir::Graph& g, const ir::Node& n, int value, bool residual_ok, bool grouped_ok);
+}  // namespace
+
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& g, int first) {
   DenseChainMatch m;
   const ir::Node& f = g.nodes.at(static_cast<size_t>(first));
+  if (is_conv(f)) {
+    // A 1x1 convolution (with its activation) whose output only the pool of a dense head reads.
+    if (!f.has_input(0) || !is_pointwise_conv(g, f, f.input(0), false, false)) return std::nullopt;
+    const int pool = sole_reader(g, value_readers(g), f.outputs[0]);
+    if (pool < 0) return std::nullopt;
+    std::optional<DenseChainMatch> head = match_dense_chain(g, pool);
+    if (!head || head->pool != pool) return std::nullopt;
+    head->conv = first;
+    return head;
+  }
   if (f.op != "GlobalAveragePool" && f.op != "Gemm" && f.op != ir::fused::kFusedGemm) return std::nullopt;
   const Readers readers = value_readers(g);
   if (f.op == "GlobalAveragePool") {

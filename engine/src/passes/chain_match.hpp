@@ -31,6 +31,7 @@ constexpr int kMaxChainTail = 2;
 // is not a graph output), with constant weights and per-output biases; or a GlobalAveragePool, views
 // (Flatten, ...), and one to three such Gemms.
 struct DenseChainMatch {
+  int conv = -1;            // a 1x1 convolution in front of the pool (nothing but its activation fused), or -1
   int pool = -1;            // the GlobalAveragePool in front, or -1
   std::vector<int> views;   // between it and the first Gemm
   std::vector<int> layers;  // the Gemms' node indices, first to last
@@ -166,7 +167,7 @@ std::optional<ShuffledDwPwMatch> match_shuffled_dw_pw(const ir::Graph& graph, in
 // The gate starting at node `first` (a GlobalAveragePool), or nullopt.
 std::optional<SqueezeExciteMatch> match_squeeze_excite(const ir::Graph& graph, int first);
 
-// The dense head starting at node `first` (a Gemm, or a GlobalAveragePool), or nullopt.
+// The dense head starting at node `first` (a Gemm, a GlobalAveragePool, or a 1x1 convolution before one), or nullopt.
 std::optional<DenseChainMatch> match_dense_chain(const ir::Graph& graph, int first);
 
 // The chain starting at node `first`, or nullopt; `why` (if given) says why `first` does not start one

@@ -390,17 +390,45 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
 
 }  // namespace
 
+size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& m, const LowerContext& lc) {
+  const ir::Graph& g = lc.graph;
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.conv >= 0 ? m.conv : m.pool >= 0 ? m.pool : m.layers.front())];
+  const ir::Shape& in_shape = input_shape(lc, first, 0);
+  kernels::DenseChainDesc d;
+  d.batch = static_cast<int>(in_shape[0]);
+  d.k = static_cast<int>(in_shape[1]);
+  d.pool = m.pool >= 0 ? static_cast<int>(product(in_shape, 2)) : 1;
+  if (m.conv >= 0) {
+    d.conv.channels = d.k;
+    d.k = static_cast<int>(output_shape(lc, first)[1]);
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    d.layers[i].N = static_cast<int>(output_shape(lc, g.nodes[static_cast<size_t>(m.layers[i])]).back());
+  }
+  const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+  for (size_t count = m.layers.size(); count >= 1; --count) {
+    d.count = static_cast<int>(count);
+    if (kernels::dense_chain_supports(d, smem_optin)) return count;
+  }
+  return m.layers.size();
+}
+
 std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
-  const ir::Node& first = g.nodes[static_cast<size_t>(m.pool >= 0 ? m.pool : m.layers.front())];
+  const ir::Node& first = g.nodes[static_cast<size_t>(m.conv >= 0 ? m.conv : m.pool >= 0 ? m.pool : m.layers.front())];
   const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
   const std::string what = fmt::format("dense chain {} .. {}", ir::node_short_name(first), ir::node_short_name(last));
-  const ir::Shape in_shape = input_shape(lc, first, 0);  // [batch, k], or [batch, k, spatial...] with the pool
+  // [batch, k], or [batch, k, spatial...] with the pool, [batch, channels, spatial...] with the convolution
+  const ir::Shape in_shape = input_shape(lc, first, 0);
   kernels::DenseChainDesc d;
   d.batch = static_cast<int>(in_shape[0]);
   d.k = static_cast<int>(in_shape[1]);
   d.pool = m.pool >= 0 ? static_cast<int>(product(in_shape, 2)) : 1;
   d.count = static_cast<int>(m.layers.size());
+  if (m.conv >= 0) {
+    d.conv.channels = d.k;
+    d.k = static_cast<int>(output_shape(lc, first)[1]);
+  }
   if (lc.context.device.arch() < 90) return steps;  // (bulk copies and clusters: compute capability 9.0)
   if (d.batch > kDenseChainUpToBatch) {
     lc.note(fmt::format("{}: separate steps (batch {}: one cluster an image pays off up to batch {})", what, d.batch,
@@ -412,6 +440,7 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   // steps before anything is copied or transposed on the host (VGG-16's head is 0.5 GB).
   int64_t weight_floats = 0;
   for (int n : m.layers) weight_floats += g.constant_of(g.nodes[static_cast<size_t>(n)].input(1))->numel();
+  if (m.conv >= 0) weight_floats += g.constant_of(first.input(1))->numel();
   if (weight_floats > kDenseChainMaxWeightFloats) {
     lc.note(fmt::format("{}: separate steps ({:.1f} MB of weights: more than the kernel stages)", what,
                         4e-6 * double(weight_floats)));
@@ -419,6 +448,14 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   }
   std::vector<DenseWeights> dense;
   std::string signature = fmt::format("dense chain batch={} k={} pool={}", d.batch, d.k, d.pool);
+  if (m.conv >= 0) {
+    const KernelActivation act = first.op == ir::fused::kFusedConv ? kernel_activation(first) : KernelActivation{};
+    d.conv.act = act.act;
+    d.conv.alpha = act.alpha;
+    d.conv.beta = act.beta;
+    signature += fmt::format(" | conv c={} bias={} act={} {} {}", d.conv.channels, first.has_input(2),
+                             static_cast<int>(act.act), act.alpha, act.beta);
+  }
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const ir::Node& n = g.nodes[static_cast<size_t>(m.layers[i])];
     dense.push_back(dense_weights(n, g));
@@ -446,14 +483,22 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
       d.layers[i].weights = lc.context.weights.upload(dense[i].w, "chain_tail_nk");
     }
   }
+  if (m.conv >= 0 && first.has_input(2)) d.conv.bias = lc.weight(first.input(2));
   std::vector<KernelCandidate> candidates;
   for (const kernels::DenseChainVariant& v : kernels::dense_chain_variants(d, smem_optin)) {
-    kernels::DenseChainDesc dv = d;  // the first layer's weights in this cluster size's layout
+    kernels::DenseChainDesc dv = d;  // the first layer's weights (and the convolution's) in this cluster size's layout
     dv.layers[0].weights = lc.context.weights.upload(kernels::dense_chain_weights(dense[0].w, d, v.layout),
                                                      fmt::format("dense_chain_r{}{}", v.layout.ranks,
                                                                  v.layout.by_thread ? "_t" : ""));
-    candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image, an output a {}", v.layout.ranks,
-                                              v.layout.by_thread ? "thread" : "warp"),
+    if (m.conv >= 0) {
+      const ir::HostTensor& cw = *g.constant_of(first.input(1));
+      const std::vector<float> kc(cw.f32(), cw.f32() + cw.numel());
+      dv.conv.weights = lc.context.weights.upload(kernels::dense_chain_conv_weights(kc, d, v.layout),
+                                                  fmt::format("dense_chain_conv_r{}", v.layout.ranks));
+    }
+    const char* conv_text = m.conv >= 0 ? ", the 1x1 convolution's filters split over the blocks" : "";
+    candidates.push_back({v.name, fmt::format("one cluster of {} blocks per image, an output a {}{}", v.layout.ranks,
+                                              v.layout.by_thread ? "thread" : "warp", conv_text),
                           [v, dv](const float* const* in, float* const* out, Stream s) {
                             kernels::launch_dense_chain(v, in[0], out[0], dv, s);
                           }});
@@ -471,12 +516,14 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   std::vector<int> nodes = m.views;
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
+  if (m.conv >= 0) nodes.insert(nodes.begin(), m.conv);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
   const std::vector<Step> replaced = steps;
   return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
     Step step = replacing_step("DenseChain", nodes, last, c, choice, replaced, {in_slot}, out_slot, what, lc);
     step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
     for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
+    if (m.conv >= 0) step.min_bytes += 4.0 * double(d.k) * d.conv.channels;
     return step;
   });
 }

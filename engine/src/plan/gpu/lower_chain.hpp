@@ -28,6 +28,10 @@ std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vec
 // The steps the plan gets for a dense head `match` (its layers lowered one by one in `steps`): one launch of
 // the dense chain kernel where a cluster size of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& match, std::vector<Step> steps, LowerContext& lc);
+// How many of the dense head's first layers the dense chain kernel can run here with what comes before them (its
+// shared memory holds the later layers' weights in one block): all of them where it cannot run the head at all (the
+// lowering then says why), else the most that fit, at least one after a pool.
+size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& match, const LowerContext& lc);
 
 // The steps the plan gets for a squeeze-and-excitation gate `match` (its four nodes lowered one by one in
 // `steps`): one launch of the gate kernel where a variant of it measures faster than the steps, else `steps`.

@@ -558,14 +558,33 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     }
     const std::optional<passes::ConvChainMatch> chain = passes::match_conv_chain(g, static_cast<int>(i));
     if (!chain) {
-      const std::optional<passes::DenseChainMatch> head = passes::match_dense_chain(g, static_cast<int>(i));
+      std::optional<passes::DenseChainMatch> head = passes::match_dense_chain(g, static_cast<int>(i));
       if (!head) {
         lower_node(node);
         continue;
       }
+      head->layers.resize(dense_chain_layers_that_fit(*head, lower));  // the later layers: steps of their own
       std::vector<int> nodes = head->layers;
       if (head->pool >= 0) nodes.insert(nodes.begin(), head->pool);
-      lower_fused(node, nodes, [&](std::vector<Step> steps) { return lower_dense_chain(*head, std::move(steps), lower); });
+      if (head->conv < 0) {
+        lower_fused(node, nodes,
+                    [&](std::vector<Step> steps) { return lower_dense_chain(*head, std::move(steps), lower); });
+        continue;
+      }
+      // Measured against the convolution's step and the pool's dense head as the plan would run it.
+      passes::DenseChainMatch pooled = *head;
+      pooled.conv = -1;
+      std::vector<Step> inner = lower.lower_apart([&] {
+        lower_node(node);
+        mark_lowered(static_cast<int>(i));
+        lower_fused(g.nodes[static_cast<size_t>(head->pool)], nodes,
+                    [&](std::vector<Step> steps) { return lower_dense_chain(pooled, std::move(steps), lower); });
+      });
+      try {
+        lower.append_steps(lower_dense_chain(*head, std::move(inner), lower));
+      } catch (const Error& e) {
+        rethrow_with_prefix(e, ir::node_label(node));
+      }
       continue;
     }
     std::vector<Step> steps = lower.lower_apart([&] {
