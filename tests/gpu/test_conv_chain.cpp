@@ -480,7 +480,12 @@ int check_dense_chain(const DenseCase& dc, uint32_t seed) {
   const ir::HostTensor pooled_in = conv ? [&] {
     std::vector<const ir::HostTensor*> in = {&input, &conv_w};
     if (dc.conv_bias) in.push_back(&conv_b);
-    ir::HostTensor y = cpu_reference("Conv", {}, in, {dc.batch, dc.k, dc.pool, 1});
+    const ir::Attributes pointwise = make_attrs({{"kernel_shape", std::vector<int64_t>{1, 1}},
+                                                 {"strides", std::vector<int64_t>{1, 1}},
+                                                 {"dilations", std::vector<int64_t>{1, 1}},
+                                                 {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                                                 {"group", int64_t(1)}});
+    ir::HostTensor y = cpu_reference("Conv", pointwise, in, {dc.batch, dc.k, dc.pool, 1});
     apply_test_epilogue(y, nullptr, dc.conv_act);
     return y;
   }() : input;
