@@ -611,7 +611,7 @@ TEST_CASE("dense chain: a global average pool and one to three dense layers") {
 }
 
 // With a 1x1 convolution and its activation in front of the pool: MobileNet v2's head (112 channels -> 1280 over
-// 3x3, Clip, -> 100) and the start of mobilenet_v3_small's (96 -> 576 over 4x4, HardSwish, -> 1024 HardSwish), at
+// 3x3, Clip, -> 100) and the start of mobilenet_v3_small's (48 -> 288 over 4x4, HardSwish, -> 512 HardSwish), at
 // batches 1 and 7; odd sizes: one channel, one pixel, 7 and 33 channels, 31 and 1000 filters (the last rank's slice
 // partly past k), no bias, a 7x7 map.
 TEST_CASE("dense chain: a 1x1 convolution, its activation, a global average pool and dense layers") {
@@ -619,7 +619,7 @@ TEST_CASE("dense chain: a 1x1 convolution, its activation, a global average pool
   int ran = 0;
   for (int batch : {1, 7}) {
     ran += check_dense_chain({batch, 1280, 9, {{100, ParamAct::None, true}}, 112, ParamAct::Clip}, 130 + batch);
-    ran += check_dense_chain({batch, 576, 16, {{1024, ParamAct::HardSwish, true}}, 96, ParamAct::HardSwish},
+    ran += check_dense_chain({batch, 288, 16, {{512, ParamAct::HardSwish, true}}, 48, ParamAct::HardSwish},
                              140 + batch);
   }
   ran += check_dense_chain({3, 31, 49, {{5, ParamAct::None, true}}, 7, ParamAct::Relu, false}, 151);
