@@ -29,7 +29,7 @@ constexpr int kMaxChainTail = 2;
 // A classifier's dense head for the one-launch dense chain kernel (kernels/dense_chain.cuh): Gemm|FusedGemm
 // over a [batch, K] activation, then one or two more, each the sole reader of the one before (whose output
 // is not a graph output), with constant weights and per-output biases; or a GlobalAveragePool, views
-// (Flatten, ...), and one to three such Gemms.
+// (Flatten, ...), and one to three such Gemms; or before that pool, a 1x1 convolution that only it reads.
 struct DenseChainMatch {
   int conv = -1;            // a 1x1 convolution in front of the pool (nothing but its activation fused), or -1
   int pool = -1;            // the GlobalAveragePool in front, or -1

@@ -63,7 +63,6 @@ struct StepKernel {
   LaunchFn launch;
   HostLaunchFn launch_from_host;
   bool signals_done = false;
-  double median_us = 0;  // the planner's time for it, on its own
 };
 
 struct Step {
@@ -94,7 +93,7 @@ struct Step {
   // complete.
   bool signals_done = false;
   // A fused step (one launch for several nodes): the steps it replaced, lowered and ready to run, which the
-  // planner measured it against. The whole network may run faster with them (runtime::measure_fusions).
+  // planner measured it against. The whole network may run faster with them (runtime::measure_plan_choices).
   std::shared_ptr<const std::vector<Step>> replaced;
   std::vector<StepKernel> alternatives;
   // The first of steps that won alone against fusing them: the fastest fused launch measured close to them (its

@@ -37,7 +37,8 @@ struct OverlapChoice {
 OverlapChoice measure_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name);
 
 // Changes to the planner's choices that make the whole plan faster: a step run by another of its kernels
-// (plan::Step::alternatives), or a fused step run as the steps it replaced (plan::Step::replaced). The planner times
+// (plan::Step::alternatives), a fused step run as the steps it replaced (plan::Step::replaced), or steps that won
+// alone run as the fused launch measured close to them (plan::Step::fused). The planner times
 // each kernel on its own, and no one way of timing them ranks every choice as the whole network does: back to back,
 // a launch with a long reduction gains from the next launch's overlap, which a network's different next step does
 // not give it; one replay at a time, others lose what the network gives them (on an H100, ShuffleNet's clustered

@@ -216,42 +216,26 @@ Step replacing_step(const char* op, const std::vector<int>& nodes, const ir::Nod
   return step;
 }
 
-// Where the steps won alone: the fastest fused kernel measured close to them (as close_alternatives), its step
-// built by `make` and offered to the first of them (Step::fused) for the whole-plan check.
-void offer_fused(std::vector<Step>& steps, const Choice& choice, const std::vector<KernelCandidate>& candidates,
-                 const std::function<Step(const KernelCandidate&)>& make) {
-  if (steps.empty() || choice.timings.empty()) return;
-  const std::string& reference = candidates[choice.index].name;
-  double steps_us = -1;
-  for (const Candidate& t : choice.timings) {
-    if (t.kernel == reference) steps_us = t.median_us;
-  }
-  if (steps_us <= 0) return;
-  for (const Candidate& t : choice.timings) {  // fastest first
-    if (t.kernel == reference || t.median_us <= 0) continue;
-    if (t.median_us > steps_us * kCloseRatio + kCloseUs) return;
-    const auto c = std::find_if(candidates.begin(), candidates.end(),
-                                [&t](const KernelCandidate& k) { return k.name == t.kernel; });
-    if (c == candidates.end() || c->reference) continue;
-    steps.front().fused = std::make_shared<const Step>(make(*c));
-    return;
-  }
-}
+// A fused step of candidate `c` that replaces `replaced`.
+using MakeFused = std::function<Step(const KernelCandidate& c, const std::vector<Step>& replaced)>;
 
 // The tuner's choice between fused kernels and the replay of `steps` (candidates[choice.index]): one step of the
 // winning kernel, built by `make`, with the kernels measured close to it as alternatives; or `steps` where they win,
-// the fastest close fused kernel offered to the first of them. The plan's note says which, with the timings.
+// with the fastest fused kernel measured close to them (close_candidates) offered to the first of them (Step::fused)
+// for the whole-plan check. The plan's note says which, with the timings.
 std::vector<Step> fused_or_steps(const Choice& choice, const std::vector<KernelCandidate>& candidates,
                                  std::vector<Step> steps, const std::string& what, LowerContext& lc,
-                                 const std::function<Step(const KernelCandidate&)>& make,
-                                 const char* steps_note = "separate steps") {
+                                 const MakeFused& make, const char* steps_note = "separate steps") {
   const KernelCandidate& chosen = candidates[choice.index];
   if (chosen.reference) {
     lc.note(fmt::format("{}: {} ({})", what, steps_note, timing_text(choice)));
-    offer_fused(steps, choice, candidates, make);
+    const auto close = close_candidates(choice, candidates);
+    if (!steps.empty() && !close.empty()) {
+      steps.front().fused = std::make_shared<const Step>(make(*close[0].first, steps));
+    }
     return steps;
   }
-  Step step = make(chosen);
+  Step step = make(chosen, steps);
   step.alternatives = close_alternatives(choice, candidates);
   lc.note(fmt::format("{}: one launch, {} ({})", what, chosen.name, timing_text(choice)));
   return {std::move(step)};
@@ -390,21 +374,38 @@ std::optional<Step> chain_step(const passes::ConvChainMatch& m, const std::vecto
 
 }  // namespace
 
-size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& m, const LowerContext& lc) {
-  const ir::Graph& g = lc.graph;
-  const ir::Node& first = g.nodes[static_cast<size_t>(m.conv >= 0 ? m.conv : m.pool >= 0 ? m.pool : m.layers.front())];
+namespace {
+
+// The node a dense head starts at: its convolution, its pool or its first Gemm.
+const ir::Node& head_first(const passes::DenseChainMatch& m, const ir::Graph& g) {
+  return g.nodes[static_cast<size_t>(m.conv >= 0 ? m.conv : m.pool >= 0 ? m.pool : m.layers.front())];
+}
+
+// The head's extents as the kernel takes them: images, the first layer's inputs, the pool, the convolution's
+// channels, the layers and their outputs (no weights, no activations).
+kernels::DenseChainDesc head_extents(const passes::DenseChainMatch& m, const LowerContext& lc) {
+  const ir::Node& first = head_first(m, lc.graph);
+  // [batch, k], or [batch, k, spatial...] with the pool, [batch, channels, spatial...] with the convolution
   const ir::Shape& in_shape = input_shape(lc, first, 0);
   kernels::DenseChainDesc d;
   d.batch = static_cast<int>(in_shape[0]);
   d.k = static_cast<int>(in_shape[1]);
   d.pool = m.pool >= 0 ? static_cast<int>(product(in_shape, 2)) : 1;
+  d.count = static_cast<int>(m.layers.size());
   if (m.conv >= 0) {
     d.conv.channels = d.k;
     d.k = static_cast<int>(output_shape(lc, first)[1]);
   }
   for (size_t i = 0; i < m.layers.size(); ++i) {
-    d.layers[i].N = static_cast<int>(output_shape(lc, g.nodes[static_cast<size_t>(m.layers[i])]).back());
+    d.layers[i].N = static_cast<int>(output_shape(lc, lc.graph.nodes[static_cast<size_t>(m.layers[i])]).back());
   }
+  return d;
+}
+
+}  // namespace
+
+size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& m, const LowerContext& lc) {
+  kernels::DenseChainDesc d = head_extents(m, lc);
   const int smem_optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   for (size_t count = m.layers.size(); count >= 1; --count) {
     d.count = static_cast<int>(count);
@@ -415,20 +416,11 @@ size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& m, const Lower
 
 std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vector<Step> steps, LowerContext& lc) {
   const ir::Graph& g = lc.graph;
-  const ir::Node& first = g.nodes[static_cast<size_t>(m.conv >= 0 ? m.conv : m.pool >= 0 ? m.pool : m.layers.front())];
+  const ir::Node& first = head_first(m, g);
   const ir::Node& last = g.nodes[static_cast<size_t>(m.layers.back())];
   const std::string what = fmt::format("dense chain {} .. {}", ir::node_short_name(first), ir::node_short_name(last));
-  // [batch, k], or [batch, k, spatial...] with the pool, [batch, channels, spatial...] with the convolution
   const ir::Shape in_shape = input_shape(lc, first, 0);
-  kernels::DenseChainDesc d;
-  d.batch = static_cast<int>(in_shape[0]);
-  d.k = static_cast<int>(in_shape[1]);
-  d.pool = m.pool >= 0 ? static_cast<int>(product(in_shape, 2)) : 1;
-  d.count = static_cast<int>(m.layers.size());
-  if (m.conv >= 0) {
-    d.conv.channels = d.k;
-    d.k = static_cast<int>(output_shape(lc, first)[1]);
-  }
+  kernels::DenseChainDesc d = head_extents(m, lc);
   if (lc.context.device.arch() < 90) return steps;  // (bulk copies and clusters: compute capability 9.0)
   if (d.batch > kDenseChainUpToBatch) {
     lc.note(fmt::format("{}: separate steps (batch {}: one cluster an image pays off up to batch {})", what, d.batch,
@@ -491,8 +483,7 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
                                                      fmt::format("dense_chain_r{}{}", v.layout.ranks,
                                                                  v.layout.by_thread ? "_t" : ""));
     if (m.conv >= 0) {
-      const ir::HostTensor& cw = *g.constant_of(first.input(1));
-      const std::vector<float> kc(cw.f32(), cw.f32() + cw.numel());
+      const std::vector<float>& kc = g.constant_of(first.input(1))->float_values();  // [k][channels]
       dv.conv.weights = lc.context.weights.upload(kernels::dense_chain_conv_weights(kc, d, v.layout),
                                                   fmt::format("dense_chain_conv_r{}", v.layout.ranks));
     }
@@ -518,14 +509,15 @@ std::vector<Step> lower_dense_chain(const passes::DenseChainMatch& m, std::vecto
   if (m.pool >= 0) nodes.insert(nodes.begin(), m.pool);
   if (m.conv >= 0) nodes.insert(nodes.begin(), m.conv);
   nodes.insert(nodes.end(), m.layers.begin(), m.layers.end());
-  const std::vector<Step> replaced = steps;
-  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
-    Step step = replacing_step("DenseChain", nodes, last, c, choice, replaced, {in_slot}, out_slot, what, lc);
-    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
-    for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
-    if (m.conv >= 0) step.min_bytes += 4.0 * double(d.k) * d.conv.channels;
-    return step;
-  });
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
+        Step step = replacing_step("DenseChain", nodes, last, c, choice, replaced, {in_slot}, out_slot, what, lc);
+        step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(shapes.output_floats));
+        for (const DenseWeights& w : dense) step.min_bytes += 4.0 * double(w.n * w.k);
+        if (m.conv >= 0) step.min_bytes += 4.0 * double(d.k) * d.conv.channels;
+        return step;
+      });
 }
 
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std::vector<Step> steps, LowerContext& lc) {
@@ -581,13 +573,14 @@ std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& m, std:
                   d.channels, d.hidden, d.spatial, fc1.has_input(2), fc2.has_input(2), static_cast<int>(d.act),
                   d.act_alpha, d.act_beta, static_cast<int>(d.gate), d.gate_alpha, d.gate_beta);
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const std::vector<Step> replaced = steps;
-  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
-    Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, c, choice, replaced, {in_slot},
-                               out_slot, what, lc);
-    step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
-    return step;
-  });
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
+        Step step = replacing_step("SqueezeExcite", {m.pool, m.fc1, m.fc2, m.mul}, mul, c, choice, replaced, {in_slot},
+                                   out_slot, what, lc);
+        step.min_bytes = 4.0 * (2.0 * double(ir::numel(x)) + 2.0 * double(d.channels) * d.hidden);
+        return step;
+      });
 }
 
 std::vector<Step> lower_conv_chain(const passes::ConvChainMatch& match, std::vector<Step> steps, std::vector<Step> tail_steps,
@@ -667,13 +660,15 @@ std::vector<Step> lower_dw_pw(const passes::DwPwMatch& m, std::vector<Step> step
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
   std::vector<int> nodes = shuffle ? shuffle->nodes() : std::vector<int>{m.dw};  // (a shuffle's ends at m.dw)
   nodes.push_back(m.pw);
-  const std::vector<Step> replaced = steps;
-  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
-    Step step = replacing_step("DepthwisePointwise", nodes, pw, c, choice, replaced, in_slots, out_slot, what, lc);
-    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
-                            double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
-    return step;
-  });
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
+        Step step = replacing_step("DepthwisePointwise", nodes, pw, c, choice, replaced, in_slots, out_slot, what, lc);
+        step.min_bytes = 4.0 * (double(shapes.input_floats[0]) +
+                                double(a.layer.g.C) * (a.layer.g.KH * a.layer.g.KW + d.F) +
+                                double(b.layer.out_floats()) * (d.residual ? 2.0 : 1.0));
+        return step;
+      });
 }
 
 
@@ -688,16 +683,17 @@ std::vector<Step> choose_fused_conv(const kernels::ConvLayer& L, const float* w_
                                     const char* op, const std::vector<int>& nodes, const ir::Node& last,
                                     const std::string& what, std::vector<Step> steps, LowerContext& lc) {
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const std::vector<Step> replaced = steps;
-  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
-    std::vector<int> inputs = in_slots;
-    if (c.workspace_floats > 0) inputs.push_back(lc.workspace(c.workspace_floats * 4, "conv workspace"));
-    Step step = replacing_step(op, nodes, last, c, choice, replaced, inputs, out_slot, what, lc);
-    step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, c.workspace_floats});
-    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
-                            (L.residual ? double(L.conv_floats()) : 0.0));
-    return step;
-  });
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
+        std::vector<int> inputs = in_slots;
+        if (c.workspace_floats > 0) inputs.push_back(lc.workspace(c.workspace_floats * 4, "conv workspace"));
+        Step step = replacing_step(op, nodes, last, c, choice, replaced, inputs, out_slot, what, lc);
+        step.conv = std::make_shared<ConvStepInfo>(ConvStepInfo{L, w_device, c.workspace_floats});
+        step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + weight_floats + double(L.out_floats()) +
+                                (L.residual ? double(L.conv_floats()) : 0.0));
+        return step;
+      });
 }
 
 }  // namespace
@@ -921,13 +917,15 @@ std::vector<Step> lower_conv_pointwise(const passes::ConvPointwiseMatch& m, std:
   shapes.single_replays = true;
   const std::string signature = "conv_pw [" + first_signature + "] [" + b.signature + "]";
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const std::vector<Step> replaced = steps;
-  return fused_or_steps(choice, candidates, std::move(steps), what, lc, [&](const KernelCandidate& c) {
-    Step step = replacing_step("ConvPointwise", m.nodes(), pw, c, choice, replaced, in_slots, out_slot, what, lc);
-    step.min_bytes = 4.0 * (double(shapes.input_floats[0]) + double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
-                            double(b.layer.out_floats()));
-    return step;
-  });
+  return fused_or_steps(
+      choice, candidates, std::move(steps), what, lc,
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
+        Step step = replacing_step("ConvPointwise", m.nodes(), pw, c, choice, replaced, in_slots, out_slot, what, lc);
+        step.min_bytes = 4.0 * (double(shapes.input_floats[0]) +
+                                double(L.g.F) * (L.g.C * L.g.KH * L.g.KW + d.pw_filters) +
+                                double(b.layer.out_floats()));
+        return step;
+      });
 }
 
 namespace {
@@ -1069,10 +1067,9 @@ std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& m, std::vecto
       fmt::format("dense_layer affine act={} {} {} in_image={} [{}] [{}] out_image={}", static_cast<int>(d.act0),
                   d.alpha0, d.beta0, d.x_image, d1.signature, d2.signature, d.y_image);
   const Choice choice = choose_kernel(lc, signature, candidates, shapes);
-  const std::vector<Step> replaced = steps;
   return fused_or_steps(
       choice, candidates, std::move(steps), what, lc,
-      [&](const KernelCandidate& c) {
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
         Step step = replacing_step("DenseLayer", {m.affine, m.pw, m.conv}, cv, c, choice, replaced, in_slots, out_slot,
                                    what, lc);
         step.min_bytes = 4.0 * (double(d.batch) * d.C * hw + double(packed.size()) + double(d.batch) * d.F * hw);
@@ -1191,10 +1188,9 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
   }
   double weights = double(d.hidden) * (d.dw.KH * d.dw.KW + d.F + 2.0 * d.squeeze);
   if (d.expand) weights += double(d.hidden) * d.C;
-  const std::vector<Step> replaced = steps;
   return fused_or_steps(
       choice, candidates, std::move(steps), what, lc,
-      [&](const KernelCandidate& c) {
+      [&](const KernelCandidate& c, const std::vector<Step>& replaced) {
         std::vector<int> inputs = in_slots;
         if (c.workspace_floats > 0) inputs.push_back(lc.workspace(c.workspace_floats * 4, "mbconv workspace"));
         Step step = replacing_step("InvertedResidual", m.nodes(), pj, c, choice, replaced, inputs, out_slot, what, lc);

@@ -34,13 +34,14 @@ void require_rank_at_most(const ir::Shape& shape, int max_rank, const char* what
 Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::vector<KernelCandidate>& candidates,
                      const TuneShapes& shapes);
 
-// The candidates the tuner measured close to its choice (within 15% + 0.3 us of its time; at most two, fastest
-// first) that can run in the chosen one's place: not the reference, needing no more workspace. The whole plan decides
+// The candidates the tuner measured close to its choice (within 15% + 0.3 us of its time), fastest first, each with
+// its time: neither the chosen one nor a reference. None where the choice was not measured.
+std::vector<std::pair<const KernelCandidate*, double>> close_candidates(const Choice& choice,
+                                                                        const std::vector<KernelCandidate>& candidates);
+// Of those, at most two that can run in the chosen one's place (needing no more workspace). The whole plan decides
 // among them (runtime::measure_plan_choices): a kernel's time on its own does not say how it runs beside its
-// neighbours (a cluster kernel launched while the step before drains, say). None where the choice was not measured.
+// neighbours (a cluster kernel launched while the step before drains, say).
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates);
-constexpr double kCloseRatio = 1.15;  // what close_alternatives (and a fusion offered where steps won) call close
-constexpr double kCloseUs = 0.3;
 
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 // Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set

@@ -20,23 +20,33 @@ Choice choose_kernel(LowerContext& lc, const std::string& signature, const std::
   return choice;
 }
 
-std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates) {
-  constexpr size_t kMost = 2;
-  std::vector<StepKernel> close;
+std::vector<std::pair<const KernelCandidate*, double>> close_candidates(const Choice& choice,
+                                                                        const std::vector<KernelCandidate>& candidates) {
+  constexpr double kCloseRatio = 1.15, kCloseUs = 0.3;
+  std::vector<std::pair<const KernelCandidate*, double>> close;
   if (choice.timings.empty() || choice.index >= candidates.size()) return close;
-  const KernelCandidate& chosen = candidates[choice.index];
+  const std::string& chosen = candidates[choice.index].name;
   double chosen_us = -1;
   for (const Candidate& t : choice.timings) {
-    if (t.kernel == chosen.name) chosen_us = t.median_us;
+    if (t.kernel == chosen) chosen_us = t.median_us;
   }
   if (chosen_us <= 0) return close;
   for (const Candidate& t : choice.timings) {  // fastest first
-    if (close.size() == kMost) break;
-    if (t.kernel == chosen.name || t.median_us <= 0 || t.median_us > chosen_us * kCloseRatio + kCloseUs) continue;
+    if (t.kernel == chosen || t.median_us <= 0 || t.median_us > chosen_us * kCloseRatio + kCloseUs) continue;
     const auto c = std::find_if(candidates.begin(), candidates.end(),
                                 [&t](const KernelCandidate& k) { return k.name == t.kernel; });
-    if (c == candidates.end() || c->reference || c->workspace_floats > chosen.workspace_floats) continue;
-    close.push_back({c->name, c->config, c->launch, c->launch_from_host, c->signals_done, t.median_us});
+    if (c != candidates.end() && !c->reference) close.emplace_back(&*c, t.median_us);
+  }
+  return close;
+}
+
+std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates) {
+  constexpr size_t kMost = 2;
+  std::vector<StepKernel> close;
+  for (const auto& [c, us] : close_candidates(choice, candidates)) {
+    if (close.size() == kMost) break;
+    if (c->workspace_floats > candidates[choice.index].workspace_floats) continue;
+    close.push_back({c->name, c->config, c->launch, c->launch_from_host, c->signals_done});
   }
   return close;
 }
