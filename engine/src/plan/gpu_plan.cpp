@@ -110,23 +110,28 @@ size_t change_span(const GpuPlan& plan, const StepChange& change) {
   return replaced.size();
 }
 
-GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes) {
-  GpuPlan out = plan;
-  // Per step: the change whose span starts there (-1: none), and whether a change covers it.
-  std::vector<int> starts(plan.steps.size(), -1);
+std::string changes_problem(const GpuPlan& plan, const std::vector<StepChange>& changes) {
   std::vector<bool> covered(plan.steps.size(), false);
-  for (size_t n = 0; n < changes.size(); ++n) {
-    const StepChange& c = changes[n];
+  for (const StepChange& c : changes) {
     const size_t span = change_span(plan, c);
-    CNNRT_CHECK(span > 0, ErrorCode::Internal, "change_steps: step {} of {} has no change {}", c.step,
-                plan.steps.size(), c.kernel);
+    if (span == 0) return fmt::format("step {} of {} has no change {}", c.step, plan.steps.size(), c.kernel);
     for (size_t k = 0; k < span; ++k) {
-      CNNRT_CHECK(!covered[static_cast<size_t>(c.step) + k], ErrorCode::Internal,
-                  "change_steps: two changes cover step {}", static_cast<size_t>(c.step) + k);
+      if (covered[static_cast<size_t>(c.step) + k]) {
+        return fmt::format("two changes cover step {}", static_cast<size_t>(c.step) + k);
+      }
       covered[static_cast<size_t>(c.step) + k] = true;
     }
-    starts[static_cast<size_t>(c.step)] = static_cast<int>(n);
   }
+  return "";
+}
+
+GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes) {
+  const std::string problem = changes_problem(plan, changes);
+  CNNRT_CHECK(problem.empty(), ErrorCode::Internal, "change_steps: {}", problem);
+  GpuPlan out = plan;
+  // Per step: the change whose span starts there (-1: none).
+  std::vector<int> starts(plan.steps.size(), -1);
+  for (size_t n = 0; n < changes.size(); ++n) starts[static_cast<size_t>(changes[n].step)] = static_cast<int>(n);
   std::vector<Step> steps;
   for (size_t i = 0; i < plan.steps.size();) {
     if (starts[i] < 0) {

@@ -131,8 +131,12 @@ struct StepChange {
 // (no fused launch there, or the steps from there are not the ones it replaces).
 size_t change_span(const GpuPlan& plan, const StepChange& change);
 
-// `plan` with `changes` made (indices of `plan`'s steps, no two covering one step), the arena placed anew. Throws
-// where a change names no step, no alternative kernel, no fused step or no fusion that fits.
+// Why `changes` cannot be made to `plan`: a change names no step, no alternative kernel, no fused step or no fusion
+// that fits, or two cover one step; "" where they can.
+std::string changes_problem(const GpuPlan& plan, const std::vector<StepChange>& changes);
+
+// `plan` with `changes` made (indices of `plan`'s steps), the arena placed anew. Throws where changes_problem names
+// a problem.
 GpuPlan change_steps(const GpuPlan& plan, const std::vector<StepChange>& changes);
 
 std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain);

@@ -521,9 +521,6 @@ std::mutex& search_lock() {
   return searching;
 }
 
-// A change is kept only when it gains more than run-to-run noise.
-double search_margin(double us) { return std::max(0.25, 0.004 * us); }
-
 // The non-blocking stream a whole-plan search times on, destroyed with it.
 class SearchStream {
  public:
@@ -559,7 +556,6 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   const auto set_plain = [&](const std::vector<bool>& plain) {
     for (size_t i = 0; i < n; ++i) plan->steps[i].overlap = !plain[i];
   };
-  const auto margin = search_margin;
   std::vector<bool> best(n, false);
   double best_us = executor.median_single_run_us(kSamples);
   choice.overlapped_us = choice.chosen_us = best_us;
@@ -579,7 +575,7 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
       set_plain(trial);
       const double us = executor.median_single_run_us(kSamples);
       spent_us += us * kSamples;
-      if (us < best_us - margin(best_us)) {
+      if (us < best_us - search_margin(best_us)) {
         best = std::move(trial);
         best_us = us;
         changed = true;
@@ -602,7 +598,7 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   }
   choice.overlapped_us = gpu::median(overlapped);
   choice.chosen_us = gpu::median(chosen);
-  if (choice.chosen_us < choice.overlapped_us - margin(choice.overlapped_us)) {
+  if (choice.chosen_us < choice.overlapped_us - search_margin(choice.overlapped_us)) {
     for (size_t i = 0; i < n; ++i) {
       if (best[i]) choice.plain_steps.push_back(static_cast<int>(i));
     }
@@ -639,6 +635,8 @@ std::pair<double, double> time_alternating(const std::shared_ptr<const plan::Gpu
 }
 
 }  // namespace
+
+double search_margin(double us) { return std::max(0.25, 0.004 * us); }
 
 std::pair<double, double> time_plans_alternating(const plan::GpuPlan& a, const plan::GpuPlan& b,
                                                  const std::string& model_name) {

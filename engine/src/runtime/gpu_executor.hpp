@@ -58,6 +58,10 @@ struct PlanChoice {
 };
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes);
 
+// What a change must gain over a run of `us` microseconds to be kept by these searches: more than run-to-run noise
+// (0.4%, at least 0.25 us).
+double search_margin(double us);
+
 // Two plans as they stand (their steps' launch choices too), timed in turn three times, each run in an executor of
 // its own on random inputs as measure_plan_choices times its trials: the median GPU time of a run of each.
 std::pair<double, double> time_plans_alternating(const plan::GpuPlan& a, const plan::GpuPlan& b,

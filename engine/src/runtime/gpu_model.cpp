@@ -24,18 +24,18 @@ namespace cnnrt::runtime {
 
 namespace {
 
-// CNNRT_NO_LAUNCH_TUNING=1: every step overlaps the one before, unmeasured (for comparison).
-bool launch_tuning_off() {
-  const char* v = std::getenv("CNNRT_NO_LAUNCH_TUNING");
+// Whether the environment variable `name` is set to anything but "0".
+bool switched_on(const char* name) {
+  const char* v = std::getenv(name);
   return v && std::strcmp(v, "0") != 0;
 }
 
+// CNNRT_NO_LAUNCH_TUNING=1: every step overlaps the one before, unmeasured (for comparison).
+bool launch_tuning_off() { return switched_on("CNNRT_NO_LAUNCH_TUNING"); }
+
 // CNNRT_NO_PLAN_TUNING=1: the planner's kernel and fusion choices stay, unmeasured in the whole plan (for
 // comparison).
-bool plan_tuning_off() {
-  const char* v = std::getenv("CNNRT_NO_PLAN_TUNING");
-  return v && std::strcmp(v, "0") != 0;
-}
+bool plan_tuning_off() { return switched_on("CNNRT_NO_PLAN_TUNING"); }
 
 // The 64-bit FNV-1a hash of the texts mixed in, each ended by a newline: what the cache keys of whole-plan choices
 // carry to tell plans apart.
@@ -222,19 +222,7 @@ class GpuModelImpl final : public GpuModel {
     const std::optional<plan::CachedChoice> cached = tuner_->recall(found.signature);
     const std::optional<std::vector<plan::StepChange>> cached_changes =
         cached ? parse_changes(cached->kernel) : std::nullopt;
-    const auto valid = [&plan](const std::vector<plan::StepChange>& changes) {
-      std::vector<bool> covered(plan.steps.size(), false);
-      for (const plan::StepChange& c : changes) {
-        const size_t span = plan::change_span(plan, c);
-        if (span == 0) return false;
-        for (size_t k = 0; k < span; ++k) {
-          if (covered[static_cast<size_t>(c.step) + k]) return false;
-          covered[static_cast<size_t>(c.step) + k] = true;
-        }
-      }
-      return true;
-    };
-    if (cached_changes && valid(*cached_changes)) {
+    if (cached_changes && plan::changes_problem(plan, *cached_changes).empty()) {
       found.how = "cache";
       found.choice.changes = *cached_changes;
       for (const auto& [what, us] : cached->timings) {
@@ -289,7 +277,7 @@ class GpuModelImpl final : public GpuModel {
     choose_step_overlap(planned, model_name);
     try {
       const auto [planned_us, changed_us] = time_plans_alternating(*planned, *changed, model_name);
-      return changed_us < planned_us - std::max(0.25, 0.004 * planned_us);
+      return changed_us < planned_us - search_margin(planned_us);
     } catch (const std::exception& e) {
       cudaGetLastError();
       log().warn("'{}': timing the plan's changes failed ({}); they stay", model_name, e.what());
