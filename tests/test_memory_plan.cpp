@@ -71,6 +71,19 @@ Slot arena_slot(int64_t bytes, int within = -1, int64_t within_offset = 0) {
   return s;
 }
 
+// Slots: 0 input; 1 a (a convolution's output); 2 b and 3 c, the two blocks of 4 (an in-place Concat, c at 4096
+// bytes in); 5 a pointwise convolution's output; 6 the output slot.
+std::vector<Slot> concat_block_slots() {
+  Slot input;
+  input.kind = SlotKind::Input;
+  input.bytes = 4096;
+  Slot output;
+  output.kind = SlotKind::Output;
+  output.bytes = 1024;
+  return {input, arena_slot(4096), arena_slot(4096, 4, 0), arena_slot(4096, 4, 4096), arena_slot(8192),
+          arena_slot(2048), output};
+}
+
 bool bytes_overlap(const GpuPlan& p, int a, int b) {
   const Slot& x = p.slots[static_cast<size_t>(a)];
   const Slot& y = p.slots[static_cast<size_t>(b)];
@@ -80,17 +93,9 @@ bool bytes_overlap(const GpuPlan& p, int a, int b) {
 }  // namespace
 
 TEST_CASE("change_steps: a fused step's own steps in its place, their tensors placed; another kernel for a step") {
-  // Slots: 0 input; 1 a (conv out); 2 b and 3 c, the two blocks of 4 (an in-place Concat, c at 4096 bytes in);
-  // 5 the fused step's output; 6 the output slot.
+  // (concat_block_slots: 5 is the fused step's output.)
   GpuPlan plan;
-  Slot input;
-  input.kind = SlotKind::Input;
-  input.bytes = 4096;
-  Slot output;
-  output.kind = SlotKind::Output;
-  output.bytes = 1024;
-  plan.slots = {input, arena_slot(4096), arena_slot(4096, 4, 0), arena_slot(4096, 4, 4096), arena_slot(8192),
-                arena_slot(2048), output};
+  plan.slots = concat_block_slots();
   const std::vector<Step> replaced = {step_of("left", {1}, {2}), step_of("right", {1}, {3}),
                                       step_of("pointwise", {4}, {5})};
   plan.steps = {step_of("conv", {0}, {1}), step_of("left+right+pointwise", {1}, {5}), step_of("fc", {5}, {6})};
@@ -140,14 +145,7 @@ TEST_CASE("change_steps: a fused step's own steps in its place, their tensors pl
 
 TEST_CASE("change_steps: steps that won alone against a fusion run as its one launch") {
   GpuPlan plan;
-  Slot input;
-  input.kind = SlotKind::Input;
-  input.bytes = 4096;
-  Slot output;
-  output.kind = SlotKind::Output;
-  output.bytes = 1024;
-  plan.slots = {input, arena_slot(4096), arena_slot(4096, 4, 0), arena_slot(4096, 4, 4096), arena_slot(8192),
-                arena_slot(2048), output};
+  plan.slots = concat_block_slots();
   plan.steps = {step_of("conv", {0}, {1}), step_of("left", {1}, {2}), step_of("right", {1}, {3}),
                 step_of("pointwise", {4}, {5}), step_of("fc", {5}, {6})};
   Step fused = step_of("left+right+pointwise", {1}, {5});

@@ -71,6 +71,22 @@ bool whole_plan_measured(const char* switch_off) {
   return major >= 9 && !(off && std::string(off) != "0");
 }
 
+// A GPU model's options at batch 1, its kernel choices in the tuning cache `cache`.
+Options batch1_gpu_options(const std::string& cache) {
+  Options options;
+  options.device = Device::Gpu;
+  options.tuning_cache = cache;
+  options.batch_sizes = {1};
+  return options;
+}
+
+// The CPU backend's output of the model at `path` for `input`: what the GPU plans are checked against.
+Tensor cpu_output(const std::string& path, const Tensor& input) {
+  Options options;
+  options.device = Device::Cpu;
+  return Context(Model::load(path, options)).run({input})[0];
+}
+
 // A random input of batch 1 for `model`'s first input (other extents left open become 9).
 Tensor batch1_input(const Model& model, uint32_t seed) {
   std::vector<int64_t> shape = model.inputs()[0].shape;
@@ -155,10 +171,7 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   const TempCache temp("cnnrt_overlap");
   const std::string& cache = temp.file;
   const std::string path = repo_path("tests/data/resnet_basic_block_opset13/model.onnx");
-  Options options;
-  options.device = Device::Gpu;
-  options.tuning_cache = cache;
-  options.batch_sizes = {1};
+  const Options options = batch1_gpu_options(cache);
   const Model first = Model::load(path, options);
   // The measured choice is stored beside the kernel choices, under this device and kernel set; the second load
   // (its kernels now from the cache too) finds it and writes nothing: a second measurement would store other
@@ -178,11 +191,8 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
     CHECK(first_plan.find(note + "measured") != std::string::npos);
     CHECK(second_plan.find(note + "cache") != std::string::npos);
   }
-  Options cpu_options;
-  cpu_options.device = Device::Cpu;
-  const Model cpu = Model::load(path, cpu_options);
   const Tensor input = batch1_input(first, 77);
-  const Tensor want = Context(cpu).run({input})[0];
+  const Tensor want = cpu_output(path, input);
   CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
 }
 
@@ -194,10 +204,7 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
   const TempCache temp("cnnrt_plan_choices");
   const std::string& cache = temp.file;
   const std::string path = repo_path("models/fashion_lenet.onnx");
-  Options options;
-  options.device = Device::Gpu;
-  options.tuning_cache = cache;
-  options.batch_sizes = {1};
+  const Options options = batch1_gpu_options(cache);
   const Model first = Model::load(path, options);
   const std::string first_plan = first.describe_plan(1);
   INFO(first_plan);
@@ -227,11 +234,8 @@ TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps r
   std::smatch steps;
   REQUIRE(std::regex_search(unfused_plan, steps, std::regex(R"(steps \((\d+), GPU\))")));
   CHECK(std::stoi(steps[1].str()) > planned_steps);
-  Options cpu_options;
-  cpu_options.device = Device::Cpu;
-  const Model cpu = Model::load(path, cpu_options);
   const Tensor input = batch1_input(first, 78);
-  const Tensor want = Context(cpu).run({input})[0];
+  const Tensor want = cpu_output(path, input);
   const Tensor got_fused = Context(first).run({input})[0];
   CHECK(max_rel_error(got_fused, want) < 1e-4);
   for (int r = 0; r < 2; ++r) CHECK(max_rel_error(Context(unfused).run({input})[0], want) < 1e-4);
@@ -248,10 +252,7 @@ TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, e
   const TempCache temp("cnnrt_plan_options");
   const std::string& cache = temp.file;
   const std::string path = repo_path("models/zoo/mobilenet_v2/model.onnx");
-  Options options;
-  options.device = Device::Gpu;
-  options.tuning_cache = cache;
-  options.batch_sizes = {1};
+  const Options options = batch1_gpu_options(cache);
   const Model first = Model::load(path, options);
   const std::string text = read(cache);
   std::smatch key;
@@ -261,11 +262,8 @@ TEST_CASE("whole-plan choices: every fused step as its steps, every runner-up, e
   const std::string fused = key[2].str(), other = key[3].str(), fusions = key[4].str();
   CHECK(!fused.empty());
   CHECK(!other.empty());
-  Options cpu_options;
-  cpu_options.device = Device::Cpu;
-  const Model cpu = Model::load(path, cpu_options);
   const Tensor input = batch1_input(first, 79);
-  const Tensor want = Context(cpu).run({input})[0];
+  const Tensor want = cpu_output(path, input);
   const auto each = [](const std::string& list, const std::string& as) {
     return std::regex_replace(list, std::regex("(\\d+)"), "$1=" + as);
   };
