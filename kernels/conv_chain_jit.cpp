@@ -2,10 +2,8 @@
 #include "kernels/conv_chain_jit.hpp"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include <chrono>
-#include <cstring>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -13,46 +11,16 @@
 
 namespace cnnrt::kernels {
 
-// The headers the source includes, embedded at build time (cmake/embed_sources.cmake writes them).
-struct EmbeddedSource {
-  const char* name;
-  const char* text;
-};
-extern const EmbeddedSource kChainJitHeaders[];
-extern const int kChainJitHeaderCount;
-
 const char* const kChainJitEntry = "cnnrt_conv_chain";
 
 namespace {
 
 static_assert(std::is_trivially_copyable_v<ConvChainDesc> && std::is_trivially_copyable_v<ChainLayout>);
 
-// NVRTC has no C++ standard library: the fixed-width integer types the kernels' headers take from <cstdint>.
-constexpr const char* kCstdint = R"(#pragma once
-typedef signed char int8_t;
-typedef short int16_t;
-typedef int int32_t;
-typedef long long int64_t;
-typedef unsigned char uint8_t;
-typedef unsigned short uint16_t;
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
-typedef unsigned long long uintptr_t;
-namespace std {
-using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
-using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; using ::uintptr_t;
-}
-)";
-
 // `value`'s bytes as a C++ initializer of 32-bit words (its pointers are replaced by the kernel's parameters).
 template <class T>
 std::string words(const T& value) {
-  static_assert(sizeof(T) % 4 == 0);
-  uint32_t w[sizeof(T) / 4];
-  std::memcpy(w, &value, sizeof(T));
-  std::string out;
-  for (size_t i = 0; i < sizeof(T) / 4; ++i) out += fmt::format("{}0x{:x}u,", i % 8 == 0 ? "\n      " : " ", w[i]);
-  return out;
+  return jit_words(&value, sizeof(T));
 }
 
 // The desc with its pointers cleared and the batch fixed: the source depends on the shapes only, not on where
@@ -62,14 +30,6 @@ ConvChainDesc shapes_only(ConvChainDesc d) {
   d.a.weights = d.a.e.bias = d.a.e.residual = d.b.weights = d.b.e.bias = d.b.e.residual = d.fc.weights = d.fc.bias = nullptr;
   for (ChainDense& t : d.tail) t.weights = t.bias = nullptr;
   return d;
-}
-
-void check_nvrtc(nvrtcResult r, const char* what) {
-  if (r != NVRTC_SUCCESS) throw std::runtime_error(fmt::format("NVRTC {}: {}", what, nvrtcGetErrorString(r)));
-}
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(e)));
 }
 
 }  // namespace
@@ -111,69 +71,25 @@ extern "C" __global__ void __launch_bounds__(cnnrt::kernels::kChainThreads)
                      fmt::arg("kb", d.b.g.KH));
 }
 
-std::string compile_chain_jit_source(const std::string& source, int arch, std::string* log_out) {
-  std::vector<const char*> names = {"cstdint"}, texts = {kCstdint};
-  for (int i = 0; i < kChainJitHeaderCount; ++i) {
-    names.push_back(kChainJitHeaders[i].name);
-    texts.push_back(kChainJitHeaders[i].text);
-  }
-  nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&program, source.c_str(), "conv_chain_jit.cu", static_cast<int>(names.size()),
-                                 texts.data(), names.data()),
-              "create");
-  // As nvcc builds the kernels (kernels/CMakeLists.txt): C++17, full optimisation, no fast-math.
-  const std::string gpu = fmt::format("--gpu-architecture=sm_{}", arch);
-  // ptxas warns in the log where the kernel uses local memory: the desc indexed at run time, or spills (both
-  // undo what compiling for the shapes is for).
-  const char* options[] = {gpu.c_str(), "-std=c++17", "-default-device", "-lineinfo",
-                           "--ptxas-options=--warn-on-local-memory-usage", "--ptxas-options=--warn-on-spills"};
-  const nvrtcResult r = nvrtcCompileProgram(program, static_cast<int>(std::size(options)), options);
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(program, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size > 0) nvrtcGetProgramLog(program, log.data());
-  std::string cubin;
-  if (r == NVRTC_SUCCESS) {
-    size_t size = 0;
-    nvrtcGetCUBINSize(program, &size);
-    cubin.resize(size);
-    nvrtcGetCUBIN(program, cubin.data());
-  }
-  nvrtcDestroyProgram(&program);
-  if (log_out) *log_out = log;
-  if (r != NVRTC_SUCCESS || cubin.empty()) {
-    throw std::runtime_error(fmt::format("NVRTC could not compile the chain kernel ({}):\n{}", nvrtcGetErrorString(r), log));
-  }
-  return cubin;
+std::string compile_chain_jit_source(const std::string& source, int arch, std::string* log) {
+  return compile_jit_source(source, arch, "the chain kernel", log);
 }
 
 ChainJitKernel::ChainJitKernel(const ConvChainDesc& d, const ConvChainVariant& v) : layout_(v.layout) {
   int device = 0, major = 0, minor = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "compute capability");
-  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "compute capability");
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    throw std::runtime_error("the chain kernel: no device to compile it for");
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::string cubin = compile_chain_jit_source(conv_chain_jit_source(d, v), major * 10 + minor);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  check_cuda(cudaLibraryLoadData(&library_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "loading the chain kernel");
-  try {
-    check_cuda(cudaLibraryGetKernel(&kernel_, library_, kChainJitEntry), "the chain kernel's entry");
-    check_cuda(cudaKernelSetAttributeForDevice(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               layout_.floats * static_cast<int>(sizeof(float)), device),
-               "the chain kernel's shared memory");
-    if (layout_.ranks > 8) {
-      check_cuda(cudaKernelSetAttributeForDevice(kernel_, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device),
-                 "the chain kernel's cluster size");
-    }
-  } catch (...) {
-    cudaLibraryUnload(library_);
-    throw;
-  }
+  kernel_ = std::make_unique<JitKernel>(cubin, kChainJitEntry, static_cast<size_t>(layout_.floats) * sizeof(float),
+                                        layout_.ranks > 8);
 }
 
-ChainJitKernel::~ChainJitKernel() {
-  if (library_) cudaLibraryUnload(library_);
-}
+ChainJitKernel::~ChainJitKernel() = default;
 
 void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cudaStream_t stream,
                             bool image_once, unsigned* done) const {
@@ -192,7 +108,7 @@ void ChainJitKernel::launch(const float* x, float* y, const ConvChainDesc& d, cu
   void* args[] = {&x, &y, &wa, &ba, &wb, &bb, &wfc, &bfc, &wt0, &bt0, &wt1, &bt1, &once, &done};
   cudaLaunchAttribute attributes[2];
   const cudaLaunchConfig_t config = chain_launch_config(layout_, d.batch, stream, attributes);
-  cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel_), args);
+  cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel_->kernel()), args);
 }
 
 }  // namespace cnnrt::kernels

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/conv_chain.cuh"
+#include "kernels/jit.hpp"
 
 namespace cnnrt::kernels {
 
@@ -46,8 +47,7 @@ class ChainJitKernel {
 
  private:
   ChainLayout layout_;
-  cudaLibrary_t library_ = nullptr;
-  cudaKernel_t kernel_ = nullptr;
+  std::unique_ptr<JitKernel> kernel_;
   double compile_seconds_ = 0.0;
 };
 

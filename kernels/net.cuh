@@ -23,10 +23,12 @@
 // grid before it (PDL); the tensors' addresses are a kernel parameter, bound per launch.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC: the op kinds only, for the sequence kernel compiled at plan time)
 #include <cuda_runtime.h>
 
 #include <string>
 #include <vector>
+#endif
 
 #include "kernels/layer.hpp"
 
@@ -90,6 +92,7 @@ struct alignas(16) NetOp {  // (blocks copy the table as 16-byte words)
   int sa[kNetMaxRank] = {}, sb[kNetMaxRank] = {};
 };
 
+#ifndef __CUDACC_RTC__
 struct NetVariant {
   std::string name;  // "net_cl16"
   int ranks = 16;    // blocks a cluster (one cluster an image)
@@ -120,5 +123,6 @@ int net_staging_floats(int n_ops, int smem_optin_bytes);
 // (the lab's): null, or 6 * n_ops device words for the global timer at the phases of each op in the first block.
 void launch_net(const NetVariant& v, const NetOp* ops, int n_ops, const float* const* tensors, int n_tensors, int batch,
                 int staging_floats, cudaStream_t stream, unsigned long long* trace = nullptr);
+#endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

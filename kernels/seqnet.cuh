@@ -30,13 +30,16 @@
 // measured against the steps.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC: the layer table only, seqnet_device.cuh)
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
+#endif
 
 #include "kernels/fast_div.cuh"
 #include "kernels/layer.hpp"
@@ -96,6 +99,7 @@ struct alignas(16) SeqLayer {  // (blocks copy the table as 16-byte words)
   FastDiv halo_d, halo_wp_d, halo_sides_d;  // by halo_n, out_wp, halo_sides
 };
 
+#ifndef __CUDACC_RTC__
 // A tensor the program reads from global memory, [c][h][w] dense there (`image_floats` from one image to the next), as
 // it is staged: planes cs floats apart from `base` of the activation area, rows rs, the interior from row pt, column
 // pl (zeros around it).
@@ -120,7 +124,8 @@ struct SeqProgram {
   // (seqnet_packed_weights, uploaded), staged_floats() a rank.
   const float* packed = nullptr;
   int staged_floats() const { return weight_floats + (tap_ints + 3) / 4 * 4; }
-  size_t smem_bytes() const;
+  size_t smem_bytes() const;      // a block of the built kernel's (its layer table first)
+  size_t jit_smem_bytes() const;  // a block of the kernel compiled for the program (no table)
 };
 
 struct SeqVariant {
@@ -162,5 +167,33 @@ void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const floa
 // The same for a program of one input.
 void launch_seqnet(const SeqProgram& program, const SeqLayer* layers, const float* x, float* y, int batch,
                    cudaStream_t stream, unsigned long long* trace = nullptr);
+
+// The kernel compiled at plan time for one program, with NVRTC (jit.hpp). The built kernel reads every layer's
+// fields from its table in shared memory, each a load and most of them index arithmetic (a layer's set-up, its
+// loops' bounds, the FastDiv constants, the register block's dispatch); compiled with the program's layers and
+// layout as constants, the same code (seqnet_device.cuh) folds them away. The layers' weight addresses are
+// constants of the source too: a compiled kernel serves the program it was built from, whose weights live as long
+// as the plan. Only the inputs, the output and the packed weights are parameters.
+std::string seqnet_jit_source(const SeqProgram& program);
+extern const char* const kSeqJitEntry;
+
+class JitKernel;
+
+class SeqJitKernel {
+ public:
+  // `cubin` (compile_jit_source of seqnet_jit_source(program)) loaded for the current device. Throws
+  // std::runtime_error when the load fails.
+  SeqJitKernel(const std::string& cubin, const SeqProgram& program);
+  ~SeqJitKernel();
+  SeqJitKernel(const SeqJitKernel&) = delete;
+  SeqJitKernel& operator=(const SeqJitKernel&) = delete;
+  // As launch_seqnet, for the program it was compiled from (the same layers, layout and weights).
+  void launch(const SeqProgram& program, const float* const* x, float* y, int batch, cudaStream_t stream) const;
+
+ private:
+  std::unique_ptr<JitKernel> kernel_;
+};
+
+#endif  // __CUDACC_RTC__
 
 }  // namespace cnnrt::kernels

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/jit.hpp"
 #include "kernels/seqnet.cuh"
 
 using namespace cnnrt;
@@ -427,5 +430,44 @@ TEST_CASE("sequence kernel program: what it refuses") {
   REQUIRE_MESSAGE(big.has_value(), why);
   CHECK(big->layers[4].w_at == -1);
   CHECK(big->layers[5].w_at == -1);
+}
+
+// The kernel compiled for a program (seqnet_jit_source): every layer's fields are constants of the source, so
+// nothing may index the layers or the parameters at run time (ptxas would put them in local memory, and every
+// constant with them: it says so in the log), and the three-input graph's program (residuals, in-place Concat
+// blocks, a gate) compiles as the chain does. Whether the compiled kernels compute the right thing is the GPU
+// tests' part (tests/gpu/test_seqnet.cpp forces them against the CPU backend).
+TEST_CASE("sequence kernel JIT: ts_cnn1d's programs compile for sm_90 and sm_75, without local memory or spills") {
+  std::string why;
+  for (const auto& [ranks, arch] : {std::pair{16, 90}, std::pair{4, 90}, std::pair{1, 90}, std::pair{1, 75}}) {
+    CAPTURE(ranks);
+    CAPTURE(arch);
+    const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(series(), ranks, kOptin, &why);
+    REQUIRE_MESSAGE(p.has_value(), why);
+    const std::string source = kernels::seqnet_jit_source(*p);
+    CHECK(source.find(kernels::kSeqJitEntry) != std::string::npos);
+    // One block of constants a layer.
+    size_t blocks = 0;
+    for (size_t at = source.find("kLayer[]"); at != std::string::npos; at = source.find("kLayer[]", at + 1)) ++blocks;
+    CHECK(blocks == p->layers.size());
+    std::string log;
+    const std::string cubin = kernels::compile_jit_source(source, arch, "the sequence kernel", &log);
+    CHECK(cubin.compare(0, 4, "\x7f" "ELF") == 0);
+    CHECK_MESSAGE(log.find("ocal memory") == std::string::npos, log);  // "Local memory used for function ..."
+    CHECK_MESSAGE(log.find("spill") == std::string::npos, log);
+    // The built kernel's table is not part of the compiled one's shared memory.
+    CHECK(p->jit_smem_bytes() == p->smem_bytes() - p->layers.size() * sizeof(kernels::SeqLayer));
+  }
+}
+
+TEST_CASE("sequence kernel JIT: a source that does not compile names NVRTC's error and the kernel") {
+  try {
+    kernels::compile_jit_source("#include \"kernels/seqnet_device.cuh\"\nthis is not C++;\n", 90, "the sequence kernel");
+    FAIL("compiled");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("NVRTC could not compile the sequence kernel") != std::string::npos);
+    CHECK(what.find("error") != std::string::npos);
+  }
 }
 #endif  // CNNRT_WITH_CUDA

@@ -3,8 +3,9 @@
 // average pools, a standalone normalization, a global pool, two dense layers) and a 2-D one (a non-square
 // filter of uneven padding and stride, an average pool counting its padding, a grouped layer, a 1x1 layer and
 // a max pool, a flatten into dense layers), and one of residuals, nested Concats, a depthwise layer and a
-// squeeze-excitation gate, at batches 1, 3 and 7, on every variant; zoo networks' tails. Random inputs and weights; the kernel writes no intermediate to global memory, so a
-// halo or share it forgot to write shows up in the output.
+// squeeze-excitation gate, at batches 1, 3 and 7, on every variant, each as built and as compiled for the model at
+// plan time; zoo networks' tails. Random inputs and weights; the kernel writes no intermediate to global memory, so
+// a halo or share it forgot to write shows up in the output.
 #include <string>
 #include <vector>
 
@@ -168,10 +169,12 @@ void check_forced(const std::string& bytes, const char* name, std::vector<int64_
   CHECK(max_rel_error(got, want) < 1e-4);
 }
 
+// Every variant here, each as built and as compiled for the model at plan time ("_jit").
 std::vector<std::string> variants_here() {
   std::vector<std::string> names;
   for (const kernels::SeqVariant& v : kernels::seqnet_variants(gpu::current_device().arch(), max_cluster_size())) {
     names.push_back(v.name);
+    names.push_back(v.name + "_jit");
   }
   return names;
 }
@@ -193,7 +196,8 @@ TEST_CASE("sequence kernel: 1-D and 2-D chains on every variant match the CPU ba
 
 // The zoo's time-series network whole (three Conv1d + BN + ReLU, two with a max pool, the global pool and the
 // dense layer) and VGG's last layers after its steps, at batches 1, 3 and 16; the tails of ResNet-20 (a residual
-// from before the cut), DenseNet-BC (Concats in place) and MobileNet v2 (inverted residuals) at batches 1 and 3.
+// from before the cut), DenseNet-BC (Concats in place) and MobileNet v2 (inverted residuals) at batches 1 and 3;
+// each through the kernel as built and as compiled for the model.
 TEST_CASE("sequence kernel: zoo networks forced through it match the CPU backend") {
   Options cpu_options;
   cpu_options.device = Device::Cpu;
@@ -209,16 +213,21 @@ TEST_CASE("sequence kernel: zoo networks forced through it match the CPU backend
   for (const Case& c : cases) {
     const std::string path = repo_path(std::string("models/zoo/") + c.zoo + "/model.onnx");
     const Model cpu = Model::load(path, cpu_options);
-    const Model gpu = Model::load(path, forced_gpu_options("seqnet"));
-    for (int64_t batch : c.batches) {
-      CAPTURE(c.zoo);
-      CAPTURE(batch);
-      const std::string plan = gpu.describe_plan(batch);
-      CHECK_MESSAGE(plan.find("one launch, seqnet") != std::string::npos, plan);
-      std::vector<int64_t> shape = {batch};
-      shape.insert(shape.end(), c.image.begin(), c.image.end());
-      const Tensor x{shape, random_floats(static_cast<size_t>(product(shape)), seed++)};
-      CHECK(max_rel_error(Context(gpu).run({x})[0], Context(cpu).run({x})[0]) < 1e-4);
+    // The first variant here, as built and as compiled for the model's program.
+    const std::string first = kernels::seqnet_variants(gpu::current_device().arch(), max_cluster_size()).front().name;
+    for (const std::string& forced : {first, first + "_jit"}) {
+      const Model gpu = Model::load(path, forced_gpu_options(forced));
+      for (int64_t batch : c.batches) {
+        CAPTURE(c.zoo);
+        CAPTURE(forced);
+        CAPTURE(batch);
+        const std::string plan = gpu.describe_plan(batch);
+        CHECK_MESSAGE(plan.find("one launch, " + forced) != std::string::npos, plan);
+        std::vector<int64_t> shape = {batch};
+        shape.insert(shape.end(), c.image.begin(), c.image.end());
+        const Tensor x{shape, random_floats(static_cast<size_t>(product(shape)), seed++)};
+        CHECK(max_rel_error(Context(gpu).run({x})[0], Context(cpu).run({x})[0]) < 1e-4);
+      }
     }
   }
 }

@@ -76,11 +76,6 @@ class PlanTimeChain {
   std::unique_ptr<kernels::ChainJitKernel> compiled_;
 };
 
-bool plan_time_compilation() {
-  const char* off = std::getenv("CNNRT_NO_JIT");
-  return !(off && *off && std::string(off) != "0");
-}
-
 kernels::ChainConv chain_conv(const ConvStep& cs, const float* weights) {
   return {cs.layer.g, cs.layer.e, weights};
 }

@@ -13,13 +13,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
+#include "core/log.hpp"
+#include "kernels/jit.hpp"
 #include "kernels/net.cuh"
 #include "kernels/seqnet.cuh"
 #include "plan/gpu/conv_step.hpp"
@@ -36,6 +41,68 @@ constexpr size_t kMaxCuts = 4;  // the first cut and the last three: each candid
 // Cuts whose layers do more than this an image are not tried: at the kernel's rate (16 SMs of generic FP32 sums, a
 // microsecond or more an op) they lose to the steps' tuned kernels by far, and each costs the tuner a replay.
 constexpr double kMaxFlopsAnImage = 2.0e7;
+
+// The sequence kernel compiled for one program at plan time. NVRTC runs on threads of their own: at the first
+// launch of any compiled candidate of the offer (the tuner's check run), every one of them starts, so that they
+// compile at once; a choice read from the tuning cache compiles its own only (prepare()). The kernel is loaded at
+// its first launch (never inside a graph capture: the tuner's check run, or prepare() once chosen). Where NVRTC or
+// the load fails, the built kernel runs the program instead, with one warning: same code, same results.
+class PlanTimeSeq {
+ public:
+  using Group = std::vector<std::weak_ptr<PlanTimeSeq>>;  // the offer's compiled candidates
+
+  PlanTimeSeq(std::shared_ptr<const kernels::SeqProgram> program, const kernels::SeqLayer* layers, int arch,
+              std::string name, std::shared_ptr<Group> group)
+      : program_(std::move(program)), layers_(layers), arch_(arch), name_(std::move(name)), group_(std::move(group)) {}
+
+  void start() {
+    std::call_once(started_, [this] {
+      cubin_ = std::async(std::launch::async, [source = kernels::seqnet_jit_source(*program_), arch = arch_] {
+        const auto start = std::chrono::steady_clock::now();
+        std::string cubin = kernels::compile_jit_source(source, arch, "the sequence kernel");
+        return std::make_pair(std::move(cubin),
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      });
+    });
+  }
+
+  void prepare() {
+    std::call_once(loaded_, [this] {
+      start();
+      try {
+        const auto [cubin, seconds] = cubin_.get();
+        compiled_ = std::make_unique<kernels::SeqJitKernel>(cubin, *program_);
+        log().debug("{}: compiled in {:.2f} s", name_, seconds);
+      } catch (const std::exception& e) {
+        log().warn("{}: {}; the kernel as built runs instead", name_, e.what());
+      }
+    });
+  }
+
+  void launch(const float* const* x, float* y, int batch, cudaStream_t s) {
+    if (group_) {
+      for (const std::weak_ptr<PlanTimeSeq>& member : *group_) {
+        if (const std::shared_ptr<PlanTimeSeq> m = member.lock()) m->start();
+      }
+    }
+    prepare();
+    if (compiled_) {
+      compiled_->launch(*program_, x, y, batch, s);
+    } else {
+      kernels::launch_seqnet(*program_, layers_, x, y, batch, s);
+    }
+  }
+
+ private:
+  std::shared_ptr<const kernels::SeqProgram> program_;
+  const kernels::SeqLayer* layers_;
+  int arch_;
+  std::string name_;
+  std::shared_ptr<Group> group_;
+  std::once_flag started_, loaded_;
+  std::future<std::pair<std::string, double>> cubin_;
+  std::unique_ptr<kernels::SeqJitKernel> compiled_;
+};
 
 int to_int(int64_t v, const char* what) {
   CNNRT_CHECK(v >= 0 && v <= INT_MAX, ErrorCode::Unsupported, "{} {} is beyond the network kernel's 32-bit offsets", what, v);
@@ -518,6 +585,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     Table table;
     std::shared_ptr<const kernels::SeqProgram> seq;  // the sequence kernel's program instead, with its table uploaded
     const kernels::SeqLayer* seq_layers = nullptr;
+    std::shared_ptr<PlanTimeSeq> jit;  // the program's kernel compiled for it, instead of the built one
   };
   std::vector<Option> options;
   const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
@@ -525,6 +593,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   std::string seq_why;  // why the sequence kernel does not run the first cut it does not
   int seq_offered = 0;
   kernels::SeqHostCopies host_weights;  // each layer's weights read back once for every variant and cut
+  auto jit_group = std::make_shared<PlanTimeSeq::Group>();
   for (size_t c = 0; c < cuts.size(); ++c) {
     signature += fmt::format(" {}:{}", cuts[c].ops.size(), ops_fingerprint(cuts[c].ops));
     std::vector<Step> prefix(plan.steps.begin() + static_cast<std::ptrdiff_t>(cuts[0].step),
@@ -553,7 +622,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
                             staging, static_cast<cudaStream_t>(s));
       };
       candidates.push_back(std::move(cand));
-      options.push_back({c, v, std::move(table), nullptr, nullptr});
+      options.push_back({c, v, std::move(table), nullptr, nullptr, nullptr});
     }
     for (const kernels::SeqVariant& v : seq_variants) {
       std::string why;
@@ -590,7 +659,23 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
                                static_cast<cudaStream_t>(s));
       };
       candidates.push_back(std::move(cand));
-      options.push_back({c, {}, {}, seq, layers});
+      options.push_back({c, {}, {}, seq, layers, nullptr});
+      if (!plan_time_compilation()) continue;
+      // The same program compiled for itself (after the built one: --force-kernel NAME finds that first).
+      const std::string jit_name = fmt::format("{}_jit_cut{}", v.name, c);
+      auto jit = std::make_shared<PlanTimeSeq>(seq, layers, lc.context.device.device_arch, jit_name, jit_group);
+      jit_group->push_back(jit);
+      KernelCandidate compiled;
+      compiled.name = jit_name;
+      compiled.config = candidates.back().config + ", compiled for them";
+      compiled.launch = [before, jit, xs, y, n_in, batch](const float* const* in, float* const* out, Stream s) {
+        if (before) before(in, out, s);
+        const float* x[kernels::kSeqMaxInputs] = {};
+        for (size_t i = 0; i < xs.size(); ++i) x[i] = TuningLayout::resolve(xs[i], in, n_in, out);
+        jit->launch(x, TuningLayout::resolve(y, in, n_in, out), static_cast<int>(batch), static_cast<cudaStream_t>(s));
+      };
+      candidates.push_back(std::move(compiled));
+      options.push_back({c, {}, {}, seq, layers, jit});
     }
   }
   if (seq_offered == 0) lc.note(fmt::format("sequence kernel: not offered ({})", seq_why));
@@ -634,6 +719,14 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     const kernels::SeqLayer* layers = chosen.seq_layers;
     std::vector<int> inputs;
     for (const kernels::SeqInput& staged : seq->inputs) inputs.push_back(staged.slot);
+    if (const std::shared_ptr<PlanTimeSeq> jit = chosen.jit) {
+      jit->prepare();
+      replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
+                                 [jit, batch](const float* const* in, float* const* out, Stream s) {
+                                   jit->launch(in, out[0], static_cast<int>(batch), static_cast<cudaStream_t>(s));
+                                 }));
+      return;
+    }
     replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
                                [seq, layers, batch](const float* const* in, float* const* out, Stream s) {
                                  kernels::launch_seqnet(*seq, layers, in, out[0], static_cast<int>(batch),

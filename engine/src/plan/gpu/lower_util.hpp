@@ -44,6 +44,10 @@ std::vector<std::pair<const KernelCandidate*, double>> close_candidates(const Ch
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates);
 
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
+
+// Whether kernels compiled at plan time for a model's shapes (NVRTC) are offered: unless CNNRT_NO_JIT is set
+// (and not "0").
+bool plan_time_compilation();
 // Every kernel name a Gemm, MatMul or FusedGemm step may run under (lower_matrix.cpp), for the kernel-set
 // fingerprint.
 std::vector<std::string> gemm_kernel_names();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -57,6 +58,11 @@ std::vector<int> input_slots(LowerContext& lc, const ir::Node& node) {
     if (v != ir::kNoValue) slots.push_back(lc.slot(v));
   }
   return slots;
+}
+
+bool plan_time_compilation() {
+  const char* off = std::getenv("CNNRT_NO_JIT");
+  return !(off && *off && std::string(off) != "0");
 }
 
 std::vector<int> output_slots(LowerContext& lc, const ir::Node& node) {

@@ -59,7 +59,10 @@ std::vector<std::string> fusion_kernel_names() {
   for (std::string& n : kernels::mbconv_chain_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::dense_layer_variant_names()) names.push_back(std::move(n));
   for (std::string& n : kernels::net_variant_names()) names.push_back(n + "_cut*");  // the cut: which node it starts at
-  for (std::string& n : kernels::seqnet_variant_names()) names.push_back(n + "_cut*");
+  for (std::string& n : kernels::seqnet_variant_names()) {
+    names.push_back(n + "_cut*");
+    names.push_back(n + "_jit_cut*");  // compiled at plan time
+  }
   for (std::string& n : gemm_kernel_names()) names.push_back(std::move(n));
   return names;
 }
@@ -137,9 +140,14 @@ class MeasuringTuner final : public Tuner {
     CNNRT_CHECK(!candidates.empty(), ErrorCode::Internal, "no eligible kernel for {}", signature);
     Choice choice;
     if (!options_.force_kernel.empty()) {
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        if (candidates[i].name == options_.force_kernel ||
-            candidates[i].name.rfind(options_.force_kernel, 0) == 0) {
+      // The first candidate the name starts at a token of ("seqnet_cl1" names seqnet_cl1_cut0, not
+      // seqnet_cl16_cut0), else the first it starts.
+      const std::string& forced = options_.force_kernel;
+      for (const bool whole_token : {true, false}) {
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          const std::string& name = candidates[i].name;
+          if (name.rfind(forced, 0) != 0) continue;
+          if (whole_token && name.size() > forced.size() && name[forced.size()] != '_') continue;
           choice.index = i;
           choice.how = "forced";
           return choice;
