@@ -21,9 +21,9 @@
 #include <mutex>
 #include <set>
 
+#include "core/log.hpp"
 #include "ir/fused.hpp"
 #include "ir/ops.hpp"
-#include "core/log.hpp"
 #include "kernels/jit.hpp"
 #include "kernels/net.cuh"
 #include "kernels/seqnet.cuh"
@@ -79,12 +79,16 @@ class PlanTimeSeq {
     });
   }
 
+  // A candidate's launch: the offer's compiles started, this one's waited for.
   void launch(const float* const* x, float* y, int batch, cudaStream_t s) {
-    if (group_) {
-      for (const std::weak_ptr<PlanTimeSeq>& member : *group_) {
-        if (const std::shared_ptr<PlanTimeSeq> m = member.lock()) m->start();
-      }
+    for (const std::weak_ptr<PlanTimeSeq>& member : *group_) {
+      if (const std::shared_ptr<PlanTimeSeq> m = member.lock()) m->start();
     }
+    run(x, y, batch, s);
+  }
+
+  // The chosen step's launch.
+  void run(const float* const* x, float* y, int batch, cudaStream_t s) {
     prepare();
     if (compiled_) {
       compiled_->launch(*program_, x, y, batch, s);
@@ -723,7 +727,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
       jit->prepare();
       replace_steps(lc.make_step(covered, winner.name, winner.config + ", " + choice.how, inputs, {out_slot},
                                  [jit, batch](const float* const* in, float* const* out, Stream s) {
-                                   jit->launch(in, out[0], static_cast<int>(batch), static_cast<cudaStream_t>(s));
+                                   jit->run(in, out[0], static_cast<int>(batch), static_cast<cudaStream_t>(s));
                                  }));
       return;
     }
