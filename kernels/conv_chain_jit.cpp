@@ -4,10 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <stdexcept>
 #include <type_traits>
-#include <vector>
-
 
 namespace cnnrt::kernels {
 
@@ -76,14 +73,9 @@ std::string compile_chain_jit_source(const std::string& source, int arch, std::s
 }
 
 ChainJitKernel::ChainJitKernel(const ConvChainDesc& d, const ConvChainVariant& v) : layout_(v.layout) {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    throw std::runtime_error("the chain kernel: no device to compile it for");
-  }
+  const int arch = current_device_arch();
   const auto start = std::chrono::steady_clock::now();
-  const std::string cubin = compile_chain_jit_source(conv_chain_jit_source(d, v), major * 10 + minor);
+  const std::string cubin = compile_chain_jit_source(conv_chain_jit_source(d, v), arch);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   kernel_ = std::make_unique<JitKernel>(cubin, kChainJitEntry, static_cast<size_t>(layout_.floats) * sizeof(float),
                                         layout_.ranks > 8);

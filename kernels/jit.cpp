@@ -58,6 +58,14 @@ std::string jit_words(const void* bytes, size_t size) {
   return out;
 }
 
+int current_device_arch() {
+  int device = 0, major = 0, minor = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "compute capability");
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "compute capability");
+  return major * 10 + minor;
+}
+
 std::string compile_jit_source(const std::string& source, int arch, const char* what, std::string* log_out) {
   std::vector<const char*> names = {"cstdint"}, texts = {kCstdint};
   for (int i = 0; i < kJitHeaderCount; ++i) {

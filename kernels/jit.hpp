@@ -17,6 +17,10 @@ namespace cnnrt::kernels {
 // `size` bytes at `bytes` (a multiple of 4) as a C++ initializer of 32-bit words: "0x1u, 0x0u, ...".
 std::string jit_words(const void* bytes, size_t size);
 
+// The current device's compute capability as major * 10 + minor (what compile_jit_source takes). Throws
+// std::runtime_error with the CUDA error where there is no device.
+int current_device_arch();
+
 // `source` compiled for sm_<arch> (e.g. 90) to a cubin, as nvcc builds the kernels (C++17, full optimisation, no
 // fast-math). Needs no GPU. Throws std::runtime_error naming `what` ("the chain kernel") with the compiler's log
 // when the source does not compile; `log` (if given) gets the log of a compilation that succeeded (ptxas warns

@@ -31,7 +31,6 @@ __global__ void __launch_bounds__(kSeqThreads, 1) seqnet_kernel(const __grid_con
   for (int k = 0; k < p.n_layers; ++k) seq_detail::seq_layer(layers[k], k, k + 1 == p.n_layers, p, b);
 }
 
-
 static_assert(sizeof(SeqLayer) % sizeof(int4) == 0);
 
 // A tensor's layout: dense [C][H][W], or with the zero halo of a convolution's padding.
