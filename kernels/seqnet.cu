@@ -302,7 +302,11 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     if (adopt && view->C == C && view->H * view->W == H * W) H = view->H, W = view->W;
     if (!(view->C == C && view->H == H && view->W == W)) {
       if (int64_t(view->C) * view->H * view->W != int64_t(C) * H * W) {
-        return "a layer whose input has other extents";
+        auto dims = [](int c, int h, int w) {
+          return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
+        };
+        return "a layer whose input has other extents (layer " + std::to_string(j) + " reads " + dims(C, H, W) +
+               " from a tensor of " + dims(view->C, view->H, view->W) + ")";
       }
       view->flat = true;
       view->C = C, view->H = H, view->W = W;
