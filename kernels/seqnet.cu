@@ -81,6 +81,7 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     int in_stride = 0, res_stride = 0;
     int64_t out_at = 0;
     bool bcast = false;
+    bool block = false;  // writes a block of its output tensor (a Concat's, copied), not the whole of it
   };
   std::vector<Io> io;
   std::map<int, int> op_readers;
@@ -208,11 +209,12 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
         l.kind = NetOpKind::Affine;
         l.C = l.OC = at->second[0], l.H = l.OH = at->second[1], l.W = l.OW = at->second[2];
         t.out_at = o.out_offset;
+        t.block = o.count != o.out_stride;
         break;
       }
       default: return refuse("an op other than a convolution, pool, global pool, affine map, binary op, Concat or channel shuffle");
     }
-    if (t.out_at == 0) written_shape[t.out] = {l.OC, l.OH, l.OW};
+    if (t.out_at == 0 && !t.block) written_shape[t.out] = {l.OC, l.OH, l.OW};
     prog.out_image_floats = ops[k].out_stride;
     prog.layers.push_back(l);
     io.push_back(t);
@@ -335,7 +337,8 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     if (j + 1 == n) break;
     const auto [r, at] = root_of(t.out);
     if (std::string e = write(r, at + t.out_at, l.OC, l.OH, l.OW, J, &out_view[j]); !e.empty()) return refuse(e);
-    if (t.out_at == 0) latest[t.out] = out_view[j];
+    // (A Concat's first block copied is not the tensor: its readers find the whole of it through its root.)
+    if (t.out_at == 0 && !io[j].block) latest[t.out] = out_view[j];
   }
   for (size_t j = 0; j + 1 < n; ++j) {
     if (io[j].out == io.back().out) return refuse("an output inside another tensor");

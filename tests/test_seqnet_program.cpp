@@ -310,6 +310,25 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
   CHECK((apart->inputs[0].slot == 0 && apart->inputs[1].slot == 4));
   CHECK(apart->layers[3].in_base == apart->inputs[1].base);
   check_regions(*apart, {{-1}, {0}, {0}, {-2}});
+  // The Concat copied instead (its blocks' Copy ops, as the planner describes a Concat not in place): the 1x1 after
+  // it reads the whole of it, both blocks.
+  std::vector<NetOp> copied(fire.begin(), fire.end() - 1);
+  for (int b = 0; b < 2; ++b) {
+    NetOp c;
+    c.kind = NetOpKind::Copy;
+    c.in0 = 2 + b, c.out = 4;
+    c.in0_stride = c.count = 16 * 13 * 13;
+    c.out_stride = 32 * 13 * 13;
+    c.out_offset = b * 16 * 13 * 13;
+    copied.push_back(c);
+  }
+  copied.push_back(fire.back());
+  const std::optional<kernels::SeqProgram> by_copies = kernels::build_seqnet(copied, 8, kOptin, &why);
+  REQUIRE_MESSAGE(by_copies.has_value(), why);
+  REQUIRE(by_copies->layers.size() == 6);
+  CHECK(by_copies->layers[5].C == 32);
+  CHECK(by_copies->layers[5].in_base == by_copies->layers[3].out_base);
+  CHECK(by_copies->layers[4].out_base == by_copies->layers[3].out_base + 16 * by_copies->layers[3].out_cs);
   // A Concat block of channels it does not start at is refused.
   const kernels::SeqAliases misaligned = {{2, {4, 0}}, {3, {4, 16 * 13 * 13 * 4 + 4}}};
   CHECK_FALSE(kernels::build_seqnet(fire, 8, kOptin, &why, &misaligned).has_value());
