@@ -461,16 +461,26 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     can_be_local[k] = ok ? 1 : 0;
   }
   // Where each tensor lies: from the first layer any rank may write it at (a local layer's own; a shared layer's: the
-  // one after the last shared layer before it, which every rank has sent, after its reads, before any rank's share
-  // of this one arrives) to its last reader, no two of overlapping spans in overlapping floats (first fit).
+  // one after the last shared layer before it that every rank still reading has sent, after its reads, before any
+  // rank's share of this one arrives) to its last reader, no two of overlapping spans in overlapping floats (first
+  // fit).
   auto place_tensors = [&](bool locals) {
     int last_shared = -1;
+    int busy = 0;  // ranks 0 .. busy - 1 ran a local layer since last_shared (ranks with channels are a prefix)
     std::vector<int> first_at(n, 0);
     for (size_t k = 0; k + 1 < n; ++k) {
       SeqLayer& l = prog.layers[k];
       l.local = locals ? can_be_local[k] : 0;
       first_at[k] = l.local ? static_cast<int>(k) : last_shared + 1;
-      if (!l.local) last_shared = static_cast<int>(k);
+      const int senders = (l.OC + l.cb - 1) / l.cb;  // the ranks with channels of the layer
+      if (l.local) {
+        busy = std::max(busy, senders);
+      } else if (senders >= busy) {
+        // (A rank that sends a shared layer nothing, and ran a local layer since the last one, may still read that
+        // local layer's tensors when the others pass this layer's wait: not a layer every rank has passed.)
+        last_shared = static_cast<int>(k);
+        busy = 0;
+      }
     }
     std::vector<Root*> order;
     for (auto& [slot, root] : roots) {

@@ -368,6 +368,28 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
   CHECK(why.find("broadcasts") != std::string::npos);
 }
 
+// A shared layer that some ranks have no channels of (12 filters on 16 ranks) is no point every rank has passed:
+// ranks 12-15 send it nothing, so the others may pass its wait while those still run the local depthwise layer before
+// it, reading the first convolution's output. A tensor shared after it must not lie in that output's floats.
+TEST_CASE("sequence kernel program: a layer some ranks have no channels of does not end earlier tensors' spans") {
+  std::string why;
+  std::vector<NetOp> ops = {conv2d(0, 1, 32, 7, 32, 3, 1, 1), conv2d(1, 2, 32, 7, 32, 3, 1, 1, 32),
+                            conv2d(1, 3, 32, 7, 12, 1, 1, 0), conv2d(3, 4, 12, 7, 32, 1, 1, 0),
+                            global_pool(4, 5, 32, 49),        dense(5, 6, 32, 10)};
+  ops[3].in1 = 2;  // (the depthwise output as the residual: read per channel, so the depthwise layer is local)
+  const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(ops, 16, kOptin, &why);
+  REQUIRE_MESSAGE(p.has_value(), why);
+  REQUIRE(p->layers.size() == 6);
+  CHECK(p->layers[1].local == 1);
+  CHECK(p->layers[2].local == 0);
+  CHECK(p->layers[2].cb == 1);  // (ranks 12-15: none)
+  CHECK(p->layers[4].local == 0);
+  const kernels::SeqLayer& first = p->layers[0];
+  const kernels::SeqLayer& pooled = p->layers[4];
+  const int first_end = first.out_base + first.OC * first.out_cs, pooled_end = pooled.out_base + pooled.OC * pooled.out_cs;
+  CHECK((pooled_end <= first.out_base || first_end <= pooled.out_base));
+}
+
 TEST_CASE("sequence kernel program: a channel shuffle reads its channels through a map") {
   std::string why;
   // Grouped 1x1 (3 groups of 8) -> shuffle [3][8] -> [8][3] -> depthwise 3x3.
