@@ -338,7 +338,7 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     const auto [r, at] = root_of(t.out);
     if (std::string e = write(r, at + t.out_at, l.OC, l.OH, l.OW, J, &out_view[j]); !e.empty()) return refuse(e);
     // (A Concat's first block copied is not the tensor: its readers find the whole of it through its root.)
-    if (t.out_at == 0 && !io[j].block) latest[t.out] = out_view[j];
+    if (t.out_at == 0 && !t.block) latest[t.out] = out_view[j];
   }
   for (size_t j = 0; j + 1 < n; ++j) {
     if (io[j].out == io.back().out) return refuse("an output inside another tensor");
