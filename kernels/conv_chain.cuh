@@ -25,11 +25,12 @@
 //      lanes with shuffles;
 //   3. rank r multiplies its pooled features (a contiguous slice of the flattened B output) with its slice
 //      of the fully connected weights (brought into its shared memory by one bulk copy issued at the start),
-//      one warp per output, and stores the partial dot products into rank
-//      0's shared memory (asynchronous stores counted by an mbarrier there: only rank 0 waits); rank 0 sums
-//      the ranks' partials in rank order (deterministic), adds the bias, activates and writes the outputs;
+//      a few lanes per output (dense_lanes: the block's threads spread over the outputs), and stores the
+//      partial dot products into rank 0's shared memory (asynchronous stores counted by an mbarrier there:
+//      only rank 0 waits); rank 0 sums the ranks' partials in rank order (deterministic), a thread an output,
+//      adds the bias, activates and writes the outputs;
 //   4. where more dense layers follow (up to kChainTailMax: LeNet-5's F6 and output layer), rank 0 runs them
-//      from its shared memory, one warp per output; their weights (tens of kilobytes) arrive there by bulk
+//      from its shared memory, a few lanes per output; their weights (tens of kilobytes) arrive there by bulk
 //      copies issued at the start, while the convolutions run. As steps of their own they cost ~5 us each at
 //      batch 1.
 // The device code is in conv_chain_device.cuh: conv_chain.cu builds it for any shapes, and conv_chain_jit.hpp

@@ -288,26 +288,41 @@ __device__ __forceinline__ float a_window_lanes(const ChainConv& A, const ChainL
   return pool ? window.finish(A.e.pool, py, px, A.g.OH, A.g.OW) : window.sum;
 }
 
-// out[n] = act(sum_k weights[n][k] * in[k] + bias[n]) for n in [0, D.N), everything in shared memory: one
-// warp per output, the lanes striding over k, summed by a fixed shuffle tree (deterministic).
-template <int kWarps>
+// Lanes that share one output's sum in the dense phases (a power of two, 1 to 32): the block's threads spread
+// over `outputs`, so a layer of many outputs runs a few short sums a thread in one pass, where a warp an output
+// ran its outputs one after another, each ending in a five-step shuffle tree (LeNet-5's 120 and 84 outputs).
+__host__ __device__ constexpr int dense_lanes(int outputs, int threads = kChainThreads) {
+  int g = 32;
+  while (g > 1 && g * outputs > threads) g /= 2;
+  return g;
+}
+
+// out[n] = act(sum_k weights[n][k] * in[k] + bias[n]) for n in [0, D.N), everything in shared memory:
+// dense_lanes(D.N) lanes an output, each striding over k with two accumulators, summed by a fixed shuffle tree
+// (deterministic). Every thread of the block's kThreads runs the same passes, so whole warps join the shuffles.
+template <int kThreads>
 __device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const float* weights, const float* bias,
-                                            const float* in, float* out, int warp, int lane) {
-  const int passes = (D.N + kWarps - 1) / kWarps, chunks = (k + 31) / 32;
-#pragma unroll 4
+                                            const float* in, float* out) {
+  const int G = dense_lanes(D.N, kThreads), per_pass = kThreads / G;
+  const int g = static_cast<int>(threadIdx.x) & (G - 1);
+  const int passes = (D.N + per_pass - 1) / per_pass;
+#pragma unroll 1
   for (int p = 0; p < passes; ++p) {
-    const int n = warp + p * kWarps;
-    if (n >= D.N) break;  // uniform across the warp
-    const float* w = weights + n * k;
-    float s = 0.0f;
+    const int n = p * per_pass + static_cast<int>(threadIdx.x) / G;
+    float s0 = 0.0f, s1 = 0.0f;
+    if (n < D.N) {
+      const float* w = weights + n * k;
+      int j = g;
 #pragma unroll 4
-    for (int c = 0; c < chunks; ++c) {
-      const int j = c * 32 + lane;
-      if (j < k) s = fmaf(w[j], in[j], s);
+      for (; j + G < k; j += 2 * G) {
+        s0 = fmaf(w[j], in[j], s0);
+        s1 = fmaf(w[j + G], in[j + G], s1);
+      }
+      if (j < k) s0 = fmaf(w[j], in[j], s0);
     }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) out[n] = param_activate(s + (D.bias ? bias[n] : 0.0f), D.act, D.alpha, D.beta);
+    float s = s0 + s1;
+    for (int off = G / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (g == 0 && n < D.N) out[n] = param_activate(s + (D.bias ? bias[n] : 0.0f), D.act, D.alpha, D.beta);
   }
 }
 
@@ -351,7 +366,6 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   // into registers, stored after the set-up below (their round trip overlaps it), not 4-byte cp.async: those
   // issued at about one thread a cycle here (six a thread took 1.0 us of an isolated launch, chain_trace).
   const int warp = tid / 32, lane = tid % 32;
-  constexpr int kWarps = T / 32;
   const int wa_count = A.g.F * KA * KA, wb_count = L.fb * B.g.C * KB * KB;
   const int weight_floats = wa_count + A.g.F + wb_count + L.fb + d.fc.N;
   // The i-th weight of this rank (A's filters and bias, this rank's B filters and bias, its columns of the
@@ -593,21 +607,29 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   }
   block_barrier();
 
-  // 3. This rank's share of every dot product, one warp per output, into rank 0's shared memory by
-  // asynchronous stores that rank 0's fc_ready counts. Only rank 0 waits: the other ranks are done once
-  // their stores are issued (nothing reads their shared memory any more; rank 0's lives until the stores
-  // have landed). A cluster barrier here cost ~0.7 us on one launch's critical path (launch_floor).
+  // 3. This rank's share of every dot product, dense_lanes(N) lanes an output (their shares of the slice summed
+  // by shuffles), into rank 0's shared memory by asynchronous stores that rank 0's fc_ready counts. Only rank 0
+  // waits: the other ranks are done once their stores are issued (nothing reads their shared memory any more;
+  // rank 0's lives until the stores have landed). A cluster barrier here cost ~0.7 us on one launch's critical
+  // path (launch_floor).
   mbarrier_wait_parity0(&fc_weights_ready);
-  for (int n = warp; n < d.fc.N; n += kWarps) {
-    float s = 0.0f;
-    for (int j0 = 0; j0 < slice; j0 += 32) {
-      const int j = j0 + lane;
-      if (j < slice) {
-        const int f = L.by_pb.div(j), p = j - f * P;  // this rank's filter f, its pooled output p
-        s = fmaf(wfc[f * L.fc_stride + n * P + p], feat[j], s);
+  {
+    const int G = dense_lanes(d.fc.N, T), per_pass = T / G;
+    const int g = tid & (G - 1);
+    const int passes = (d.fc.N + per_pass - 1) / per_pass;
+#pragma unroll 1
+    for (int pass = 0; pass < passes; ++pass) {  // the same passes in every thread: whole warps shuffle
+      const int n = pass * per_pass + tid / G;
+      float s = 0.0f;
+      if (n < d.fc.N) {
+        for (int j = g; j < slice; j += G) {
+          const int f = L.by_pb.div(j), p = j - f * P;  // this rank's filter f, its pooled output p
+          s = fmaf(wfc[f * L.fc_stride + n * P + p], feat[j], s);
+        }
       }
+      for (int off = G / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (g == 0 && n < d.fc.N) store_partial(s, fc_part, rank, R, d.fc.N, n, &fc_ready);
     }
-    push_partial(s, fc_part, rank, R, d.fc.N, n, &fc_ready);
   }
   if (R == 1) {
     block_barrier();
@@ -615,19 +637,18 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     mbarrier_wait_parity0(&fc_ready);
   }
   if (rank != 0) return;
-  // One warp per output: the ranks' partials in rank order.
+  // A thread an output: the ranks' partials added in rank order (the same bits every run).
   float* dense_in = smem + L.dense_io;
-  for (int n = warp; n < d.fc.N; n += kWarps) {
-    float v = sum_partials(fc_part, R, d.fc.N, n);
-    if (lane == 0) {
-      v = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
-      if (d.tail_count == 0) {
-        y[static_cast<int64_t>(image) * d.fc.N + n] = v;
-      } else {
-        dense_in[n] = v;
-      }
+  for_items(d.fc.N, [&](int n) {
+    float v = 0.0f;
+    for (int q = 0; q < R; ++q) v += fc_part[q * d.fc.N + n];
+    v = param_activate(v + bfc[n], d.fc.act, d.fc.alpha, d.fc.beta);
+    if (d.tail_count == 0) {
+      y[static_cast<int64_t>(image) * d.fc.N + n] = v;
+    } else {
+      dense_in[n] = v;
     }
-  }
+  });
   // 4. The dense layers after the first, rank 0 alone (the block's barriers are its own). Unrolled: a
   // runtime index into d.tail would put the whole desc in local memory in the compiled kernels, whose
   // constants then stop folding.
@@ -640,8 +661,8 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
     float* dense_out = smem + L.dense_io + ((t + 1) % 2) * L.dense_width;
     if (t == 0) mbarrier_wait_parity0(&tail_ready);  // the weights
     block_barrier();  // the layer before has written dense_in
-    dense_layer<kWarps>(D, k, smem + L.tail_w[t], smem + L.tail_b[t], dense_in,
-                        last ? y + static_cast<int64_t>(image) * D.N : dense_out, warp, lane);
+    dense_layer<T>(D, k, smem + L.tail_w[t], smem + L.tail_b[t], dense_in,
+                   last ? y + static_cast<int64_t>(image) * D.N : dense_out);
     dense_in = dense_out;
     k = D.N;
   }

@@ -174,8 +174,7 @@ __global__ void __launch_bounds__(kDenseChainThreads)
     const bool last = t + 1 == d.count;
     float* out = io + (t % 2) * L.io_width;
     block_barrier();  // the layer before has written `in`
-    dense_layer<kWarps>(D, k, smem + L.weights[t], smem + L.bias[t], in,
-                        last ? y + static_cast<int64_t>(image) * D.N : out, warp, lane);
+    dense_layer<T>(D, k, smem + L.weights[t], smem + L.bias[t], in, last ? y + static_cast<int64_t>(image) * D.N : out);
     in = out;
     k = D.N;
   }

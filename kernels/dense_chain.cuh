@@ -19,7 +19,8 @@
 //   1. rank r computes its partial dot products for every output of the first layer, one warp per output,
 //      and stores them into rank 0's shared memory (asynchronous stores counted by an mbarrier there);
 //   2. rank 0 sums the partials in rank order (deterministic), adds the bias and activates, then runs the
-//      later layers from shared memory, one warp per output, and writes the last layer's outputs.
+//      later layers from shared memory, a few lanes per output (the block's threads spread over the outputs:
+//      chain_detail::dense_layer), and writes the last layer's outputs.
 #pragma once
 
 #include <cuda_runtime.h>

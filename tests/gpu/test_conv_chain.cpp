@@ -293,7 +293,7 @@ TEST_CASE("conv chain: odd sizes, paddings, pooling kinds and activations") {
 }
 
 // The dense layers after the first (ConvChainDesc::tail), run by rank 0 from shared memory: LeNet-5's
-// (120 -> 84 Tanh -> 10), a single wide one (300 outputs: 19 passes of the block's warps), and one
+// (120 -> 84 Tanh -> 10: four lanes an output), a single wide one (300 outputs: a thread each), and one
 // output after a one-output layer; with and without bias, at every cluster size and batches 1, 7 and 33.
 TEST_CASE("conv chain: dense layers after the first, as LeNet-5's F6 and output layers") {
   int variants = 0;
