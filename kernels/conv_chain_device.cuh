@@ -297,33 +297,43 @@ __host__ __device__ constexpr int dense_lanes(int outputs, int threads = kChainT
   return g;
 }
 
-// out[n] = act(sum_k weights[n][k] * in[k] + bias[n]) for n in [0, D.N), everything in shared memory:
-// dense_lanes(D.N) lanes an output, each striding over k with two accumulators, summed by a fixed shuffle tree
-// (deterministic). Every thread of the block's kThreads runs the same passes, so whole warps join the shuffles.
-template <int kThreads>
-__device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const float* weights, const float* bias,
-                                            const float* in, float* out) {
-  const int G = dense_lanes(D.N, kThreads), per_pass = kThreads / G;
+// The dense phases' outputs [0, N) over the block's kThreads threads, dense_lanes(N) lanes an output: sum(n, g, G)
+// is lane g's share of output n's sum, added over the G lanes by a fixed shuffle tree (deterministic), and
+// finish(n, s) runs in lane 0 with the whole. Every thread runs the same passes, so whole warps join the shuffles.
+template <int kThreads, class Sum, class Finish>
+__device__ __forceinline__ void for_dense_outputs(int N, Sum&& sum, Finish&& finish) {
+  const int G = dense_lanes(N, kThreads), per_pass = kThreads / G;
   const int g = static_cast<int>(threadIdx.x) & (G - 1);
-  const int passes = (D.N + per_pass - 1) / per_pass;
+  const int passes = (N + per_pass - 1) / per_pass;
 #pragma unroll 1
   for (int p = 0; p < passes; ++p) {
     const int n = p * per_pass + static_cast<int>(threadIdx.x) / G;
-    float s0 = 0.0f, s1 = 0.0f;
-    if (n < D.N) {
-      const float* w = weights + n * k;
-      int j = g;
-#pragma unroll 4
-      for (; j + G < k; j += 2 * G) {
-        s0 = fmaf(w[j], in[j], s0);
-        s1 = fmaf(w[j + G], in[j + G], s1);
-      }
-      if (j < k) s0 = fmaf(w[j], in[j], s0);
-    }
-    float s = s0 + s1;
+    float s = n < N ? sum(n, g, G) : 0.0f;
     for (int off = G / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (g == 0 && n < D.N) out[n] = param_activate(s + (D.bias ? bias[n] : 0.0f), D.act, D.alpha, D.beta);
+    if (g == 0 && n < N) finish(n, s);
   }
+}
+
+// out[n] = act(sum_k weights[n][k] * in[k] + bias[n]) for n in [0, D.N), everything in shared memory, each lane
+// striding over k with two accumulators.
+template <int kThreads>
+__device__ __forceinline__ void dense_layer(const ChainDense& D, int k, const float* weights, const float* bias,
+                                            const float* in, float* out) {
+  for_dense_outputs<kThreads>(
+      D.N,
+      [&](int n, int g, int G) {
+        const float* w = weights + n * k;
+        float s0 = 0.0f, s1 = 0.0f;
+        int j = g;
+#pragma unroll 4
+        for (; j + G < k; j += 2 * G) {
+          s0 = fmaf(w[j], in[j], s0);
+          s1 = fmaf(w[j + G], in[j + G], s1);
+        }
+        if (j < k) s0 = fmaf(w[j], in[j], s0);
+        return s0 + s1;
+      },
+      [&](int n, float s) { out[n] = param_activate(s + (D.bias ? bias[n] : 0.0f), D.act, D.alpha, D.beta); });
 }
 
 // One launch of the chain (conv_chain.cuh): `d` and `L` are the kernel's parameters in the built kernels
@@ -613,24 +623,17 @@ __device__ __forceinline__ void conv_chain_body(const float* __restrict__ x, flo
   // rank 0's lives until the stores have landed). A cluster barrier here cost ~0.7 us on one launch's critical
   // path (launch_floor).
   mbarrier_wait_parity0(&fc_weights_ready);
-  {
-    const int G = dense_lanes(d.fc.N, T), per_pass = T / G;
-    const int g = tid & (G - 1);
-    const int passes = (d.fc.N + per_pass - 1) / per_pass;
-#pragma unroll 1
-    for (int pass = 0; pass < passes; ++pass) {  // the same passes in every thread: whole warps shuffle
-      const int n = pass * per_pass + tid / G;
-      float s = 0.0f;
-      if (n < d.fc.N) {
+  for_dense_outputs<T>(
+      d.fc.N,
+      [&](int n, int g, int G) {
+        float s = 0.0f;
         for (int j = g; j < slice; j += G) {
           const int f = L.by_pb.div(j), p = j - f * P;  // this rank's filter f, its pooled output p
           s = fmaf(wfc[f * L.fc_stride + n * P + p], feat[j], s);
         }
-      }
-      for (int off = G / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-      if (g == 0 && n < d.fc.N) store_partial(s, fc_part, rank, R, d.fc.N, n, &fc_ready);
-    }
-  }
+        return s;
+      },
+      [&](int n, float s) { store_partial(s, fc_part, rank, R, d.fc.N, n, &fc_ready); });
   if (R == 1) {
     block_barrier();
   } else if (rank == 0) {
