@@ -510,12 +510,15 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     return at == offer.aliases.end() ? slot : at->second.first;
   };
   const int out_slot = plan.output_slots[0];
-  // The cuts: from a node of a clean cut whose steps do not share a buffer with the steps before (an in-place Concat
-  // split by the cut), writing the graph's output, replacing two steps or more.
+  // The cuts: from a node of a clean cut, writing the graph's output, replacing two steps or more. Where its ops write
+  // blocks of an in-place Concat that steps before the cut wrote other blocks of (DenseNet's stage after a
+  // transition), only the sequence kernel is offered it: it keeps every tensor but the output in shared memory and
+  // stages the earlier blocks, where the network kernel writes its tensors where the steps put them.
   struct Cut {
     size_t k;
     size_t step;
     std::vector<NetOp> ops;
+    bool net = true;  // the network kernel runs it too
   };
   std::vector<Cut> cuts;
   int64_t last_map = INT64_MAX;
@@ -532,15 +535,14 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     for (size_t s = 0; s < step; ++s) {
       for (int o : plan.steps[s].outputs) before.insert(buffer(o));
     }
-    bool ok = ops.size() <= size_t(kernels::kNetMaxOps);
-    bool writes_output = false;
+    bool net = true, writes_output = false;
     for (const NetOp& o : ops) {
-      ok = ok && !before.count(buffer(o.out));
+      net = net && !before.count(buffer(o.out));
       writes_output = writes_output || o.out == out_slot;
     }
-    if (!ok || !writes_output) continue;
+    if (ops.size() > size_t(kernels::kNetMaxOps) || !writes_output || (!net && seq_variants.empty())) continue;
     last_map = map;
-    cuts.push_back({k, step, std::move(ops)});
+    cuts.push_back({k, step, std::move(ops), net});
   }
   if (cuts.empty()) {
     lc.note(fmt::format("network kernel: not offered ({})",
@@ -604,6 +606,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
                              plan.steps.begin() + static_cast<std::ptrdiff_t>(cuts[c].step));
     const LaunchFn before = prefix.empty() ? LaunchFn{} : replay_launch(prefix, *layout);
     for (const kernels::NetVariant& v : variants) {
+      if (!cuts[c].net) break;
       Table table = make_table(cuts[c].ops, v.ranks, optin, offer.aliases);
       CNNRT_CHECK(table.tensors.size() <= size_t(kernels::kNetMaxTensors), ErrorCode::Internal,
                   "network kernel: {} tensors", table.tensors.size());
