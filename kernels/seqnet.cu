@@ -270,6 +270,13 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
   // extents), H and W become the tensor's where it has C channels of H * W values.
   std::map<int, View> latest;  // per slot: the block last written there
   std::vector<std::pair<int, int>> staged;  // the inputs: slot, stride
+  // Per root, the extents a convolution or pool of the program writes a block of it with: a staged block of a Concat
+  // read first by an affine map ([C][H*W][1] to it) takes them (DenseNet's stage after a transition).
+  std::map<int, std::pair<int, int>> written_extents;
+  for (size_t j = 0; j + 1 < n; ++j) {
+    if (prog.layers[j].kind != NetOpKind::Conv && prog.layers[j].kind != NetOpKind::Pool) continue;
+    written_extents.emplace(root_of(io[j].out).first, std::make_pair(prog.layers[j].OH, prog.layers[j].OW));
+  }
   auto read = [&](int s, int j, int C, int& H, int& W, bool adopt, int stride, View* view) -> std::string {
     auto it = latest.find(s);
     bool found = it != latest.end();
@@ -291,6 +298,11 @@ std::optional<SeqProgram> build_seqnet(const std::vector<NetOp>& ops, int ranks,
     if (!found) {
       if (staged.size() == size_t(kSeqMaxInputs)) return "more tensors from before the cut than the kernel stages";
       const auto [r, at] = root_of(s);
+      auto hint = written_extents.find(r);
+      if (adopt && roots[r].H == 0 && hint != written_extents.end() &&
+          int64_t(hint->second.first) * hint->second.second == int64_t(H) * W) {
+        H = hint->second.first, W = hint->second.second;
+      }
       if (std::string e = write(r, at, C, H, W, -1, view); !e.empty()) return e;
       latest[s] = *view;
       staged.emplace_back(s, stride);

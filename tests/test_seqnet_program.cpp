@@ -240,6 +240,18 @@ NetOp conv2d(int in, int out, int C, int H, int F, int K, int stride, int pad, i
   return o;
 }
 
+// A normalization as the planner describes it: one scale and shift a channel over `inner` values ([C][inner][1]).
+NetOp affine(int in, int out, int C, int inner) {
+  NetOp o;
+  o.kind = NetOpKind::Affine;
+  o.in0 = in;
+  o.out = out;
+  o.count = C * inner;
+  o.inner = inner;
+  o.in0_stride = o.out_stride = C * inner;
+  return o;
+}
+
 NetOp binary(int a, int b, int out, kernels::NetBinary op, int C, int H, bool b_per_channel) {
   NetOp o;
   o.kind = NetOpKind::Binary;
@@ -371,6 +383,31 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
 // A shared layer that some ranks have no channels of (12 filters on 16 ranks) is no point every rank has passed:
 // ranks 12-15 send it nothing, so the others may pass its wait while those still run the local depthwise layer before
 // it, reading the first convolution's output. A tensor shared after it must not lie in that output's floats.
+TEST_CASE("sequence kernel program: a cut inside an in-place Concat, its first block staged (DenseNet after a transition)") {
+  // Slot 0, written before the cut, is the first block of Concat 9 (8 of its 12 channels of 6x6). The layer after
+  // the cut: a normalization (an affine map, which sees [8][36][1]), a 1x1, a 3x3 into the Concat's second block;
+  // then the whole Concat through a normalization, a global pool and a dense layer.
+  const std::vector<NetOp> ops = {affine(0, 1, 8, 36),        conv2d(1, 2, 8, 6, 16, 1, 1, 0),
+                                  conv2d(2, 3, 16, 6, 4, 3, 1, 1), affine(9, 4, 12, 36),
+                                  global_pool(4, 5, 12, 36),  dense(5, 6, 12, 10)};
+  const kernels::SeqAliases aliases = {{0, {9, 0}}, {3, {9, 8 * 36 * 4}}};
+  std::string why;
+  for (int ranks : {1, 4}) {
+    CAPTURE(ranks);
+    const std::optional<kernels::SeqProgram> p = kernels::build_seqnet(ops, ranks, kOptin, &why, &aliases);
+    REQUIRE_MESSAGE(p.has_value(), why);
+    REQUIRE(p->layers.size() == 6);
+    // The staged block takes the extents the 3x3 writes the Concat with, and so does the affine map reading it.
+    REQUIRE(p->inputs.size() == 1);
+    CHECK(p->inputs[0].slot == 0);
+    CHECK((p->layers[0].H == 6 && p->layers[0].W == 6));
+    // The 3x3 writes channels 8.. of the Concat the staged block begins; the second normalization reads all 12.
+    CHECK(p->layers[3].C == 12);
+    CHECK(p->layers[3].in_base == p->inputs[0].base);
+    CHECK(p->layers[2].out_base == p->inputs[0].base + 8 * p->layers[2].out_cs);
+  }
+}
+
 TEST_CASE("sequence kernel program: a layer some ranks have no channels of does not end earlier tensors' spans") {
   std::string why;
   std::vector<NetOp> ops = {conv2d(0, 1, 32, 7, 32, 3, 1, 1), conv2d(1, 2, 32, 7, 32, 3, 1, 1, 32),

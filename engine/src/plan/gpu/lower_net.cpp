@@ -521,6 +521,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     bool net = true;  // the network kernel runs it too
   };
   std::vector<Cut> cuts;
+  std::string seq_only_why;  // why the sequence kernel runs none of the cuts only it could take
   int64_t last_map = INT64_MAX;
   for (size_t k = first; k < n; ++k) {
     const int node = offer.nodes[k];
@@ -541,6 +542,16 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
       writes_output = writes_output || o.out == out_slot;
     }
     if (ops.size() > size_t(kernels::kNetMaxOps) || !writes_output || (!net && seq_variants.empty())) continue;
+    if (!net) {
+      // Only where the sequence kernel runs it (its largest cluster): else a later cut of this map stays offered.
+      std::string why;
+      const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
+      if (!kernels::build_seqnet(ops, seq_variants.front().ranks, optin, &why, &offer.aliases)) {
+        seq_only_why += fmt::format("{}from {}: {}", seq_only_why.empty() ? "" : "; ",
+                                    ir::node_short_name(g.nodes[static_cast<size_t>(node)]), why);
+        continue;
+      }
+    }
     last_map = map;
     cuts.push_back({k, step, std::move(ops), net});
   }
@@ -686,6 +697,9 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     }
   }
   if (seq_offered == 0) lc.note(fmt::format("sequence kernel: not offered ({})", seq_why));
+  if (!seq_only_why.empty()) {
+    lc.note(fmt::format("sequence kernel: cuts within an in-place Concat not offered ({})", seq_only_why));
+  }
   if (candidates.size() == 1) return;
   for (KernelCandidate& c : candidates) c.workspace_floats = layout->workspace_floats();
   TuneShapes shapes;
