@@ -380,9 +380,6 @@ TEST_CASE("sequence kernel program: residuals, Concat blocks written in place, a
   CHECK(why.find("broadcasts") != std::string::npos);
 }
 
-// A shared layer that some ranks have no channels of (12 filters on 16 ranks) is no point every rank has passed:
-// ranks 12-15 send it nothing, so the others may pass its wait while those still run the local depthwise layer before
-// it, reading the first convolution's output. A tensor shared after it must not lie in that output's floats.
 TEST_CASE("sequence kernel program: a cut inside an in-place Concat, its first block staged (DenseNet after a transition)") {
   // Slot 0, written before the cut, is the first block of Concat 9 (8 of its 12 channels of 6x6). The layer after
   // the cut: a normalization (an affine map, which sees [8][36][1]), a 1x1, a 3x3 into the Concat's second block;
@@ -408,6 +405,9 @@ TEST_CASE("sequence kernel program: a cut inside an in-place Concat, its first b
   }
 }
 
+// A shared layer that some ranks have no channels of (12 filters on 16 ranks) is no point every rank has passed:
+// ranks 12-15 send it nothing, so the others may pass its wait while those still run the local depthwise layer before
+// it, reading the first convolution's output. A tensor shared after it must not lie in that output's floats.
 TEST_CASE("sequence kernel program: a layer some ranks have no channels of does not end earlier tensors' spans") {
   std::string why;
   std::vector<NetOp> ops = {conv2d(0, 1, 32, 7, 32, 3, 1, 1), conv2d(1, 2, 32, 7, 32, 3, 1, 1, 32),
