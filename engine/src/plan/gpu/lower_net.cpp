@@ -476,6 +476,7 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
   const std::vector<kernels::NetVariant> variants =
       batch <= kernels::kNetMaxBatch ? kernels::net_variants(lc.context.device.arch()) : std::vector<kernels::NetVariant>{};
   const std::vector<kernels::SeqVariant> seq_variants = kernels::seqnet_variants(lc.context.device.arch());
+  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   if (variants.empty() && batch <= kernels::kNetMaxBatch) {
     lc.note(fmt::format("network kernel: not offered (thread-block clusters need compute capability 9.0, this GPU is "
                         "{}.{})", lc.context.device.arch() / 10, lc.context.device.arch() % 10));
@@ -545,7 +546,6 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     if (!net) {
       // Only where the sequence kernel runs it (its largest cluster): else a later cut of this map stays offered.
       std::string why;
-      const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
       if (!kernels::build_seqnet(ops, seq_variants.front().ranks, optin, &why, &offer.aliases)) {
         seq_only_why += fmt::format("{}from {}: {}", seq_only_why.empty() ? "" : "; ",
                                     ir::node_short_name(g.nodes[static_cast<size_t>(node)]), why);
@@ -605,7 +605,6 @@ void offer_net_kernel(const NetOffer& offer, LowerContext& lc, GpuPlan& plan) {
     std::shared_ptr<PlanTimeSeq> jit;  // the program's kernel compiled for it, instead of the built one
   };
   std::vector<Option> options;
-  const int optin = static_cast<int>(lc.context.device.smem_per_block_optin);
   std::string signature = fmt::format("net batch={} cuts={}", batch, cuts.size());
   std::string seq_why;  // why the sequence kernel does not run the first cut it does not
   int seq_offered = 0;
