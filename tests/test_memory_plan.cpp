@@ -176,3 +176,61 @@ TEST_CASE("change_steps: steps that won alone against a fusion run as its one la
   CHECK(change_span(plan, {1, StepChange::kFuse}) == 0);
   CHECK_THROWS_AS(change_steps(plan, {{1, StepChange::kFuse}}), cnnrt::Error);
 }
+
+TEST_CASE("side_steps: a residual block's shortcut beside its first convolution; a chain has none") {
+  // Slots: 0 input; 1 x; 2 the shortcut's output; 3 conv1's; 4 the block's; 5 the output slot.
+  GpuPlan plan;
+  Slot input, output;
+  input.kind = SlotKind::Input;
+  output.kind = SlotKind::Output;
+  input.bytes = output.bytes = 1024;
+  plan.slots = {input, arena_slot(4096), arena_slot(4096), arena_slot(4096), arena_slot(4096), output};
+  plan.steps = {step_of("stem", {0}, {1}), step_of("shortcut", {1}, {2}), step_of("conv1", {1}, {3}),
+                step_of("conv2+add", {3, 2}, {4}), step_of("fc", {4}, {5})};
+  place_arena(plan);
+  std::vector<SideStep> sides = side_steps(plan);
+  REQUIRE(sides.size() == 1);
+  CHECK(sides[0].step == 1);  // conv1 could go too; the first of equal spans is kept
+  CHECK(sides[0].fork == 0);
+  CHECK(sides[0].join == 3);
+
+  // A workspace (an arena slot no step writes) counts as written by the step given it: conv1's here lies in the
+  // shortcut's output bytes, so the two are not independent.
+  GpuPlan scratch = plan;
+  scratch.slots.push_back(arena_slot(256));
+  scratch.slots.back().offset = scratch.slots[2].offset;
+  scratch.steps[2].inputs.push_back(static_cast<int>(scratch.slots.size()) - 1);
+  CHECK(side_steps(scratch).empty());
+
+  // The shortcut's output in x's bytes (as an arena would place it, were x dead): it must wait for conv1's read.
+  GpuPlan reused = plan;
+  reused.slots[2].offset = reused.slots[1].offset;
+  CHECK(side_steps(reused).empty());
+
+  // A chain: every step reads what the one before wrote.
+  GpuPlan chain;
+  chain.slots = {input, arena_slot(4096), arena_slot(4096), arena_slot(4096), output};
+  chain.steps = {step_of("a", {0}, {1}), step_of("b", {1}, {2}), step_of("c", {2}, {3}), step_of("d", {3}, {4})};
+  place_arena(chain);
+  CHECK(side_steps(chain).empty());
+}
+
+TEST_CASE("side_steps: a stride-2 unit's pooled input beside the unit's convolutions, into its own Concat block") {
+  // concat_block_slots: 0 input; 1 x; 2 and 3 the blocks of 4 (an in-place Concat); 5 the reduced map; 6 output.
+  GpuPlan plan;
+  plan.slots = concat_block_slots();
+  plan.steps = {step_of("stem", {0}, {1}), step_of("reduce", {1}, {5}), step_of("dw+expand", {5}, {3}),
+                step_of("avgpool", {1}, {2}), step_of("fc", {4}, {6})};
+  place_arena(plan);
+  const std::vector<SideStep> sides = side_steps(plan);
+  REQUIRE(sides.size() == 1);
+  // The pool, beside both convolutions (dw+expand could go beside the pool alone: a shorter span).
+  CHECK(sides[0].step == 3);
+  CHECK(sides[0].fork == 0);
+  CHECK(sides[0].join == 4);
+  // Both blocks of the Concat written by one step's two outputs would make them dependent again.
+  GpuPlan same_block = plan;
+  same_block.steps[3].outputs = {3};
+  const std::vector<SideStep> other = side_steps(same_block);
+  CHECK(std::none_of(other.begin(), other.end(), [](const SideStep& s) { return s.step == 3; }));
+}

@@ -209,6 +209,31 @@ TEST_CASE("overlapped launches (PDL) and plain launches agree bit for bit, graph
   }
 }
 
+TEST_CASE("side steps: a graph running a shortcut or a pool on a second stream gives the CPU's answer, every replay") {
+  // ResNet-20's projection shortcuts and ShuffleNet's stride-2 average pools run beside the steps between their
+  // inputs and their readers (plan::side_steps): the plan must name them, and every replay must give the first
+  // one's outputs, close to the CPU's (a step racing its neighbour for a buffer would not).
+  for (const char* name : {"resnet20", "shufflenet_v1"}) {
+    CAPTURE(name);
+    const std::string path = repo_path(std::string("models/zoo/") + name + "/model.onnx");
+    const Model gpu_model = Model::load(path, options_for(Device::Gpu));
+    const Model cpu_model = Model::load(path, options_for(Device::Cpu));
+    Context gpu(gpu_model), cpu(cpu_model);
+    std::vector<int64_t> shape = gpu_model.inputs()[0].shape;
+    for (int64_t batch : {1, 3}) {
+      CAPTURE(batch);
+      shape[0] = batch;
+      CHECK(gpu_model.describe_plan(batch).find("on a second stream of the CUDA graph") != std::string::npos);
+      int64_t count = 1;
+      for (int64_t d : shape) count *= d;
+      const Tensor input{shape, testing::random_floats(size_t(count), uint32_t(batch) + 70)};
+      const Tensor first = gpu.run({input})[0];
+      for (int repeat = 0; repeat < 20; ++repeat) REQUIRE(gpu.run({input})[0].data == first.data);
+      CHECK(max_rel_error(first, cpu.run({input})[0]) < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("launch_next_plain: the thread's next overlapped launch waits for the grid before; the ones after overlap") {
   // The request is the thread's, taken by one launch.
   kernels::set_programmatic_launch(true);

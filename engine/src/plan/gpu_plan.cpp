@@ -33,12 +33,20 @@ std::string slot_text(const Slot& s) {
 
 std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain) {
   std::string text = fmt::format("steps ({}, GPU):\n", plan.steps.size());
+  const std::vector<SideStep> sides = side_steps(plan);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
     std::vector<std::string> outs;
     for (int o : s.outputs) outs.push_back(slot_text(plan.slots[o]));
     text += fmt::format("  {:3}  {:<30} {:<34} -> {:<16} {:<18} {}\n", i, s.label, s.kernel,
                         ir::shape_str(s.output_shape), fmt::join(outs, ","), s.config);
+    for (const SideStep& side : sides) {
+      if (side.step == i) {
+        text += fmt::format("       on a second stream of the CUDA graph: starts {}, step {} waits for it\n",
+                            side.fork < 0 ? std::string("first") : fmt::format("after step {}", side.fork),
+                            side.join);
+      }
+    }
     if (explain) {
       for (const Candidate& c : s.candidates) {
         // The distance from the reference's output, where known (the reference's own line: 0).
@@ -93,6 +101,91 @@ void place_arena(GpuPlan& plan) {
   }
   plan.arena_bytes = arena.arena_bytes;
   plan.activation_bytes = arena.sum_bytes;
+}
+
+namespace {
+
+// A byte range a step reads or writes: `space` 0 the arena, 1 + 2k graph input k, 2 + 2k graph output k.
+struct Access {
+  int space = 0;
+  int64_t begin = 0, end = 0;
+  bool write = false;
+};
+
+bool conflict(const std::vector<Access>& a, const std::vector<Access>& b) {
+  for (const Access& x : a) {
+    for (const Access& y : b) {
+      if ((x.write || y.write) && x.space == y.space && x.begin < y.end && y.begin < x.end) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<SideStep> side_steps(const GpuPlan& plan) {
+  const size_t n = plan.steps.size();
+  if (n < 3) return {};
+  // Every range a step writes, so that an arena slot read but written by none is known for a workspace.
+  std::vector<std::pair<int64_t, int64_t>> written;
+  for (const Step& step : plan.steps) {
+    for (int s : step.outputs) {
+      const Slot& slot = plan.slots[static_cast<size_t>(s)];
+      if (slot.kind == SlotKind::Arena) written.emplace_back(slot.offset, slot.offset + slot.bytes);
+    }
+  }
+  const auto access = [&](int s, bool write) {
+    const Slot& slot = plan.slots[static_cast<size_t>(s)];
+    switch (slot.kind) {
+      case SlotKind::Weight: return Access{-1, 0, 0, false};
+      case SlotKind::Input: return Access{1 + 2 * slot.io_index, 0, 1, write};
+      case SlotKind::Output: return Access{2 + 2 * slot.io_index, 0, 1, write};
+      case SlotKind::Arena: break;
+    }
+    const int64_t begin = slot.offset, end = slot.offset + slot.bytes;
+    const bool scratch = !write && std::none_of(written.begin(), written.end(), [&](const auto& w) {
+      return w.first < end && begin < w.second;
+    });
+    return Access{0, begin, end, write || scratch};
+  };
+  std::vector<std::vector<Access>> accesses(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int s : plan.steps[i].inputs) accesses[i].push_back(access(s, false));
+    for (int s : plan.steps[i].outputs) accesses[i].push_back(access(s, true));
+  }
+  std::vector<SideStep> candidates;
+  for (size_t j = 0; j + 1 < n; ++j) {
+    int fork = -1;
+    for (size_t i = j; i-- > 0;) {
+      if (conflict(accesses[i], accesses[j])) {
+        fork = static_cast<int>(i);
+        break;
+      }
+    }
+    size_t join = n - 1;
+    for (size_t k = j + 1; k + 1 < n; ++k) {
+      if (conflict(accesses[j], accesses[k])) {
+        join = k;
+        break;
+      }
+    }
+    if (static_cast<int>(join) - fork - 1 >= 2) candidates.push_back({j, fork, join});  // another step beside it
+  }
+  // The longest spans first (the most steps beside), each kept where its span is disjoint from those kept (one may
+  // fork at the step another joins at).
+  std::stable_sort(candidates.begin(), candidates.end(), [](const SideStep& a, const SideStep& b) {
+    return static_cast<int>(a.join) - a.fork > static_cast<int>(b.join) - b.fork;
+  });
+  std::vector<SideStep> sides;
+  for (const SideStep& c : candidates) {
+    if (std::all_of(sides.begin(), sides.end(), [&](const SideStep& s) {
+          return c.fork >= static_cast<int>(s.join) || static_cast<int>(c.join) <= s.fork;
+        })) {
+      sides.push_back(c);
+    }
+  }
+  std::sort(sides.begin(), sides.end(), [](const SideStep& a, const SideStep& b) { return a.step < b.step; });
+  return sides;
 }
 
 size_t change_span(const GpuPlan& plan, const StepChange& change) {

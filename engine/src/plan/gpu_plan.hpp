@@ -113,6 +113,22 @@ struct GpuPlan {
   std::vector<std::string> notes; // planner decisions worth showing (tuning cache hits, fallbacks)
 };
 
+// A step the plan's CUDA graph runs beside the others, on a second stream: it reads and writes nothing that a step
+// between `fork` and `join` writes or reads, so it starts once step `fork` is launched (-1: with the first step) and
+// step `join` waits for it, while the steps between run on the main stream. ResNet's projection shortcut beside the
+// block's first convolution; ShuffleNet's average pool of a stride-2 unit's input beside the unit's convolutions.
+struct SideStep {
+  size_t step = 0;
+  int fork = -1;
+  size_t join = 0;
+};
+
+// The steps of `plan` that can run beside the others (as above), in order, their spans disjoint (the longest kept
+// first): each with at least one other step between its fork and its join, never the last step. Memory is compared byte by byte (arena slots
+// by their placed offsets, inputs and outputs by index); an arena slot that no step writes (a kernel's workspace) is
+// taken as written by each step that is given it.
+std::vector<SideStep> side_steps(const GpuPlan& plan);
+
 // Places the arena slots that the steps use: offsets from the steps' lifetimes (memory_plan.hpp), an in-place
 // Concat's blocks inside their Concat's output; sets arena_bytes and activation_bytes.
 void place_arena(GpuPlan& plan);

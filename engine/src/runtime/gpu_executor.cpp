@@ -44,6 +44,15 @@ bool sync_every_step() {
   return on;
 }
 
+// CNNRT_NO_SIDE_STEPS=1: captured graphs run every step on one stream, in order.
+bool side_steps_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("CNNRT_NO_SIDE_STEPS");
+    return !v || std::strcmp(v, "0") == 0;
+  }();
+  return on;
+}
+
 class GpuExecutor final : public Executor {
  public:
   GpuExecutor(std::shared_ptr<const plan::Prepared> prepared, Stream stream, bool use_graphs)
@@ -83,12 +92,21 @@ class GpuExecutor final : public Executor {
     }
     bound_inputs_.assign(plan_.input_slots.size(), nullptr);
     bound_outputs_.assign(plan_.output_slots.size(), nullptr);
+    if (use_graphs_ && side_steps_enabled()) sides_ = plan::side_steps(plan_);
+    if (!sides_.empty()) {
+      CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
+      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming));
+    }
   }
 
   ~GpuExecutor() override {
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    if (fork_event_) cudaEventDestroy(fork_event_);
+    if (join_event_) cudaEventDestroy(join_event_);
+    if (side_stream_) cudaStreamDestroy(side_stream_);
   }
 
   // Host to host: the caller's inputs into the context's pinned buffers, then one CUDA graph launch, then the
@@ -418,7 +436,9 @@ class GpuExecutor final : public Executor {
     return exec;
   }
 
-  void launch_step(size_t i) {
+  void launch_step(size_t i) { launch_step(i, stream_); }
+
+  void launch_step(size_t i, cudaStream_t stream) {
     const plan::Step& step = plan_.steps[i];
     // A plain step asks for its first launch to be plain; the request goes when the step is done, whether it
     // launched anything or threw.
@@ -433,9 +453,9 @@ class GpuExecutor final : public Executor {
     } request(!step.overlap);
     if (host_run_ && step.launch_from_host) {
       unsigned* done = i + 1 == plan_.steps.size() ? done_device_ : nullptr;
-      step.launch_from_host(step_inputs_[i].data(), step_outputs_[i].data(), done, stream_);
+      step.launch_from_host(step_inputs_[i].data(), step_outputs_[i].data(), done, stream);
     } else {
-      step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream_);
+      step.launch(step_inputs_[i].data(), step_outputs_[i].data(), stream);
     }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
@@ -444,7 +464,7 @@ class GpuExecutor final : public Executor {
                                         fmt::join(step.nodes, ", "), prepared_->graph.model_name));
     }
     if (sync_every_step()) {
-      const cudaError_t sync_err = cudaStreamSynchronize(stream_);
+      const cudaError_t sync_err = cudaStreamSynchronize(stream);
       if (sync_err != cudaSuccess) {
         gpu::throw_cuda_error(sync_err, step.kernel.c_str(), __FILE__, __LINE__,
                               fmt::format("step {} '{}' (ONNX nodes {}) of '{}'", i, step.label,
@@ -453,8 +473,32 @@ class GpuExecutor final : public Executor {
     }
   }
 
+  // The steps in order; while a graph is captured, each side step (plan::side_steps) on the side stream, forked
+  // after its fork step and joined before its join step. Outside a capture (no graphs, a profiling run) in order.
   void launch_steps() {
-    for (size_t i = 0; i < plan_.steps.size(); ++i) launch_step(i);
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (!sides_.empty()) CNNRT_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capturing));
+    if (capturing != cudaStreamCaptureStatusActive) {
+      for (size_t i = 0; i < plan_.steps.size(); ++i) launch_step(i);
+      return;
+    }
+    const auto fork = [&](const plan::SideStep& side) {
+      CNNRT_CUDA_CHECK(cudaEventRecord(fork_event_, stream_));
+      CNNRT_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_event_, 0));
+      launch_step(side.step, side_stream_);
+      CNNRT_CUDA_CHECK(cudaEventRecord(join_event_, side_stream_));
+    };
+    size_t next = 0;  // the next side step to fork
+    if (next < sides_.size() && sides_[next].fork < 0) fork(sides_[next]);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      if (next < sides_.size() && sides_[next].step == i) continue;
+      if (next < sides_.size() && sides_[next].join == i) {
+        CNNRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_event_, 0));
+        ++next;
+      }
+      launch_step(i);
+      if (next < sides_.size() && sides_[next].fork == static_cast<int>(i)) fork(sides_[next]);
+    }
   }
 
   void launch() {
@@ -513,6 +557,9 @@ class GpuExecutor final : public Executor {
   cudaGraphExec_t host_graph_exec_ = nullptr;  // run_host's graph: copies in, steps, copies out
   uint64_t host_graph_binding_ = 0;  // the binding it was captured for
   std::vector<cudaEvent_t> events_;
+  std::vector<plan::SideStep> sides_;  // steps a captured graph runs beside the others
+  cudaStream_t side_stream_ = nullptr;
+  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
 };
 
 // Whole-plan searches run one at a time in the process: two would time each other.
