@@ -1,10 +1,10 @@
 // A chain of inverted residual blocks replaces the blocks' steps only where the tuner measured it at least 10% faster
-// than their replay, the network or sequence kernel at least 5% (plan/gpu/lower_chain.hpp): the replay lacks the
+// than their replay, the network or sequence kernel at least 5% (plan/gpu/lower_util.hpp): the replay lacks the
 // whole graph's overlap search and side streams.
 #ifdef CNNRT_WITH_CUDA
 #include <doctest/doctest.h>
 
-#include "plan/gpu/lower_chain.hpp"
+#include "plan/gpu/lower_util.hpp"
 
 using namespace cnnrt::plan;
 

@@ -124,9 +124,9 @@ struct SideStep {
 };
 
 // The steps of `plan` that can run beside the others (as above), in order, their spans disjoint (the longest kept
-// first): each with at least one other step between its fork and its join, never the last step. Memory is compared byte by byte (arena slots
-// by their placed offsets, inputs and outputs by index); an arena slot that no step writes (a kernel's workspace) is
-// taken as written by each step that is given it.
+// first): each with at least one other step between its fork and its join, never the last step. Memory is compared
+// byte by byte (arena slots by their placed offsets, inputs and outputs by index); an arena slot that no step writes
+// (a kernel's workspace) is taken as written by each step that is given it.
 std::vector<SideStep> side_steps(const GpuPlan& plan);
 
 // Places the arena slots that the steps use: offsets from the steps' lifetimes (memory_plan.hpp), an in-place

@@ -1196,16 +1196,6 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
       "its steps");
 }
 
-bool clearly_faster_than_steps(const Choice& choice, const std::string& fused, double ratio) {
-  double steps_us = -1, fused_us = -1;
-  for (const Candidate& c : choice.timings) {
-    if (c.kernel == "separate_steps") steps_us = c.median_us;
-    if (c.kernel == fused) fused_us = c.median_us;
-  }
-  if (steps_us <= 0 || fused_us <= 0) return true;  // not measured (forced, heuristic): as chosen
-  return fused_us <= ratio * steps_us;
-}
-
 void offer_block_chains(const std::vector<BlockStep>& blocks, LowerContext& lc, GpuPlan& plan) {
   std::map<int, const BlockStep*> by_output;
   for (const BlockStep& b : blocks) by_output[b.out_slot] = &b;

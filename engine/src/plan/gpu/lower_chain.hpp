@@ -37,11 +37,6 @@ size_t dense_chain_layers_that_fit(const passes::DenseChainMatch& match, const L
 // `steps`): one launch of the gate kernel where a variant of it measures faster than the steps, else `steps`.
 std::vector<Step> lower_squeeze_excite(const passes::SqueezeExciteMatch& match, std::vector<Step> steps, LowerContext& lc);
 
-// Whether `fused`, a candidate of `choice`, measured at most `ratio` times the time of the steps it would replace
-// (`separate_steps`): those steps, replayed alone, get none of the whole graph's overlap search and side streams,
-// which hide part of each step's launch in the network. True where either was not timed (forced, heuristic).
-bool clearly_faster_than_steps(const Choice& choice, const std::string& fused, double ratio);
-
 // The steps the plan gets for a depthwise + pointwise pair `match` (its two convolutions lowered one by one in
 // `steps`): one launch of the pair kernel where a tile of it measures faster than the steps, else `steps`. With
 // `shuffle` (ShuffleNet's unit) the kernel reads the Transpose's input through the channel shuffle, and `steps` are

@@ -28,7 +28,6 @@
 #include "kernels/net.cuh"
 #include "kernels/seqnet.cuh"
 #include "plan/gpu/conv_step.hpp"
-#include "plan/gpu/lower_chain.hpp"
 #include "plan/gpu/lower_util.hpp"
 
 namespace cnnrt::plan {

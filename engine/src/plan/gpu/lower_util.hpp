@@ -43,6 +43,11 @@ std::vector<std::pair<const KernelCandidate*, double>> close_candidates(const Ch
 // neighbours (a cluster kernel launched while the step before drains, say).
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates);
 
+// Whether `fused`, a candidate of `choice`, measured at most `ratio` times the time of the steps it would replace
+// (`separate_steps`): those steps, replayed alone, get none of the whole graph's overlap search and side streams,
+// which hide part of each step's launch in the network. True where either was not timed (forced, heuristic).
+bool clearly_faster_than_steps(const Choice& choice, const std::string& fused, double ratio);
+
 std::vector<int> input_slots(LowerContext& lc, const ir::Node& node);
 
 // Whether kernels compiled at plan time for a model's shapes (NVRTC) are offered: unless CNNRT_NO_JIT is set

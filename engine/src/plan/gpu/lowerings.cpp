@@ -41,6 +41,16 @@ std::vector<std::pair<const KernelCandidate*, double>> close_candidates(const Ch
   return close;
 }
 
+bool clearly_faster_than_steps(const Choice& choice, const std::string& fused, double ratio) {
+  double steps_us = -1, fused_us = -1;
+  for (const Candidate& c : choice.timings) {
+    if (c.kernel == "separate_steps") steps_us = c.median_us;
+    if (c.kernel == fused) fused_us = c.median_us;
+  }
+  if (steps_us <= 0 || fused_us <= 0) return true;  // not measured (forced, heuristic): as chosen
+  return fused_us <= ratio * steps_us;
+}
+
 std::vector<StepKernel> close_alternatives(const Choice& choice, const std::vector<KernelCandidate>& candidates) {
   constexpr size_t kMost = 2;
   std::vector<StepKernel> close;
