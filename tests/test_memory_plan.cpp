@@ -234,3 +234,64 @@ TEST_CASE("side_steps: a stride-2 unit's pooled input beside the unit's convolut
   const std::vector<SideStep> other = side_steps(same_block);
   CHECK(std::none_of(other.begin(), other.end(), [](const SideStep& s) { return s.step == 3; }));
 }
+
+TEST_CASE("side_steps: at batch 2 a pooled block beside the convolution writing the other block, image by image") {
+  // Slots as concat_block_slots, at two images: the Concat's output holds image 0 of b, image 0 of c, image 1 of b,
+  // image 1 of c (4096 bytes each); b and c are strided blocks.
+  GpuPlan plan;
+  plan.slots = concat_block_slots();
+  plan.slots[4].bytes = 4 * 4096;
+  for (int block : {2, 3}) {
+    plan.slots[static_cast<size_t>(block)].bytes = 2 * 4096;
+    plan.slots[static_cast<size_t>(block)].images = 2;
+    plan.slots[static_cast<size_t>(block)].image_stride = 2 * 4096;
+  }
+  plan.steps = {step_of("stem", {0}, {1}), step_of("reduce", {1}, {5}), step_of("dw+expand", {5}, {3}),
+                step_of("avgpool", {1}, {2}), step_of("fc", {4}, {6})};
+  place_arena(plan);
+  std::vector<SideStep> sides = side_steps(plan);
+  REQUIRE(sides.size() == 1);
+  CHECK(sides[0].step == 3);
+  CHECK(sides[0].fork == 0);
+  CHECK(sides[0].join == 4);
+  // Taken as contiguous, b's 8192 bytes would cover c's first image: the two steps would be ordered.
+  GpuPlan contiguous = plan;
+  contiguous.slots[2].image_stride = contiguous.slots[3].image_stride = 0;
+  sides = side_steps(contiguous);
+  CHECK(std::none_of(sides.begin(), sides.end(), [](const SideStep& s) { return s.step == 3; }));
+}
+
+TEST_CASE("place_arena: a side step's buffers live from its fork to its join, so no step between reuses them") {
+  // Slots as concat_block_slots, and 7 the depthwise output. The pooled block b is written by the last step before
+  // fc, so its Concat would start living only at the expand step and could take the bytes of the reduced map,
+  // dead by then: the pool would then wait for the depthwise step that reads them.
+  GpuPlan plan;
+  plan.slots = concat_block_slots();
+  plan.slots[5].bytes = 8192;
+  plan.slots.push_back(arena_slot(4096));
+  plan.steps = {step_of("stem", {0}, {1}),   step_of("reduce", {1}, {5}),   step_of("dw", {5}, {7}),
+                step_of("expand", {7}, {3}), step_of("avgpool", {1}, {2}), step_of("fc", {4}, {6})};
+  place_arena(plan);
+  const std::vector<SideStep> sides = side_steps(plan);
+  REQUIRE(sides.size() == 1);
+  CHECK(sides[0].step == 4);
+  CHECK(sides[0].fork == 0);
+  CHECK(sides[0].join == 5);
+  for (int other : {5, 7}) CHECK_FALSE(bytes_overlap(plan, 4, other));
+}
+
+TEST_CASE("describe_gpu_plan names a side step only where the plan runs side steps beside the others") {
+  GpuPlan plan;
+  Slot input, output;
+  input.kind = SlotKind::Input;
+  output.kind = SlotKind::Output;
+  input.bytes = output.bytes = 1024;
+  plan.slots = {input, arena_slot(4096), arena_slot(4096), arena_slot(4096), arena_slot(4096), output};
+  plan.steps = {step_of("stem", {0}, {1}), step_of("shortcut", {1}, {2}), step_of("conv1", {1}, {3}),
+                step_of("conv2+add", {3, 2}, {4}), step_of("fc", {4}, {5})};
+  place_arena(plan);
+  const cnnrt::ir::Graph graph;
+  CHECK(describe_gpu_plan(plan, graph, false).find("on a second stream") != std::string::npos);
+  plan.side_streams = false;
+  CHECK(describe_gpu_plan(plan, graph, false).find("on a second stream") == std::string::npos);
+}

@@ -33,7 +33,7 @@ std::string slot_text(const Slot& s) {
 
 std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool explain) {
   std::string text = fmt::format("steps ({}, GPU):\n", plan.steps.size());
-  const std::vector<SideStep> sides = side_steps(plan);
+  const std::vector<SideStep> sides = plan.side_streams ? side_steps(plan) : std::vector<SideStep>{};
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
     std::vector<std::string> outs;
@@ -65,47 +65,10 @@ std::string describe_gpu_plan(const GpuPlan& plan, const ir::Graph& graph, bool 
   return text;
 }
 
-void place_arena(GpuPlan& plan) {
-  // Per slot: the buffer it lies in (itself, or the outermost Concat output) and its offset there. That buffer
-  // lives from the first write of any of its blocks to the last read.
-  const size_t n_slots = plan.slots.size();
-  std::vector<int> buffer_of(n_slots);
-  std::vector<int64_t> offset_in_buffer(n_slots, 0);
-  for (size_t s = 0; s < n_slots; ++s) {
-    int at = static_cast<int>(s);
-    for (; plan.slots[at].within >= 0; at = plan.slots[at].within) offset_in_buffer[s] += plan.slots[at].within_offset;
-    buffer_of[s] = at;
-  }
-  std::vector<int> first(n_slots, INT_MAX), last(n_slots, -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    for (const auto* list : {&plan.steps[i].inputs, &plan.steps[i].outputs}) {
-      for (int s : *list) {
-        const int buffer = buffer_of[s];
-        first[buffer] = std::min(first[buffer], static_cast<int>(i));
-        last[buffer] = std::max(last[buffer], static_cast<int>(i));
-      }
-    }
-  }
-  std::vector<int> arena_ids;
-  std::vector<BufferLifetime> lifetimes;
-  for (size_t s = 0; s < n_slots; ++s) {
-    if (plan.slots[s].kind != SlotKind::Arena || buffer_of[s] != static_cast<int>(s) || last[s] < 0) continue;
-    arena_ids.push_back(static_cast<int>(s));
-    lifetimes.push_back({plan.slots[s].bytes, first[s], last[s]});
-  }
-  const ArenaPlan arena = plan_arena(lifetimes);
-  for (size_t k = 0; k < arena_ids.size(); ++k) plan.slots[arena_ids[k]].offset = arena.offsets[k];
-  for (size_t s = 0; s < n_slots; ++s) {
-    const int buffer = buffer_of[s];
-    if (buffer != static_cast<int>(s)) plan.slots[s].offset = plan.slots[buffer].offset + offset_in_buffer[s];
-  }
-  plan.arena_bytes = arena.arena_bytes;
-  plan.activation_bytes = arena.sum_bytes;
-}
-
 namespace {
 
-// A byte range a step reads or writes: `space` 0 the arena, 1 + 2k graph input k, 2 + 2k graph output k.
+// A byte range a step reads or writes, in a space: -1 a weight (never written), 0 the placed arena, 1 + 3k graph
+// input k, 2 + 3k graph output k, 3 + 3b arena buffer b before placement (offsets within the buffer).
 struct Access {
   int space = 0;
   int64_t begin = 0, end = 0;
@@ -121,38 +84,56 @@ bool conflict(const std::vector<Access>& a, const std::vector<Access>& b) {
   return false;
 }
 
-}  // namespace
+// The bytes of a slot from `begin` (its offset in its space): one range, or one an image for a strided block.
+void add_ranges(std::vector<Access>& to, const Slot& slot, int space, int64_t begin, bool write) {
+  if (slot.image_stride == 0 || slot.images <= 1) {
+    to.push_back({space, begin, begin + slot.bytes, write});
+    return;
+  }
+  const int64_t image_bytes = slot.bytes / slot.images;
+  for (int64_t n = 0; n < slot.images; ++n) {
+    to.push_back({space, begin + n * slot.image_stride, begin + n * slot.image_stride + image_bytes, write});
+  }
+}
 
-std::vector<SideStep> side_steps(const GpuPlan& plan) {
-  const size_t n = plan.steps.size();
-  if (n < 3) return {};
-  // Every range a step writes, so that an arena slot read but written by none is known for a workspace.
-  std::vector<std::pair<int64_t, int64_t>> written;
+// The accesses of every step, given where each arena slot lies (`space_of`, `begin_of`): inputs and outputs of the
+// graph by index, weights never written. An arena slot that no step writes (a kernel's workspace) counts as written
+// by each step given it.
+template <typename SpaceOf, typename BeginOf>
+std::vector<std::vector<Access>> step_accesses(const GpuPlan& plan, SpaceOf space_of, BeginOf begin_of) {
+  std::vector<Access> written;
   for (const Step& step : plan.steps) {
     for (int s : step.outputs) {
       const Slot& slot = plan.slots[static_cast<size_t>(s)];
-      if (slot.kind == SlotKind::Arena) written.emplace_back(slot.offset, slot.offset + slot.bytes);
+      if (slot.kind == SlotKind::Arena) add_ranges(written, slot, space_of(s), begin_of(s), true);
     }
   }
-  const auto access = [&](int s, bool write) {
+  const auto add = [&](std::vector<Access>& to, int s, bool write) {
     const Slot& slot = plan.slots[static_cast<size_t>(s)];
     switch (slot.kind) {
-      case SlotKind::Weight: return Access{-1, 0, 0, false};
-      case SlotKind::Input: return Access{1 + 2 * slot.io_index, 0, 1, write};
-      case SlotKind::Output: return Access{2 + 2 * slot.io_index, 0, 1, write};
+      case SlotKind::Weight: to.push_back({-1, 0, 0, false}); return;
+      case SlotKind::Input: to.push_back({1 + 3 * slot.io_index, 0, 1, write}); return;
+      case SlotKind::Output: to.push_back({2 + 3 * slot.io_index, 0, 1, write}); return;
       case SlotKind::Arena: break;
     }
-    const int64_t begin = slot.offset, end = slot.offset + slot.bytes;
-    const bool scratch = !write && std::none_of(written.begin(), written.end(), [&](const auto& w) {
-      return w.first < end && begin < w.second;
-    });
-    return Access{0, begin, end, write || scratch};
+    std::vector<Access> mine;
+    add_ranges(mine, slot, space_of(s), begin_of(s), write);
+    const bool scratch = !write && !conflict(mine, written);
+    for (Access& a : mine) a.write = write || scratch;
+    to.insert(to.end(), mine.begin(), mine.end());
   };
-  std::vector<std::vector<Access>> accesses(n);
-  for (size_t i = 0; i < n; ++i) {
-    for (int s : plan.steps[i].inputs) accesses[i].push_back(access(s, false));
-    for (int s : plan.steps[i].outputs) accesses[i].push_back(access(s, true));
+  std::vector<std::vector<Access>> accesses(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (int s : plan.steps[i].inputs) add(accesses[i], s, false);
+    for (int s : plan.steps[i].outputs) add(accesses[i], s, true);
   }
+  return accesses;
+}
+
+// side_steps over the steps' accesses (see gpu_plan.hpp).
+std::vector<SideStep> choose_side_steps(const std::vector<std::vector<Access>>& accesses) {
+  const size_t n = accesses.size();
+  if (n < 3) return {};
   std::vector<SideStep> candidates;
   for (size_t j = 0; j + 1 < n; ++j) {
     int fork = -1;
@@ -186,6 +167,67 @@ std::vector<SideStep> side_steps(const GpuPlan& plan) {
   }
   std::sort(sides.begin(), sides.end(), [](const SideStep& a, const SideStep& b) { return a.step < b.step; });
   return sides;
+}
+
+}  // namespace
+
+void place_arena(GpuPlan& plan) {
+  // Per slot: the buffer it lies in (itself, or the outermost Concat output) and its offset there. That buffer
+  // lives from the first write of any of its blocks to the last read.
+  const size_t n_slots = plan.slots.size();
+  std::vector<int> buffer_of(n_slots);
+  std::vector<int64_t> offset_in_buffer(n_slots, 0);
+  for (size_t s = 0; s < n_slots; ++s) {
+    int at = static_cast<int>(s);
+    for (; plan.slots[at].within >= 0; at = plan.slots[at].within) offset_in_buffer[s] += plan.slots[at].within_offset;
+    buffer_of[s] = at;
+  }
+  std::vector<int> first(n_slots, INT_MAX), last(n_slots, -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (const auto* list : {&plan.steps[i].inputs, &plan.steps[i].outputs}) {
+      for (int s : *list) {
+        const int buffer = buffer_of[s];
+        first[buffer] = std::min(first[buffer], static_cast<int>(i));
+        last[buffer] = std::max(last[buffer], static_cast<int>(i));
+      }
+    }
+  }
+  // A step that a CUDA graph can run beside others (side_steps, compared here buffer by buffer, before any bytes are
+  // shared) runs any time from its fork to its join: its buffers live over all of it, so that no step between reuses
+  // their bytes and ties it to the order again.
+  const auto accesses = step_accesses(
+      plan, [&](int s) { return 3 + 3 * buffer_of[static_cast<size_t>(s)]; },
+      [&](int s) { return offset_in_buffer[static_cast<size_t>(s)]; });
+  for (const SideStep& side : choose_side_steps(accesses)) {
+    for (const auto* list : {&plan.steps[side.step].inputs, &plan.steps[side.step].outputs}) {
+      for (int s : *list) {
+        if (plan.slots[static_cast<size_t>(s)].kind != SlotKind::Arena) continue;
+        const int buffer = buffer_of[static_cast<size_t>(s)];
+        first[buffer] = std::min(first[buffer], side.fork + 1);
+        last[buffer] = std::max(last[buffer], static_cast<int>(side.join) - 1);
+      }
+    }
+  }
+  std::vector<int> arena_ids;
+  std::vector<BufferLifetime> lifetimes;
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (plan.slots[s].kind != SlotKind::Arena || buffer_of[s] != static_cast<int>(s) || last[s] < 0) continue;
+    arena_ids.push_back(static_cast<int>(s));
+    lifetimes.push_back({plan.slots[s].bytes, first[s], last[s]});
+  }
+  const ArenaPlan arena = plan_arena(lifetimes);
+  for (size_t k = 0; k < arena_ids.size(); ++k) plan.slots[arena_ids[k]].offset = arena.offsets[k];
+  for (size_t s = 0; s < n_slots; ++s) {
+    const int buffer = buffer_of[s];
+    if (buffer != static_cast<int>(s)) plan.slots[s].offset = plan.slots[buffer].offset + offset_in_buffer[s];
+  }
+  plan.arena_bytes = arena.arena_bytes;
+  plan.activation_bytes = arena.sum_bytes;
+}
+
+std::vector<SideStep> side_steps(const GpuPlan& plan) {
+  return choose_side_steps(step_accesses(
+      plan, [](int) { return 0; }, [&](int s) { return plan.slots[static_cast<size_t>(s)].offset; }));
 }
 
 size_t change_span(const GpuPlan& plan, const StepChange& change) {

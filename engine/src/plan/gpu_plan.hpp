@@ -31,6 +31,10 @@ struct Slot {
   // `within_offset`; -1: a buffer of its own (place_arena).
   int within = -1;
   int64_t within_offset = 0;
+  // Arena: a strided block (an in-place Concat's block at batch > 1): its `images` images, bytes / images each, lie
+  // `image_stride` bytes apart from `offset` on; 0: its bytes are contiguous.
+  int64_t image_stride = 0;
+  int64_t images = 1;
 };
 
 // Launches one step on `stream`. `in`/`out` hold the resolved device pointers of Step::inputs/outputs.
@@ -111,6 +115,9 @@ struct GpuPlan {
   int64_t activation_bytes = 0;   // what one buffer per activation would take
   int64_t weight_bytes = 0;       // uploaded constants this plan reads
   std::vector<std::string> notes; // planner decisions worth showing (tuning cache hits, fallbacks)
+  // A captured graph runs the side steps (side_steps) on a second stream; false: every step in order, where the
+  // whole plan measured faster so.
+  bool side_streams = true;
 };
 
 // A step the plan's CUDA graph runs beside the others, on a second stream: it reads and writes nothing that a step
@@ -125,12 +132,14 @@ struct SideStep {
 
 // The steps of `plan` that can run beside the others (as above), in order, their spans disjoint (the longest kept
 // first): each with at least one other step between its fork and its join, never the last step. Memory is compared
-// byte by byte (arena slots by their placed offsets, inputs and outputs by index); an arena slot that no step writes
-// (a kernel's workspace) is taken as written by each step that is given it.
+// byte by byte (arena slots by their placed offsets, a strided block image by image, inputs and outputs by index);
+// an arena slot that no step writes (a kernel's workspace) is taken as written by each step that is given it.
 std::vector<SideStep> side_steps(const GpuPlan& plan);
 
 // Places the arena slots that the steps use: offsets from the steps' lifetimes (memory_plan.hpp), an in-place
-// Concat's blocks inside their Concat's output; sets arena_bytes and activation_bytes.
+// Concat's blocks inside their Concat's output; sets arena_bytes and activation_bytes. The buffers of a step that
+// could run beside others (side_steps, with no two buffers sharing bytes) live from its fork to its join, so that
+// placing them keeps it a side step.
 void place_arena(GpuPlan& plan);
 
 // A change the whole-plan search (runtime::measure_plan_choices) makes to step `step`: another of its kernels

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <tuple>
@@ -52,6 +53,35 @@ bool side_steps_enabled() {
   }();
   return on;
 }
+
+// The second stream that a captured graph runs side steps on (plan::side_steps), with the events that fork a side
+// step after its fork step and join it before its join step; all three freed with it, or when creating one throws.
+class SideStream {
+ public:
+  SideStream() {
+    try {
+      CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~SideStream() { release(); }
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+
+ private:
+  void release() noexcept {
+    if (fork) cudaEventDestroy(fork);
+    if (join) cudaEventDestroy(join);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
 
 class GpuExecutor final : public Executor {
  public:
@@ -92,21 +122,14 @@ class GpuExecutor final : public Executor {
     }
     bound_inputs_.assign(plan_.input_slots.size(), nullptr);
     bound_outputs_.assign(plan_.output_slots.size(), nullptr);
-    if (use_graphs_ && side_steps_enabled()) sides_ = plan::side_steps(plan_);
-    if (!sides_.empty()) {
-      CNNRT_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
-      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
-      CNNRT_CUDA_CHECK(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming));
-    }
+    if (use_graphs_ && plan_.side_streams && side_steps_enabled()) sides_ = plan::side_steps(plan_);
+    if (!sides_.empty()) side_ = std::make_unique<SideStream>();
   }
 
   ~GpuExecutor() override {
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (host_graph_exec_) cudaGraphExecDestroy(host_graph_exec_);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
-    if (fork_event_) cudaEventDestroy(fork_event_);
-    if (join_event_) cudaEventDestroy(join_event_);
-    if (side_stream_) cudaStreamDestroy(side_stream_);
   }
 
   // Host to host: the caller's inputs into the context's pinned buffers, then one CUDA graph launch, then the
@@ -483,17 +506,17 @@ class GpuExecutor final : public Executor {
       return;
     }
     const auto fork = [&](const plan::SideStep& side) {
-      CNNRT_CUDA_CHECK(cudaEventRecord(fork_event_, stream_));
-      CNNRT_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_event_, 0));
-      launch_step(side.step, side_stream_);
-      CNNRT_CUDA_CHECK(cudaEventRecord(join_event_, side_stream_));
+      CNNRT_CUDA_CHECK(cudaEventRecord(side_->fork, stream_));
+      CNNRT_CUDA_CHECK(cudaStreamWaitEvent(side_->stream, side_->fork, 0));
+      launch_step(side.step, side_->stream);
+      CNNRT_CUDA_CHECK(cudaEventRecord(side_->join, side_->stream));
     };
     size_t next = 0;  // the next side step to fork
     if (next < sides_.size() && sides_[next].fork < 0) fork(sides_[next]);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       if (next < sides_.size() && sides_[next].step == i) continue;
       if (next < sides_.size() && sides_[next].join == i) {
-        CNNRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_event_, 0));
+        CNNRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_->join, 0));
         ++next;
       }
       launch_step(i);
@@ -558,8 +581,7 @@ class GpuExecutor final : public Executor {
   uint64_t host_graph_binding_ = 0;  // the binding it was captured for
   std::vector<cudaEvent_t> events_;
   std::vector<plan::SideStep> sides_;  // steps a captured graph runs beside the others
-  cudaStream_t side_stream_ = nullptr;
-  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
+  std::unique_ptr<SideStream> side_;   // where sides_ is not empty
 };
 
 // Whole-plan searches run one at a time in the process: two would time each other.

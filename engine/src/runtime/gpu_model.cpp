@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -36,6 +37,7 @@ bool launch_tuning_off() { return switched_on("CNNRT_NO_LAUNCH_TUNING"); }
 // CNNRT_NO_PLAN_TUNING=1: the planner's kernel and fusion choices stay, unmeasured in the whole plan (for
 // comparison).
 bool plan_tuning_off() { return switched_on("CNNRT_NO_PLAN_TUNING"); }
+bool side_steps_off() { return switched_on("CNNRT_NO_SIDE_STEPS"); }
 
 // The 64-bit FNV-1a hash of the texts mixed in, each ended by a newline: what the cache keys of whole-plan choices
 // carry to tell plans apart.
@@ -162,10 +164,17 @@ class GpuModelImpl final : public GpuModel {
     return target;
   }
 
-  // The planner's plan, then the whole-plan search's changes to it (measure_plan_choices) and each step's launch
-  // (measure_step_overlap), both cached. The search compares plans with every step overlapped, so a changed plan is
-  // kept only where, with its own launch choice, it still beats the plan as planned with its own (keep_changes).
+  // The planner's plan, then the whole-plan search's changes to it (measure_plan_choices), each step's launch
+  // (measure_step_overlap) and whether side steps run beside the others (choose_side_streams), all cached.
   std::shared_ptr<const plan::GpuPlan> plan(const plan::Prepared& prepared) override {
+    std::shared_ptr<plan::GpuPlan> chosen = choose_plan(prepared);
+    choose_side_streams(chosen, prepared.graph.model_name);
+    return chosen;
+  }
+
+  // The search compares plans with every step overlapped, so a changed plan is kept only where, with its own launch
+  // choice, it still beats the plan as planned with its own (keep_changes).
+  std::shared_ptr<plan::GpuPlan> choose_plan(const plan::Prepared& prepared) {
     plan::PlanContext context{device_, weights_, options_, tuner_.get()};
     std::shared_ptr<plan::GpuPlan> planned = plan::build_gpu_plan(prepared, context);
     const std::string& name = prepared.graph.model_name;
@@ -326,6 +335,50 @@ class GpuModelImpl final : public GpuModel {
     plan->notes.push_back(fmt::format(
         "steps launched without overlapping the step before ({}: a run {:.1f} us, all overlapped {:.1f} us): {}", how,
         choice.chosen_us, choice.overlapped_us, fmt::join(choice.plain_steps, ", ")));
+  }
+
+  // Whether the plan's side steps (plan::side_steps) run on a second stream of its graph or in order: both timed in
+  // alternating runs (time_plans_alternating), in order kept only where it gains more than the noise (search_margin),
+  // the choice cached per launch sequence. Only where there are side steps and measured choices are wanted.
+  void choose_side_streams(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
+    constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // as the whole-plan searches: a large batch's step gaps
+    if (!options_.tuning || !options_.cuda_graphs || side_steps_off() || plan_tuning_off() ||
+        plan->arena_bytes > kMaxArenaBytes || plan::side_steps(*plan).empty()) {
+      return;
+    }
+    PlanHash mix;
+    mix(overlap_signature(*plan));
+    for (const plan::Step& s : plan->steps) mix(s.overlap ? "overlapped" : "plain");
+    const std::string signature = fmt::format("side-streams-v1|{} steps|{:016x}", plan->steps.size(), mix.value);
+    double beside_us = 0, in_order_us = 0;
+    std::string how = "cache";
+    const std::optional<plan::CachedChoice> cached = tuner_->recall(signature);
+    if (cached && (cached->kernel == "beside" || cached->kernel == "in order")) {
+      plan->side_streams = cached->kernel == "beside";
+      for (const auto& [what, us] : cached->timings) (what == "beside" ? beside_us : in_order_us) = us;
+    } else {
+      plan::GpuPlan in_order = *plan;
+      in_order.side_streams = false;
+      try {
+        std::tie(beside_us, in_order_us) = time_plans_alternating(*plan, in_order, model_name);
+      } catch (const std::exception& e) {
+        cudaGetLastError();
+        log().warn("'{}': timing the plan's side steps failed ({}); they run beside the others", model_name,
+                   e.what());
+        return;
+      }
+      how = "measured";
+      plan->side_streams = !(in_order_us < beside_us - search_margin(beside_us));
+      plan::CachedChoice store;
+      store.kernel = plan->side_streams ? "beside" : "in order";
+      store.timings = {{"beside", beside_us}, {"in order", in_order_us}};
+      tuner_->remember(signature, store);
+    }
+    plan->notes.push_back(plan->side_streams
+                              ? fmt::format("side steps beside the others ({}: a run {:.1f} us, in order {:.1f} us)",
+                                            how, beside_us, in_order_us)
+                              : fmt::format("side steps in order ({}: a run {:.1f} us, beside the others {:.1f} us)",
+                                            how, in_order_us, beside_us));
   }
 
   Options options_;

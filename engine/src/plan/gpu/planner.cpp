@@ -631,6 +631,10 @@ std::shared_ptr<GpuPlan> build_gpu_plan(const Prepared& prepared, PlanContext& c
     const int within = lower.slot(in_place.parent[v]);
     plan->slots[block].within = within;
     plan->slots[block].within_offset = in_place.byte_offset[v];
+    if (in_place.image_floats[v] != 0) {
+      plan->slots[block].image_stride = in_place.image_floats[v] * static_cast<int64_t>(sizeof(float));
+      plan->slots[block].images = g.shape_of(static_cast<int>(v))[0];
+    }
   }
   place_arena(*plan);
   CNNRT_CHECK(plan->arena_bytes <= context.options.limits.max_activation_bytes, ErrorCode::LimitExceeded,
