@@ -200,6 +200,44 @@ TEST_CASE("launch overlap: measured on the whole plan once, then from the cache;
   CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
 }
 
+TEST_CASE("side streams: measured on the whole plan once, then from the cache; the outputs stay right") {
+  // ResNet-20's projection shortcuts can run beside their blocks' first convolutions (plan::side_steps): whether they
+  // do is timed on the whole plan at load, stored beside the kernel choices, and found there by the next load.
+  const char* off = std::getenv("CNNRT_NO_SIDE_STEPS");
+  if (off && std::string(off) != "0") {
+    MESSAGE("CNNRT_NO_SIDE_STEPS is set: nothing is measured");
+    return;
+  }
+  const TempCache temp("cnnrt_side_streams");
+  const std::string& cache = temp.file;
+  const std::string path = repo_path("models/zoo/resnet20/model.onnx");
+  const Options options = batch1_gpu_options(cache);
+  const Model first = Model::load(path, options);
+  const std::string first_plan = first.describe_plan(1);
+  INFO(first_plan);
+  const std::string text = read(cache);
+  CHECK_MESSAGE(text.find("side-streams-v1|") != std::string::npos, text);
+  const std::regex note(R"(side steps (beside the others|in order) \((measured|cache): a run)");
+  std::smatch first_note;
+  REQUIRE(std::regex_search(first_plan, first_note, note));
+  CHECK(first_note[2].str() == "measured");
+  // Beside the others, the plan names its side steps; in order, none.
+  CHECK((first_note[1].str() == "beside the others") ==
+        (first_plan.find("on a second stream of the CUDA graph") != std::string::npos));
+  const Model second = Model::load(path, options);
+  const std::string second_plan = second.describe_plan(1);
+  INFO(second_plan);
+  std::smatch second_note;
+  REQUIRE(std::regex_search(second_plan, second_note, note));
+  CHECK(second_note[1].str() == first_note[1].str());
+  CHECK(second_note[2].str() == "cache");
+  CHECK(read(cache) == text);
+  const Tensor input = batch1_input(first, 79);
+  const Tensor want = cpu_output(path, input);
+  CHECK(max_rel_error(Context(first).run({input})[0], want) < 1e-4);
+  CHECK(max_rel_error(Context(second).run({input})[0], want) < 1e-4);
+}
+
 TEST_CASE("whole-plan choices: measured once, then from the cache; fused steps run as theirs, outputs stay right") {
   if (!whole_plan_measured("CNNRT_NO_PLAN_TUNING")) {
     MESSAGE("the LeNet chain kernel needs compute capability 9.0 (or CNNRT_NO_PLAN_TUNING is set): nothing fused");
