@@ -1,6 +1,6 @@
 // Concats in place: at batch 1 a channel Concat's inputs are written straight into their blocks of its output
 // (nested, as DenseNet's), and the Concats that must copy still do: a graph input as a block, one value given
-// twice, a Concat that is the graph's output, a block that would start off a 128-byte line, and at batch 2
+// twice, a Concat that is the graph's output, a block that would start off a 64-byte line, and at batch 2
 // (where the blocks are strided) every Concat of a block that is not a convolution's output read by it alone.
 // At batch 2 and more, SqueezeNet's fire modules (convolutions of one input, concatenated) write their strided
 // blocks in place, on every family that writes an image stride, and DenseNet's nested Concats too (their stacks
@@ -45,7 +45,7 @@ std::string dense_model() {
   concat(m, {"c", "from_input", "twice"}, "wide");
   conv3x3(m, "wide", "y", 20, 2, 40);
   concat(m, {"b", "a"}, "out_cat");
-  // Two 1-channel 3x5 maps from a strided 1x1 conv, concatenated: the second block is not 128-byte aligned.
+  // Two 1-channel 3x5 maps from a strided 1x1 conv, concatenated: the second block is not 64-byte aligned.
   m.initializer("w_p", {1, 4, 1, 1}, random_floats(4, 50)).initializer("w_q", {1, 4, 1, 1}, random_floats(4, 51));
   ModelBuilder::attr_ints(m.node("Conv", {"c", "w_p"}, {"p"}, "p"), "strides", {3, 2});
   ModelBuilder::attr_ints(m.node("Conv", {"c", "w_q"}, {"q"}, "q"), "strides", {3, 2});

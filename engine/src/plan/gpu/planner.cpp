@@ -196,10 +196,11 @@ void check_free_memory(const GpuPlan& plan, const PlanContext& context, const st
 // besides the Concat, only by BatchNormalizations (whose kernel, and the convolution reading through one, read an
 // input image stride). Decided per group of values that share storage (views): a group is a block of one Concat
 // at most, and Concats nest (DenseNet: each layer's Concat holds the previous one as its first block). A block
-// must start on a 128-byte line (kBlockAlignment: more than the 16 bytes that kernels' vector accesses, cp.async
-// and TMA need of a pointer; ShuffleNet's later blocks, 120 x 14 x 14 floats in, are not 256-byte aligned);
-// graph inputs and outputs (the caller's buffers), constants and an input given twice keep the copy.
-constexpr int64_t kBlockAlignment = 128;
+// must start on 64 bytes (kBlockAlignment: more than the 16 bytes that kernels' vector accesses, cp.async and TMA
+// need of a pointer; ShuffleNet's later blocks, 120 x 14 x 14 and 240 x 7 x 7 floats in, are not 256-byte aligned,
+// the second not 128); graph inputs and outputs (the caller's buffers), constants and an input given twice keep the
+// copy.
+constexpr int64_t kBlockAlignment = 64;
 static_assert(kArenaAlignment % kBlockAlignment == 0, "a buffer's start is a block's start");
 
 struct ConcatsInPlace {
