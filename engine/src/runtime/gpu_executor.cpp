@@ -45,7 +45,8 @@ bool sync_every_step() {
   return on;
 }
 
-// CNNRT_NO_SIDE_STEPS=1: captured graphs run every step on one stream, in order.
+}  // namespace
+
 bool side_steps_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("CNNRT_NO_SIDE_STEPS");
@@ -53,6 +54,13 @@ bool side_steps_enabled() {
   }();
   return on;
 }
+
+bool timed_whole(const plan::GpuPlan& plan) {
+  constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // each timing allocates an arena beside the contexts'
+  return plan.arena_bytes <= kMaxArenaBytes && !sync_every_step();
+}
+
+namespace {
 
 // The second stream that a captured graph runs side steps on (plan::side_steps), with the events that fork a side
 // step after its fork step and join it before its join step; all three freed with it, or when creating one throws.
@@ -610,9 +618,8 @@ OverlapChoice search_step_overlap(const std::shared_ptr<plan::GpuPlan>& plan, co
   constexpr double kBudgetUs = 2.0e6;    // GPU time the search may take
   const size_t n = plan->steps.size();
   OverlapChoice choice;
-  constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // a second arena beside the contexts' (large batches)
   for (plan::Step& s : plan->steps) s.overlap = true;
-  if (n < 2 || plan->arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
+  if (n < 2 || !timed_whole(*plan)) return choice;
   const std::lock_guard<std::mutex> lock(search_lock());
   auto prepared = std::make_shared<plan::Prepared>();
   prepared->graph.model_name = model_name;
@@ -718,7 +725,6 @@ std::pair<double, double> time_plans_alternating(const plan::GpuPlan& a, const p
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes) {
   constexpr double kMaxRunUs = 2000;  // longer runs: a step's few microseconds are noise there
   constexpr double kBudgetUs = 3.0e6; // GPU time the search may take
-  constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // each trial allocates an arena of its own
   PlanChoice choice;
   // Every change to try, step by step: its other kernels, its replaced steps, one launch for it and the next ones.
   std::vector<plan::StepChange> options;
@@ -734,7 +740,7 @@ PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& mo
     return a.step < b.step + static_cast<int>(plan::change_span(plan, b)) &&
            b.step < a.step + static_cast<int>(plan::change_span(plan, a));
   };
-  if (options.empty() || plan.arena_bytes > kMaxArenaBytes || sync_every_step()) return choice;
+  if (options.empty() || !timed_whole(plan)) return choice;
   const std::lock_guard<std::mutex> lock(search_lock());
   const SearchStream owned;
   const cudaStream_t stream = owned.get();

@@ -58,6 +58,14 @@ struct PlanChoice {
 };
 PlanChoice measure_plan_choices(const plan::GpuPlan& plan, const std::string& model_name, int64_t max_arena_bytes);
 
+// Whether the whole-plan measurements time `plan` at all: not where its arena is over 256 MiB (large batches, where
+// a launch gap is noise, and each timing allocates an arena of its own) or run with CNNRT_SYNC_STEPS (no graphs).
+bool timed_whole(const plan::GpuPlan& plan);
+
+// Whether captured graphs run side steps (plan::side_steps) on a second stream: unless CNNRT_NO_SIDE_STEPS is set
+// to anything but "0" (every step on one stream, in order).
+bool side_steps_enabled();
+
 // What a change must gain over a run of `us` microseconds to be kept by these searches: more than run-to-run noise
 // (0.4%, at least 0.25 us).
 double search_margin(double us);

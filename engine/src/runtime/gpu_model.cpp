@@ -37,7 +37,6 @@ bool launch_tuning_off() { return switched_on("CNNRT_NO_LAUNCH_TUNING"); }
 // CNNRT_NO_PLAN_TUNING=1: the planner's kernel and fusion choices stay, unmeasured in the whole plan (for
 // comparison).
 bool plan_tuning_off() { return switched_on("CNNRT_NO_PLAN_TUNING"); }
-bool side_steps_off() { return switched_on("CNNRT_NO_SIDE_STEPS"); }
 
 // The 64-bit FNV-1a hash of the texts mixed in, each ended by a newline: what the cache keys of whole-plan choices
 // carry to tell plans apart.
@@ -341,9 +340,8 @@ class GpuModelImpl final : public GpuModel {
   // alternating runs (time_plans_alternating), in order kept only where it gains more than the noise (search_margin),
   // the choice cached per launch sequence. Only where there are side steps and measured choices are wanted.
   void choose_side_streams(const std::shared_ptr<plan::GpuPlan>& plan, const std::string& model_name) {
-    constexpr int64_t kMaxArenaBytes = int64_t(256) << 20;  // as the whole-plan searches: a large batch's step gaps
-    if (!options_.tuning || !options_.cuda_graphs || side_steps_off() || plan_tuning_off() ||
-        plan->arena_bytes > kMaxArenaBytes || plan::side_steps(*plan).empty()) {
+    if (!options_.tuning || !options_.cuda_graphs || !side_steps_enabled() || plan_tuning_off() ||
+        !timed_whole(*plan) || plan::side_steps(*plan).empty()) {
       return;
     }
     PlanHash mix;
