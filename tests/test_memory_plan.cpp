@@ -177,8 +177,11 @@ TEST_CASE("change_steps: steps that won alone against a fusion run as its one la
   CHECK_THROWS_AS(change_steps(plan, {{1, StepChange::kFuse}}), cnnrt::Error);
 }
 
-TEST_CASE("side_steps: a residual block's shortcut beside its first convolution; a chain has none") {
-  // Slots: 0 input; 1 x; 2 the shortcut's output; 3 conv1's; 4 the block's; 5 the output slot.
+namespace {
+
+// A residual block with a projection shortcut, placed. Slots: 0 input; 1 x; 2 the shortcut's output; 3 conv1's; 4 the
+// block's; 5 the output slot.
+GpuPlan residual_block_plan() {
   GpuPlan plan;
   Slot input, output;
   input.kind = SlotKind::Input;
@@ -188,6 +191,13 @@ TEST_CASE("side_steps: a residual block's shortcut beside its first convolution;
   plan.steps = {step_of("stem", {0}, {1}), step_of("shortcut", {1}, {2}), step_of("conv1", {1}, {3}),
                 step_of("conv2+add", {3, 2}, {4}), step_of("fc", {4}, {5})};
   place_arena(plan);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("side_steps: a residual block's shortcut beside its first convolution; a chain has none") {
+  const GpuPlan plan = residual_block_plan();
   std::vector<SideStep> sides = side_steps(plan);
   REQUIRE(sides.size() == 1);
   CHECK(sides[0].step == 1);  // conv1 could go too; the first of equal spans is kept
@@ -209,7 +219,7 @@ TEST_CASE("side_steps: a residual block's shortcut beside its first convolution;
 
   // A chain: every step reads what the one before wrote.
   GpuPlan chain;
-  chain.slots = {input, arena_slot(4096), arena_slot(4096), arena_slot(4096), output};
+  chain.slots = {plan.slots[0], arena_slot(4096), arena_slot(4096), arena_slot(4096), plan.slots[5]};  // in, out
   chain.steps = {step_of("a", {0}, {1}), step_of("b", {1}, {2}), step_of("c", {2}, {3}), step_of("d", {3}, {4})};
   place_arena(chain);
   CHECK(side_steps(chain).empty());
@@ -281,15 +291,7 @@ TEST_CASE("place_arena: a side step's buffers live from its fork to its join, so
 }
 
 TEST_CASE("describe_gpu_plan names a side step only where the plan runs side steps beside the others") {
-  GpuPlan plan;
-  Slot input, output;
-  input.kind = SlotKind::Input;
-  output.kind = SlotKind::Output;
-  input.bytes = output.bytes = 1024;
-  plan.slots = {input, arena_slot(4096), arena_slot(4096), arena_slot(4096), arena_slot(4096), output};
-  plan.steps = {step_of("stem", {0}, {1}), step_of("shortcut", {1}, {2}), step_of("conv1", {1}, {3}),
-                step_of("conv2+add", {3, 2}, {4}), step_of("fc", {4}, {5})};
-  place_arena(plan);
+  GpuPlan plan = residual_block_plan();
   const cnnrt::ir::Graph graph;
   CHECK(describe_gpu_plan(plan, graph, false).find("on a second stream") != std::string::npos);
   plan.side_streams = false;
