@@ -13,24 +13,16 @@
 //
 //   cmake --build --preset release --target handoff_lab
 //   build/release/bin/handoff_lab
-#include <cuda_runtime.h>
+#include "kernels/lab/lab_check.cuh"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 namespace {
 
-#define LAB_CHECK(x)                                                                      \
-  do {                                                                                    \
-    const cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+using cnnrt::kernels::lab::device_random;
 
 enum Mode { kPlain = 0, kPdl = 1, kFlag = 2, kFlagEarly = 3 };
 const char* const kModeNames[] = {"plain", "pdl", "flag", "flag0"};
@@ -146,15 +138,11 @@ int main() {
   LAB_CHECK(cudaGetDeviceProperties(&p, 0));
   std::printf("%s, %d SMs\n", p.name, p.multiProcessorCount);
   const int max_g = 2 * p.multiProcessorCount;
-  float* x;
+  const float* x = device_random(static_cast<size_t>(max_g) * kThreads, 1);
   float* bufs;
   unsigned* counters;
-  LAB_CHECK(cudaMalloc(&x, sizeof(float) * max_g * kThreads));
   LAB_CHECK(cudaMalloc(&bufs, sizeof(float) * 2 * max_g * kThreads));
   LAB_CHECK(cudaMalloc(&counters, sizeof(unsigned) * 64));
-  std::vector<float> hx(static_cast<size_t>(max_g) * kThreads);
-  for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-  LAB_CHECK(cudaMemcpy(x, hx.data(), sizeof(float) * hx.size(), cudaMemcpyHostToDevice));
   cudaStream_t s;
   LAB_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf("%-6s %5s %6s %10s %10s %12s  %s\n", "mode", "G", "work", "L=4 us", "L=36 us", "a step us", "check");
@@ -175,7 +163,6 @@ int main() {
       }
     }
   }
-  cudaFree(x);
   cudaFree(bufs);
   cudaFree(counters);
   return ok ? 0 : 1;
