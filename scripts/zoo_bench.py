@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times every model of the zoo (models/zoo/) with cnnrt and with PyTorch on the same GPU, weights and input.
 
-    scripts/zoo_bench.py [--models a,b] [--batches 1,16,256] [--out DIR] [--cnnrt PATH] [--quick]
+    scripts/zoo_bench.py [--models a,b] [--batches 1,16,256] [--out DIR] [--cnnrt PATH] [--quick] [--repeats N]
     scripts/zoo_bench.py --dry-run ...           # print what would run; needs neither a GPU nor torch
     scripts/zoo_bench.py --table A.json [B.json ...] --out DIR   # the table again, from earlier results
 
@@ -17,10 +17,15 @@ the other in this one call:
      models; I = 1000, or as many of PyTorch's graph replays as fit in 2 s, at least 20): our latency,
      throughput and per-step times beside cuDNN's (docs/bench-json.md).
 --quick: 100 single runs, 200 iterations, 0.5 s instead of 2 s.
+--repeats N (default 1): steps 2 and 3 N times each, alternating, PyTorch each time in a process of its own (its
+cuDNN algorithm search and its host's pace change from process to process by up to a quarter of its time). Each
+side's figures are then its best over the N: the lowest median latency and the lowest time per run of back-to-back
+runs; the table shows the slowest too, and the JSON keeps every repeat.
 It writes DIR/zoo_bench.json (after every case, so a run cut short keeps what finished; --resume skips the
 cases already there) and DIR/zoo_bench.md, a Markdown table: per model and input, our latency and
 throughput, PyTorch's (eager and CUDA graphs), the speedups against PyTorch + CUDA graphs (PyTorch's time
-over ours: above 1 we are faster), and our slowest step with its kernel and cuDNN's time for that step; and
+over ours: above 1 we are faster), and our slowest step with its kernel and cuDNN's time for that step, then the
+geometric mean and the least of the latency ratios per input size; and
 DIR/zoo_bench_steps.md: every convolution step of every case beside cuDNN's time for the same layer, with
 geometric means per model and per kernel family and the steps below 0.8x listed first.
 
@@ -132,6 +137,19 @@ def summarize_bench(doc):
     return out
 
 
+def best_of_runs(runs, batch):
+    """One side's figures over repeated timings of the same case (each a dict with latency_median_us and per_run_us,
+    as time_fn or summarize_bench return them): the run of the lowest median latency with every field it has, the
+    lowest time per run of all (and its throughput), and each run's two figures under "repeats"."""
+    if len(runs) == 1:
+        return runs[0]
+    best = dict(min(runs, key=lambda r: r["latency_median_us"]))
+    best["per_run_us"] = min(r["per_run_us"] for r in runs)
+    best["throughput_images_per_s"] = batch * 1e6 / best["per_run_us"]
+    best["repeats"] = [{"latency_median_us": r["latency_median_us"], "per_run_us": r["per_run_us"]} for r in runs]
+    return best
+
+
 # --- The table --------------------------------------------------------------------------------------------
 
 def fmt_us(v):
@@ -185,6 +203,15 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def latency_cell(side):
+    """A side's median latency; over several repeats its best, then the slowest repeat's."""
+    text = fmt_us(side.get("latency_median_us"))
+    repeats = side.get("repeats") or []
+    if len(repeats) > 1:
+        text += f" (of {len(repeats)}; slowest {fmt_us(max(r['latency_median_us'] for r in repeats))})"
+    return text
+
+
 def table_rows(cases):
     rows = []
     for c in cases:
@@ -197,14 +224,34 @@ def table_rows(cases):
         eager, graph = torch_.get("eager") or {}, torch_.get("graph") or {}
         lat, thr = speedups(c)
         check = c.get("check") or {}
-        ours_lat = fmt_us(ours.get("latency_median_us"))
+        ours_lat = latency_cell(ours)
         if c.get("status") == "mismatch":
             ours_lat += f" **MISMATCH** ({check.get('ours_max_abs', 0):.1e} off)"
         rows.append(head + [ours_lat, fmt_rate(ours.get("throughput_images_per_s")),
                             fmt_us(eager.get("latency_median_us")), fmt_rate(eager.get("throughput_images_per_s")),
-                            fmt_us(graph.get("latency_median_us")), fmt_rate(graph.get("throughput_images_per_s")),
+                            latency_cell(graph), fmt_rate(graph.get("throughput_images_per_s")),
                             fmt_ratio(lat), fmt_ratio(thr)] + step_cells(c))
     return rows
+
+
+def ratio_summary(cases):
+    """Per input size (a classifier's batch; an image-to-image model's batch and map): the geometric mean and the
+    least of the passing cases' latency ratios against PyTorch + CUDA graphs, as lines of text."""
+    groups = {}
+    for c in cases:
+        lat = speedups(c)[0] if c.get("status") == "ok" else None
+        if lat is None:
+            continue
+        n, shape = c["input_shape"][0], c["input_shape"]
+        key = (bool(c["image_to_image"]), n, tuple(shape[2:]) if c["image_to_image"] else ())
+        groups.setdefault(key, []).append((lat, c["model"]))
+    lines = []
+    for (image, n, hw), ratios in sorted(groups.items()):
+        label = f"{n}x{'x'.join(map(str, hw))} images" if image else f"batch {n}"
+        least = min(ratios)
+        lines.append(f"- {label}: geometric mean {geomean(r for r, _ in ratios):.2f}x over {len(ratios)} model"
+                     f"{'s' if len(ratios) != 1 else ''}, the least {least[1]} {least[0]:.2f}x")
+    return lines
 
 
 HEADER = ["model", "input", "cnnrt us", "cnnrt img/s", "PyTorch eager us", "eager img/s", "PyTorch graph us",
@@ -225,11 +272,18 @@ def write_table(doc):
         lines += [f"    {c}" for c in doc["commands"]]
     lines += ["", "Times are medians of single runs between two CUDA events (us); img/s from back-to-back runs. "
               "\"vs graph\": PyTorch + CUDA graphs' time over ours (above 1: cnnrt is faster). The slowest step is "
-              "cnnrt's, with cuDNN's fastest algorithm on the same convolution (`cnnrt bench`).", ""]
+              "cnnrt's, with cuDNN's fastest algorithm on the same convolution (`cnnrt bench`)."]
+    if any(len(((c.get("torch") or {}).get("graph") or {}).get("repeats") or []) > 1 for c in doc.get("cases", [])):
+        lines[-1] += (" Where a time says \"of N\", each side ran N times (PyTorch in a process of its own each time): "
+                      "the figures are each side's best, then its slowest median.")
+    lines.append("")
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
     for row in table_rows(doc.get("cases", [])):
         lines.append("| " + " | ".join(row) + " |")
+    summary = ratio_summary(doc.get("cases", []))
+    if summary:
+        lines += ["", "Latency against PyTorch + CUDA graphs:"] + summary
     failed = [c for c in doc.get("cases", []) if c.get("status") != "ok"]
     if failed:
         lines += ["", "Failed:"]
@@ -329,7 +383,7 @@ def merge_documents(docs):
 class Runner:
     """PyTorch's side of every case, and the two cnnrt commands."""
 
-    def __init__(self, args, index):
+    def __init__(self, args, index, worker=False):
         import torch  # noqa: F401 (imported here: planning and tables need no torch)
         import onnx
 
@@ -338,7 +392,7 @@ class Runner:
 
         self.torch, self.onnx, self.zoo_models = torch, onnx, zoo_models
         self.args, self.index = args, index
-        if shutil.which(args.cnnrt) is None:
+        if not worker and shutil.which(args.cnnrt) is None:
             raise SystemExit(f"zoo_bench: cannot find the cnnrt program {args.cnnrt!r} (put it on PATH or give --cnnrt PATH)")
         if not torch.cuda.is_available():
             raise SystemExit("zoo_bench: PyTorch sees no CUDA device")
@@ -455,6 +509,16 @@ class Runner:
         t.cuda.empty_cache()
         return out
 
+    def time_torch_process(self, case, work, repeat):
+        """time_torch in a Python process of its own (--torch-worker): its own cuDNN algorithm search and CUDA graph."""
+        cmd = torch_worker_command(self.args, case)
+        proc = run_logged(cmd, os.path.join(work, f"torch_timing_{repeat}.log"), self.args.timeout)
+        lines = (proc.stdout or "").strip().splitlines()
+        if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+            raise CaseFailure(f"the PyTorch timing process exited with {proc.returncode}: {last_line(proc)}",
+                              shlex.join(cmd))
+        return json.loads(lines[-1])
+
     def bench_cnnrt(self, case, work, estimate_us):
         json_path = os.path.join(work, "cnnrt_bench.json")
         iterations = max(20, min(self.cnnrt_iterations, int(self.budget_s * 1e6 / max(estimate_us, 1.0))))
@@ -481,11 +545,18 @@ class Runner:
                 result["status"] = "mismatch"
                 result["error"] = (f"cnnrt's output is {check.get('ours_of_tolerance', float('nan')):.2f}x the tolerance "
                                    f"from the float64 answer (PyTorch float32: {check['torch_fp32_of_tolerance']:.2f}x)")
-            result["torch"] = self.time_torch(case)
-            doc, cmd = self.bench_cnnrt(case, work, result["torch"]["graph"]["latency_median_us"])
-            result["cnnrt"] = summarize_bench(doc)
+            # Each repeat PyTorch, then ours; over several, PyTorch each time in a process of its own.
+            batch, repeats = case["input_shape"][0], self.args.repeats
+            torch_runs, ours_runs = [], []
+            for r in range(repeats):
+                torch_runs.append(self.time_torch(case) if repeats == 1 else self.time_torch_process(case, work, r))
+                doc, cmd = self.bench_cnnrt(case, work, torch_runs[0]["graph"]["latency_median_us"])
+                ours_runs.append(summarize_bench(doc))
+                if r == 0:
+                    result["cnnrt_environment"] = doc.get("environment", {})
+            result["torch"] = {mode: best_of_runs([t[mode] for t in torch_runs], batch) for mode in ("eager", "graph")}
+            result["cnnrt"] = best_of_runs(ours_runs, batch)
             result["cnnrt"]["command"] = cmd
-            result["cnnrt_environment"] = doc.get("environment", {})
         except CaseFailure as e:
             result["status"], result["error"], result["failed_command"] = "failed", str(e), e.command
         except Exception as e:  # a PyTorch or I/O error: this case fails, the others go on
@@ -501,6 +572,13 @@ class CaseFailure(Exception):
     def __init__(self, message, command):
         super().__init__(message)
         self.command = command
+
+
+def torch_worker_command(args, case):
+    """This script timing PyTorch on one case in a process of its own; it prints time_torch's result as JSON."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", json.dumps(case, separators=(",", ":")),
+           "--zoo", args.zoo]
+    return cmd + (["--quick"] if args.quick else [])
 
 
 def run_logged(cmd, log_path, timeout):
@@ -559,7 +637,11 @@ def parse_args(argv):
     ap.add_argument("--zoo", default=DEFAULT_ZOO, help="the zoo folder (default: models/zoo of this repository)")
     ap.add_argument("--quick", action="store_true", help="fewer runs per measurement (a quarter of the time)")
     ap.add_argument("--resume", action="store_true", help="keep the cases DIR/zoo_bench.json has as ok; run the rest")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="time each case N times, PyTorch each time in a process of its own; each side's best counts "
+                         "(default 1: once, PyTorch in this process)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed to each cnnrt command (default 900)")
+    ap.add_argument("--torch-worker", metavar="CASE_JSON", help=argparse.SUPPRESS)  # --repeats' PyTorch processes
     ap.add_argument("--dry-run", action="store_true", help="print the cases and commands, run nothing")
     ap.add_argument("--table", nargs="+", metavar="JSON", help="write the table from these zoo_bench.json files")
     args = ap.parse_args(argv)
@@ -569,6 +651,8 @@ def parse_args(argv):
             raise ValueError
     except ValueError:
         ap.error(f"--batches: positive integers separated by commas, not {args.batches!r}")
+    if args.repeats < 1:
+        ap.error(f"--repeats: at least 1, not {args.repeats}")
     args.models = [m for m in args.models.split(",") if m] if args.models else None
     args.zoo = os.path.abspath(args.zoo)
     return args
@@ -576,6 +660,10 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.torch_worker:
+        runner = Runner(args, load_index(args.zoo), worker=True)
+        print(json.dumps(runner.time_torch(json.loads(args.torch_worker))), flush=True)
+        return 0
     if args.table:
         docs = []
         for path in args.table:
@@ -597,6 +685,9 @@ def main(argv=None):
                                                 index["rtol"], index["atol"])))
             print(f"  PyTorch: zoo_models.BY_NAME[{case['model']!r}] with the weights of model.onnx; float64 answer "
                   "for the check, then float32 eager and CUDA-graph timings")
+            if args.repeats > 1:
+                print(f"  {args.repeats} times, alternating: PyTorch's timings in a process of its own "
+                      f"({shlex.join(torch_worker_command(args, case)[:3])} ...), then")
             print("  " + shlex.join(bench_command(args.cnnrt, args.zoo, case, os.path.join(work, "cnnrt_bench.json"),
                                                   200 if args.quick else 1000)))
         print(f"{len(cases)} cases")

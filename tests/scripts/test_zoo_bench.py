@@ -244,6 +244,78 @@ class TableTest(unittest.TestCase):
             self.assertIn("not a zoo_bench result", str(e.exception))
 
 
+class RepeatsTest(unittest.TestCase):
+    RUNS = [{"latency_median_us": 40.0, "per_run_us": 30.0, "samples": 1},
+            {"latency_median_us": 36.0, "per_run_us": 33.0, "samples": 2},
+            {"latency_median_us": 50.0, "per_run_us": 29.0, "samples": 3}]
+
+    def test_best_latency_run_and_least_time_per_run(self):
+        best = zoo_bench.best_of_runs(copy.deepcopy(self.RUNS), 16)
+        self.assertEqual(best["latency_median_us"], 36.0)
+        self.assertEqual(best["samples"], 2)  # the rest of the fields come from that run
+        self.assertEqual(best["per_run_us"], 29.0)  # from another run
+        self.assertAlmostEqual(best["throughput_images_per_s"], 16e6 / 29.0)
+        self.assertEqual([r["latency_median_us"] for r in best["repeats"]], [40.0, 36.0, 50.0])
+        one = {"latency_median_us": 40.0, "per_run_us": 30.0}
+        self.assertIs(zoo_bench.best_of_runs([one], 16), one)  # a single run as it was: no "repeats"
+
+    def test_table_shows_the_best_then_the_slowest_and_the_means(self):
+        ours = [recorded_case("lenet5", (1, 1, 32, 32)), recorded_case("resnet20", (1, 3, 32, 32)),
+                recorded_case("resnet20", (16, 3, 32, 32)), recorded_case("dncnn", (1, 1, 256, 256))]
+        ours[3]["image_to_image"] = True
+        graph = ours[0]["torch"]["graph"]
+        runs = [dict(graph, latency_median_us=v) for v in (600.0, graph["latency_median_us"], 700.0)]
+        ours[0]["torch"]["graph"] = zoo_bench.best_of_runs(runs, 1)
+        ours[1]["torch"]["graph"]["latency_median_us"] = 278.944 * 8  # 8x
+        ours[2]["status"] = "failed"  # left out of the means
+        doc = {"schema": zoo_bench.SCHEMA, "cases": ours}
+        table = zoo_bench.write_table(doc)
+        line = next(l for l in table.splitlines() if l.startswith("| lenet5 |"))
+        row = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(row[6], "557.9 (of 3; slowest 700.0)")
+        self.assertEqual(row[2], "278.9")  # ours ran once
+        self.assertIn("each side ran N times", table)
+        self.assertIn("- batch 1: geometric mean 4.00x over 2 models, the least lenet5 2.00x", table)  # sqrt(2 * 8)
+        self.assertIn("- 1x256x256 images: geometric mean 2.00x over 1 model, the least dncnn 2.00x", table)
+        self.assertNotIn("batch 16:", table)
+        self.assertNotIn("each side ran N times", zoo_bench.write_table(TableTest().document()))
+
+    def test_dry_run_and_usage(self):
+        _, out, _ = run_main(["--dry-run", "--models", "lenet5", "--batches", "1", "--repeats", "3"])
+        self.assertIn("3 times, alternating: PyTorch's timings in a process of its own", out)
+        self.assertIn("--torch-worker", out)
+        with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()):
+            zoo_bench.main(["--dry-run", "--repeats", "0"])
+        self.assertEqual(e.exception.code, 2)
+
+    def test_worker_command(self):
+        args = zoo_bench.parse_args(["--quick", "--zoo", ZOO])
+        case = zoo_bench.plan_cases(zoo_bench.load_index(ZOO), ["lenet5"], [1])[0]
+        cmd = zoo_bench.torch_worker_command(args, case)
+        self.assertEqual(cmd[:3], [sys.executable, os.path.join(REPO, "scripts", "zoo_bench.py"), "--torch-worker"])
+        self.assertEqual(json.loads(cmd[3]), case)
+        self.assertEqual(cmd[4:], ["--zoo", os.path.abspath(ZOO), "--quick"])
+        self.assertEqual(zoo_bench.parse_args(["--torch-worker", cmd[3]]).torch_worker, cmd[3])
+
+    def test_a_timing_process_gives_its_last_line_or_fails_the_case(self):
+        runner = zoo_bench.Runner.__new__(zoo_bench.Runner)  # no torch here: only the process handling
+        runner.args = zoo_bench.parse_args(["--timeout", "20"])
+        saved = zoo_bench.torch_worker_command
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                zoo_bench.torch_worker_command = lambda args, case: [
+                    sys.executable, "-c", "print('warming up'); print('{\"eager\": {\"x\": 1}, \"graph\": {}}')"]
+                self.assertEqual(runner.time_torch_process({}, tmp, 0), {"eager": {"x": 1}, "graph": {}})
+                zoo_bench.torch_worker_command = lambda args, case: [
+                    sys.executable, "-c", "import sys; print('RuntimeError: CUDA out of memory'); sys.exit(1)"]
+                with self.assertRaises(zoo_bench.CaseFailure) as e:
+                    runner.time_torch_process({}, tmp, 1)
+                self.assertIn("exited with 1: RuntimeError: CUDA out of memory", str(e.exception))
+                self.assertTrue(os.path.exists(os.path.join(tmp, "torch_timing_1.log")))
+        finally:
+            zoo_bench.torch_worker_command = saved
+
+
 class CommandTest(unittest.TestCase):
     def test_missing_program_and_timeout_are_reported(self):
         with tempfile.TemporaryDirectory() as tmp:
