@@ -65,6 +65,9 @@ struct MbconvDesc {
   const float* w_pj = nullptr;   // [F][hidden]
   Epilogue pj_epilogue;          // bias and activation; the residual bound per launch
   bool residual = false;         // whether launches add a residual operand [batch, F, OH, OW]
+  // The split's second launch reads the project and gate weights in its own layouts (mbconv_split_pack, uploaded):
+  // set by whoever runs a split variant; no other variant reads it.
+  const float* w_split = nullptr;
 };
 
 struct MbconvVariant {
@@ -106,6 +109,12 @@ void launch_mbconv(const MbconvVariant& v, const float* x, const float* residual
 // Any compute capability; the weights of each launch are staged before it waits for the launch before it.
 std::vector<MbconvVariant> mbconv_split_variants(const MbconvDesc& d, int smem_optin_bytes);
 std::vector<std::string> mbconv_split_variant_names();
+// MbconvDesc::w_split's contents from host copies of w_pj [F][hidden] and w_se2 [hidden][squeeze] (empty without a
+// gate): w_pj transposed to [hidden][F rounded up to 16] (zeros past F), then w_se2 transposed to [squeeze][hidden],
+// so that a block of the second launch stages its weights by 16-byte copies with no index arithmetic.
+std::vector<float> mbconv_split_pack(const std::vector<float>& w_pj, const std::vector<float>& w_se2,
+                                     const MbconvDesc& d);
+// Throws std::invalid_argument where d.w_split is not set.
 void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                          float* workspace, int smem_optin_bytes, cudaStream_t stream);
 

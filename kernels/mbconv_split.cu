@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kernels/conv_device.cuh"
 #include "kernels/cp_async.cuh"
@@ -73,6 +74,10 @@ struct SplitBLayout {
   int wt = 0, w2 = 0, b2 = 0, part = 0, z = 0, dm = 0, red = 0, floats = 0;
 };
 
+// The packed project weights' row length: F rounded up to 16, so that every block's FO (4, 8, 16) columns lie inside a
+// row and start 16 bytes aligned.
+__host__ __device__ inline int split_pack_columns(int F) { return (F + 15) / 16 * 16; }
+
 // Hidden-channel splits of the second launch: 256 threads over (FO/4) x (PG/4) tiles of 4 x 4 outputs.
 __host__ __device__ inline int split_ways(int FO, int PG) { return max(1, T / ((FO / 4) * (PG / 4))); }
 
@@ -141,7 +146,7 @@ __global__ void __launch_bounds__(T)
         cp_async_floats<T>(smem + L.x, xi, C * P);
       } else {
         for (int i = tid; i < C * P; i += T) {
-          const int k = i / P;
+          const int k = in_px.div(i);
           cp_async_4(smem + L.x + k * xrow + (i - k * P), xi + i, true);
         }
       }
@@ -245,18 +250,15 @@ __global__ void __launch_bounds__(T)
   const int fo = min(FO, F - f0), pg = min(PG, OP - p0);
   float* wt = smem + L.wt;
 
-  // 0. Constants before the prior grid's end: the project weights [F][hidden] -> [hidden][FO] (zeros past F), the
-  // gate's second layer.
-  for (int i = tid; i < FO * HD; i += T) {
-    const int o = i / HD, h = i - o * HD;
-    const bool valid = o < fo;
-    cp_async_4(wt + h * FO + o, d.w_pj + (valid ? static_cast<int64_t>(f0 + o) * HD + h : 0), valid);
+  // 0. Constants before the prior grid's end, from their packed layouts (mbconv_split_pack) by 16-byte copies: the
+  // block's FO columns of the project weights [hidden][Fp] (zeros past F), the gate's second layer [S][hidden].
+  const int Fp = split_pack_columns(F), chunks = FO / 4, chunk_shift = __ffs(chunks) - 1;  // FO: 4, 8 or 16
+  for (int i = tid; i < HD * chunks; i += T) {
+    const int h = i >> chunk_shift, c = 4 * (i & (chunks - 1));
+    cp_async_16(wt + h * FO + c, d.w_split + static_cast<int64_t>(h) * Fp + f0 + c, true);
   }
   if (S > 0) {
-    for (int i = tid; i < HD * S; i += T) {  // [hidden][S] -> [S][hidden]: thread h reads consecutive banks
-      const int h = i / S, j = i - h * S;
-      cp_async_4(smem + L.w2 + j * HD + h, d.w_se2 + i, true);
-    }
+    cp_async_floats<T>(smem + L.w2, d.w_split + static_cast<int64_t>(HD) * Fp, HD * S);
     for (int i = tid; i < HD; i += T) smem[L.b2 + i] = bias_at(d.b_se2, i);
   }
   cp_async_commit();
@@ -320,7 +322,11 @@ __global__ void __launch_bounds__(T)
       }
     }
     __syncthreads();
-    for (int i = tid; i < HD * FO; i += T) wt[i] *= gate[i / FO];
+    for (int i = tid; i < HD * chunks; i += T) {
+      float4& w = reinterpret_cast<float4*>(wt)[i];
+      const float g = gate[i >> chunk_shift];
+      w = make_float4(w.x * g, w.y * g, w.z * g, w.w * g);
+    }
     __syncthreads();
   }
 
@@ -406,6 +412,25 @@ std::vector<std::string> mbconv_split_variant_names() {
   return names;
 }
 
+std::vector<float> mbconv_split_pack(const std::vector<float>& w_pj, const std::vector<float>& w_se2,
+                                     const MbconvDesc& d) {
+  const int HD = d.hidden, F = d.F, S = d.squeeze, Fp = split_pack_columns(F);
+  if (w_pj.size() != size_t(F) * HD || w_se2.size() != size_t(S) * HD) {
+    throw std::invalid_argument("mbconv_split_pack: " + std::to_string(w_pj.size()) + " project and " +
+                                std::to_string(w_se2.size()) + " gate weights for " + std::to_string(F) + " outputs, " +
+                                std::to_string(HD) + " hidden and " + std::to_string(S) + " squeeze channels");
+  }
+  std::vector<float> out(size_t(HD) * Fp + size_t(S) * HD, 0.0f);
+  for (int o = 0; o < F; ++o) {
+    for (int h = 0; h < HD; ++h) out[size_t(h) * Fp + o] = w_pj[size_t(o) * HD + h];
+  }
+  float* se2 = out.data() + size_t(HD) * Fp;
+  for (int h = 0; h < HD; ++h) {
+    for (int s = 0; s < S; ++s) se2[size_t(s) * HD + h] = w_se2[size_t(h) * S + s];
+  }
+  return out;
+}
+
 int64_t mbconv_workspace_floats(const MbconvVariant& v, const MbconvDesc& d) {
   if (v.split_channels == 0) return 0;
   const int64_t maps = int64_t(d.batch) * d.hidden * d.dw.OH * d.dw.OW;
@@ -414,6 +439,9 @@ int64_t mbconv_workspace_floats(const MbconvVariant& v, const MbconvDesc& d) {
 
 void launch_mbconv_split(const MbconvVariant& v, const float* x, const float* residual, float* y, const MbconvDesc& d,
                          float* workspace, int smem_optin_bytes, cudaStream_t stream) {
+  if (d.w_split == nullptr) {
+    throw std::invalid_argument("launch_mbconv_split: MbconvDesc::w_split is not set (mbconv_split_pack)");
+  }
   const int hc = v.split_channels, FO = v.split_outputs, PG = v.split_pixels, slices = slices_of(d, hc);
   const int OP = d.dw.OH * d.dw.OW;
   float* dw_out = workspace;

@@ -161,4 +161,34 @@ TEST_CASE("inverted residual block: every variant offered is named, the split on
     CHECK((clusters > 0) == (c.arch >= 90));
   }
 }
+
+// The split's packed weights: the project layer's [F][hidden] transposed to rows of F rounded up to 16 (zeros past F),
+// then the gate's [hidden][squeeze] transposed to [squeeze][hidden]; a size that does not match the block is refused.
+TEST_CASE("inverted residual block: the split's weight layouts") {
+  kernels::MbconvDesc d;
+  d.hidden = 3;
+  d.F = 18;
+  d.squeeze = 2;
+  std::vector<float> pj(size_t(d.F) * d.hidden), se2(size_t(d.hidden) * d.squeeze);
+  for (size_t i = 0; i < pj.size(); ++i) pj[i] = 1.0f + float(i);
+  for (size_t i = 0; i < se2.size(); ++i) se2[i] = -1.0f - float(i);
+  const std::vector<float> packed = kernels::mbconv_split_pack(pj, se2, d);
+  const int Fp = 32;
+  REQUIRE(packed.size() == size_t(d.hidden) * Fp + se2.size());
+  for (int h = 0; h < d.hidden; ++h) {
+    for (int o = 0; o < Fp; ++o) {
+      CAPTURE(h);
+      CAPTURE(o);
+      CHECK(packed[size_t(h) * Fp + o] == (o < d.F ? pj[size_t(o) * d.hidden + h] : 0.0f));
+    }
+  }
+  for (int s = 0; s < d.squeeze; ++s) {
+    for (int h = 0; h < d.hidden; ++h) CHECK(packed[size_t(d.hidden) * Fp + s * d.hidden + h] == se2[h * d.squeeze + s]);
+  }
+  d.squeeze = 0;  // no gate: the project weights alone
+  CHECK(kernels::mbconv_split_pack(pj, {}, d).size() == size_t(d.hidden) * Fp);
+  CHECK_THROWS_AS(kernels::mbconv_split_pack(pj, se2, d), std::invalid_argument);
+  d.F = 16;
+  CHECK_THROWS_AS(kernels::mbconv_split_pack(pj, {}, d), std::invalid_argument);
+}
 #endif  // CNNRT_WITH_CUDA

@@ -123,6 +123,9 @@ int check_mbconv(const BlockCase& bc, uint32_t seed) {
   d.b_se2 = db2.get();
   d.w_pj = dwp.get();
   d.pj_epilogue.bias = bc.biases ? dbp.get() : nullptr;
+  const DeviceBuffer dsplit(
+      kernels::mbconv_split_pack(wp.float_values(), S > 0 ? w2.float_values() : std::vector<float>{}, d));
+  d.w_split = dsplit.get();
   const int optin = static_cast<int>(gpu::current_device().smem_per_block_optin);
   int ran = 0;
   for (const kernels::MbconvVariant& v : kernels::mbconv_variants(d, optin, gpu::current_device().arch())) {

@@ -1140,6 +1140,17 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
     }
     return steps;
   }
+  // The split's own layouts of the project and gate weights, uploaded only where a split variant is offered.
+  if (std::any_of(variants.begin(), variants.end(), [](const kernels::MbconvVariant& v) { return v.split_channels > 0; })) {
+    const ir::HostTensor& wp = *g.constant_of(pj.input(1));
+    std::vector<float> se2;
+    if (m.gate) {
+      const ir::HostTensor& w2 = *g.constant_of(g.nodes[static_cast<size_t>(m.gate->fc2)].input(1));
+      se2.assign(w2.f32(), w2.f32() + w2.numel());
+    }
+    d.w_split = lc.context.weights.upload(
+        kernels::mbconv_split_pack(std::vector<float>(wp.f32(), wp.f32() + wp.numel()), se2, d), "mbconv_split");
+  }
   // The inputs: the block's, and the residual where it is another value (usually it is the block's input).
   std::vector<int> in_slots = {lc.slot(first.input(0))};
   TuneShapes shapes;
