@@ -1027,8 +1027,7 @@ std::vector<Step> lower_dense_layer(const passes::DenseLayerMatch& m, std::vecto
   d.y_image = lc.image_floats(cv.outputs.at(0));  // its block of the next Concat's output, or 0
   const ir::HostTensor& w1 = *g.constant_of(pw.input(1));
   const ir::HostTensor& w2 = *g.constant_of(cv.input(1));
-  const std::vector<float> packed = kernels::dense_layer_pack(std::vector<float>(w1.f32(), w1.f32() + w1.numel()),
-                                                              std::vector<float>(w2.f32(), w2.f32() + w2.numel()), d);
+  const std::vector<float> packed = kernels::dense_layer_pack(w1.float_values(), w2.float_values(), d);
   const float* w_device = lc.context.weights.upload(packed, "dense_layer");
   d.w1 = w_device;
   d.w2 = w_device + kernels::dense_layer_w2_offset(d);
@@ -1142,14 +1141,11 @@ std::vector<Step> lower_inverted_residual(const passes::InvertedResidualMatch& m
   }
   // The split's own layouts of the project and gate weights, uploaded only where a split variant is offered.
   if (std::any_of(variants.begin(), variants.end(), [](const kernels::MbconvVariant& v) { return v.split_channels > 0; })) {
-    const ir::HostTensor& wp = *g.constant_of(pj.input(1));
-    std::vector<float> se2;
-    if (m.gate) {
-      const ir::HostTensor& w2 = *g.constant_of(g.nodes[static_cast<size_t>(m.gate->fc2)].input(1));
-      se2.assign(w2.f32(), w2.f32() + w2.numel());
-    }
+    const std::vector<float> no_gate;
+    const std::vector<float>& se2 =
+        m.gate ? g.constant_of(g.nodes[static_cast<size_t>(m.gate->fc2)].input(1))->float_values() : no_gate;
     d.w_split = lc.context.weights.upload(
-        kernels::mbconv_split_pack(std::vector<float>(wp.f32(), wp.f32() + wp.numel()), se2, d), "mbconv_split");
+        kernels::mbconv_split_pack(g.constant_of(pj.input(1))->float_values(), se2, d), "mbconv_split");
   }
   // The inputs: the block's, and the residual where it is another value (usually it is the block's input).
   std::vector<int> in_slots = {lc.slot(first.input(0))};
